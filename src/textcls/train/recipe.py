@@ -1,0 +1,121 @@
+"""Training recipes: the optimiser, schedule and loop settings a paper prescribes.
+
+A ``Recipe`` is plain data (JSON round-trip via ``to_dict``/``from_dict``) so that it can be
+stored in ``config.json`` and overridden from the CLI (``--lr 1e-4 --epochs 5``).
+Learning-rate schedules are named so a checkpoint never stores code:
+
+- ``None``: constant;
+- ``{"type": "step", "step_size": k, "gamma": g}``: lr * g ** (epoch // k);
+- ``{"type": "milestones", "milestones": [20, 25], "gamma": 0.1}``: CSPAN's divide-by-10;
+- ``{"type": "lambda", "name": "<registered name>", **kwargs}``: any per-epoch factor
+  registered with ``register_lr_lambda`` (FCSR's eq. 16, for example).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Callable
+
+from ..errors import ConfigError, close_names
+
+_LR_LAMBDAS: dict[str, Callable[..., Callable[[int], float]]] = {}
+
+
+def register_lr_lambda(name: str):
+    """Register ``factory(**kwargs) -> (epoch -> lr factor)`` under ``name``."""
+
+    def deco(factory):
+        _LR_LAMBDAS[name] = factory
+        return factory
+
+    return deco
+
+
+def get_lr_lambda(name: str, **kwargs) -> Callable[[int], float]:
+    if name not in _LR_LAMBDAS:
+        raise ConfigError(f"unknown learning-rate schedule '{name}'; {close_names(name, _LR_LAMBDAS)}")
+    return _LR_LAMBDAS[name](**kwargs)
+
+
+OPTIMIZERS = ("adam", "adamw", "sgd", "adadelta")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    momentum: float = 0.0
+    schedule: dict | None = None
+    epochs: int = 10
+    batch_size: int = 50
+    # Early stopping on the dev metric: stop after `patience` epochs without improvement
+    # (None = run all epochs, still keeping the best-on-dev checkpoint).
+    patience: int | None = None
+    monitor: str = "accuracy"
+    grad_clip: float | None = None
+    class_weights: str | None = None  # None | "balanced"
+    dev_fraction: float = 0.1  # carved from train (stratified, seeded) when no dev split exists
+    seed: int = 0
+    precision: str = "fp32"  # "fp32" | "bf16"
+
+    def __post_init__(self):
+        check = _range_check
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"optimizer '{self.optimizer}' is not one of {', '.join(OPTIMIZERS)}")
+        check("lr", self.lr, 0.0, 10.0, low_open=True)
+        check("weight_decay", self.weight_decay, 0.0, 1.0)
+        check("momentum", self.momentum, 0.0, 1.0)
+        check("epochs", self.epochs, 1, 100000)
+        check("batch_size", self.batch_size, 1, 1 << 20)
+        check("dev_fraction", self.dev_fraction, 0.0, 0.9, low_open=True)
+        if self.patience is not None:
+            check("patience", self.patience, 1, 100000)
+        if self.grad_clip is not None:
+            check("grad_clip", self.grad_clip, 0.0, 1e6, low_open=True)
+        if self.precision not in ("fp32", "bf16"):
+            raise ConfigError(f"precision '{self.precision}' is not one of fp32, bf16")
+        if self.class_weights not in (None, "balanced"):
+            raise ConfigError(f"class_weights '{self.class_weights}' is not one of none, balanced")
+        if self.schedule is not None:
+            kind = self.schedule.get("type")
+            if kind not in ("step", "milestones", "lambda"):
+                raise ConfigError(f"schedule type '{kind}' is not one of step, milestones, lambda")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Recipe":
+        d = dict(d)
+        if "betas" in d:
+            d["betas"] = tuple(d["betas"])
+        return cls(**d)
+
+    def with_overrides(self, **overrides) -> "Recipe":
+        names = {f.name for f in fields(self)}
+        unknown = [k for k in overrides if k not in names]
+        if unknown:
+            raise ConfigError(f"unknown recipe parameter '{unknown[0]}'; {close_names(unknown[0], names)}")
+        if "betas" in overrides:
+            overrides["betas"] = tuple(overrides["betas"])
+        return replace(self, **overrides)
+
+    @staticmethod
+    def field_names() -> set[str]:
+        return {f.name for f in fields(Recipe)}
+
+
+def _range_check(name, value, lo, hi, low_open=False):
+    ok = (lo < value if low_open else lo <= value) and value <= hi
+    if not ok:
+        bracket = "(" if low_open else "["
+        raise ConfigError(f"parameter '{name}' = {value} is outside its allowed range {bracket}{lo}, {hi}]")
+
+
+def range_check(name: str, value, lo, hi, low_open: bool = False) -> None:
+    """Raise ConfigError naming ``name`` and its allowed range when ``value`` is outside it."""
+    _range_check(name, value, lo, hi, low_open)
