@@ -1,0 +1,306 @@
+"""``Classifier``: every registered model behind one scikit-learn estimator.
+
+    >>> clf = textcls.Classifier("tfidf-lr").fit(texts, labels)
+    >>> clf.predict(["the film feels uncomfortably real"])
+
+Following scikit-learn's rules, ``__init__`` only stores parameters; everything learned
+ends in ``_``. ``fit_dataset`` trains on a ``TextDataset`` (its dev split, or one carved
+from train with the recipe's seed), which is what the CLI and the benchmarks use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import datasets
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from . import artifacts
+from .data.prepare import PreparedData, encode_texts, label_targets, pipeline_settings, prepare
+from .data.records import TextDataset
+from .data.splits import ensure_dev
+from .errors import CheckpointError, ConfigError, DataError
+from .eval.metrics import compute_metrics
+from .models.registry import create_model, get_preset
+from .text.pipeline import TextPipeline
+from .train import distributed
+from .train.engine import fit as engine_fit
+from .train.engine import predict_proba as engine_predict_proba
+
+DEFAULT_MODEL = "kim-cnn-nonstatic"
+
+# Estimator parameters that map one-to-one onto preset overrides (None = keep the preset's).
+_OVERRIDE_PARAMS = ("epochs", "lr", "batch_size", "weight_decay", "patience", "precision",
+                    "embeddings", "max_length")
+
+
+class Classifier(ClassifierMixin, BaseEstimator):
+    """A text classifier: any preset of ``textcls list-models``, trained on raw texts.
+
+    Parameters
+    ----------
+    model: preset name (``textcls list-models``).
+    epochs, lr, batch_size, weight_decay, patience, precision, embeddings, max_length:
+        override the preset's recipe or inputs; ``None`` keeps the preset's value.
+    params: any other preset override, e.g. ``{"num_filters": 50}``.
+    seed: seeds the dev split, initialisation and batch order.
+    device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
+    progress: show a progress bar while training.
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, epochs=None, lr=None, batch_size=None,
+                 weight_decay=None, patience=None, precision=None, embeddings=None, max_length=None,
+                 params: dict | None = None, seed: int = 0, device: str = "cpu", progress: bool = False):
+        self.model = model
+        self.epochs = epochs
+        self.lr = lr
+        self.batch_size = batch_size
+        self.weight_decay = weight_decay
+        self.patience = patience
+        self.precision = precision
+        self.embeddings = embeddings
+        self.max_length = max_length
+        self.params = params
+        self.seed = seed
+        self.device = device
+        self.progress = progress
+
+    # ------------------------------------------------------------------ configuration
+    def _overrides(self) -> dict:
+        overrides = {k: getattr(self, k) for k in _OVERRIDE_PARAMS if getattr(self, k) is not None}
+        overrides.update(self.params or {})
+        overrides["seed"] = self.seed
+        return overrides
+
+    def _device(self) -> torch.device:
+        if self.device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if self.device not in ("cpu", "cuda") and not str(self.device).startswith("cuda:"):
+            raise ConfigError(f"parameter 'device' = {self.device!r} is not one of cpu, cuda, auto")
+        return torch.device(self.device)
+
+    # ------------------------------------------------------------------ training
+    def fit(self, X: Sequence[str], y: Sequence) -> "Classifier":
+        """Train on texts ``X`` and labels ``y`` (class names, or lists of names for multi-label)."""
+        self.fit_dataset(dataset_from_lists(X, y))
+        if not self.multi_label_:
+            # Keep the caller's label values (ints stay ints) so predict() returns the same kind.
+            self.classes_ = np.array(sorted(set(_hashable(v) for v in y)))
+        return self
+
+    def fit_dataset(self, dataset: TextDataset, *, run_dir: str | Path | None = None,
+                    resume: bool = False) -> "Classifier":
+        preset = get_preset(self.model).with_overrides(**self._overrides())
+        self.preset_ = preset
+        self.classes_ = np.array(dataset.label_names)
+        self.multi_label_ = dataset.multi_label
+        self.dataset_name_ = dataset.name
+        if preset.kind == "classic":
+            return self._fit_classic(dataset, preset)
+        dataset = ensure_dev(dataset, fraction=preset.recipe.dev_fraction, seed=preset.recipe.seed)
+        prepared = prepare(dataset, preset.inputs, seed=preset.recipe.seed)
+        self.pipeline_ = prepared.pipeline
+        self.data_report_ = prepared.report
+        matrix = prepared.embeddings.matrix if prepared.embeddings is not None else None
+        torch.manual_seed(preset.recipe.seed)
+        self.model_ = create_model(self.model, num_classes=prepared.num_classes,
+                                   vocab_size=prepared.pipeline.vocab_size, embeddings=matrix,
+                                   **preset.arch)
+        replicas, rank = distributed.world_size(), distributed.rank()
+        recipe = preset.recipe
+        train_loader = prepared.loader("train", recipe.batch_size, shuffle=True, seed=recipe.seed,
+                                       num_replicas=replicas, rank=rank)
+        dev_loader = prepared.loader("dev", _eval_batch(recipe.batch_size))
+        self.fit_result_ = engine_fit(
+            self.model_, train_loader, dev_loader, recipe, multi_label=dataset.multi_label,
+            num_classes=prepared.num_classes, label_names=dataset.label_names,
+            class_counts=prepared.class_counts(), run_dir=run_dir, resume=resume,
+            progress=self.progress, device=self._device())
+        self.model_.to("cpu")
+        return self
+
+    def _fit_classic(self, dataset: TextDataset, preset) -> "Classifier":
+        import time
+
+        targets = label_targets(dataset["train"], dataset.label_names, dataset.multi_label,
+                                f"{dataset.name}/train")
+        self.model_ = create_model(self.model, num_classes=len(dataset.label_names), **preset.arch)
+        start = time.perf_counter()
+        self.model_.fit(list(dataset["train"]["text"]), _as_target_array(targets, dataset))
+        self.fit_result_ = None
+        self.train_seconds_ = time.perf_counter() - start
+        self.pipeline_ = None
+        self.data_report_ = {}
+        return self
+
+    # ------------------------------------------------------------------ inference
+    def _check_fitted(self):
+        if not hasattr(self, "model_"):
+            raise ConfigError("this Classifier is not fitted yet; call fit() or Classifier.from_pretrained(dir)")
+
+    def predict_proba(self, X: Sequence[str]) -> np.ndarray:
+        """Class probabilities [N, C] in ``classes_`` order (sigmoid per label for multi-label)."""
+        self._check_fitted()
+        texts = [str(t) for t in X]
+        if self.preset_.kind == "classic":
+            return self.model_.predict_proba(texts)
+        encoded, _ = encode_texts(self.pipeline_, texts, self.preset_.inputs.get("shape", "flat"))
+        from .data.batching import make_loader
+
+        loader = make_loader(encoded, _eval_batch(self.preset_.recipe.batch_size), shuffle=False)
+        return engine_predict_proba(self.model_, loader, multi_label=self.multi_label_,
+                                    precision=self.preset_.recipe.precision, device=self._device())
+
+    def predict(self, X: Sequence[str]):
+        """Class names (lists of names for multi-label, threshold 0.5)."""
+        probs = self.predict_proba(X)
+        if self.multi_label_:
+            return [list(self.classes_[row >= 0.5]) for row in probs]
+        return self.classes_[probs.argmax(axis=1)]
+
+    def evaluate(self, split: datasets.Dataset, *, where: str = "evaluation data") -> dict:
+        """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns."""
+        self._check_fitted()
+        targets = label_targets(split, [str(c) for c in self.classes_], self.multi_label_, where)
+        probs = self.predict_proba(list(split["text"]))
+        y = _as_target_array(targets, None, num_classes=len(self.classes_), multi_label=self.multi_label_)
+        return compute_metrics(y, probs, [str(c) for c in self.classes_], multi_label=self.multi_label_)
+
+    # ------------------------------------------------------------------ persistence
+    def num_parameters(self) -> dict:
+        """Trainable and total parameters, with the embedding tables counted apart."""
+        self._check_fitted()
+        if self.preset_.kind == "classic":
+            n = int(self.model_.num_parameters())
+            return {"total": n, "trainable": n, "embedding": 0, "non_embedding": n}
+        total = sum(p.numel() for p in self.model_.parameters())
+        trainable = sum(p.numel() for p in self.model_.parameters() if p.requires_grad)
+        embedding = sum(m.weight.numel() for m in self.model_.modules() if isinstance(m, torch.nn.Embedding))
+        return {"total": total, "trainable": trainable, "embedding": embedding,
+                "non_embedding": total - embedding}
+
+    def save_pretrained(self, run_dir: str | Path) -> Path:
+        """Write config.json, model.safetensors and tokenizer.json (no pickles)."""
+        self._check_fitted()
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        config = {
+            "model": self.model,
+            "family": self.preset_.family,
+            "kind": self.preset_.kind,
+            "arch": self.preset_.arch,
+            "recipe": self.preset_.recipe.to_dict(),
+            "inputs": self.preset_.inputs,
+            "label_names": [str(c) for c in self.classes_],
+            "label_values": [_hashable(c) for c in self.classes_],
+            "multi_label": bool(self.multi_label_),
+            "dataset": self.dataset_name_,
+            "estimator": self.get_params(),
+        }
+        if self.preset_.kind == "classic":
+            arrays, meta = self.model_.state()
+            config["classic_state"] = meta
+        else:
+            arrays = {k: v.detach().cpu().contiguous().numpy() for k, v in self.model_.state_dict().items()}
+            config["vocab_size"] = self.pipeline_.vocab_size
+            config["pipeline"] = self.pipeline_.settings()
+            self.pipeline_.save(run_dir)
+        artifacts.write_arrays(run_dir / artifacts.WEIGHTS, arrays)
+        artifacts.write_config(run_dir, config)
+        return run_dir
+
+    @classmethod
+    def from_pretrained(cls, run_dir: str | Path) -> "Classifier":
+        """Load a run directory written by ``save_pretrained`` or ``textcls train``."""
+        run_dir = Path(run_dir)
+        config = artifacts.read_config(run_dir)
+        params = dict(config.get("estimator", {}))
+        params["model"] = config["model"]
+        try:
+            clf = cls(**params)
+            preset = get_preset(config["model"])
+        except (TypeError, ConfigError) as exc:
+            raise CheckpointError(f"{run_dir / artifacts.CONFIG}: {exc}; it was written by another textcls version")
+        from dataclasses import replace
+
+        from .train.recipe import Recipe
+
+        clf.preset_ = replace(preset, arch=config["arch"], inputs=config["inputs"],
+                              recipe=Recipe.from_dict(config["recipe"]))
+        clf.classes_ = np.array(config.get("label_values", config["label_names"]))
+        clf.multi_label_ = bool(config.get("multi_label", False))
+        clf.dataset_name_ = config.get("dataset")
+        arrays = artifacts.read_arrays(run_dir / artifacts.WEIGHTS)
+        if config["kind"] == "classic":
+            from .models.classic import ClassicModel
+
+            try:
+                clf.model_ = ClassicModel.from_state(arrays, config["classic_state"])
+            except (KeyError, ValueError) as exc:
+                raise CheckpointError(f"{run_dir / artifacts.WEIGHTS}: does not match config.json ({exc})")
+            clf.pipeline_ = None
+            return clf
+        tokenizer = run_dir / artifacts.TOKENIZER
+        if not tokenizer.is_file():
+            raise CheckpointError(f"{tokenizer}: file is missing; the run directory is incomplete")
+        try:
+            clf.pipeline_ = TextPipeline.load(run_dir, config["pipeline"])
+        except Exception as exc:  # tokenizers raises plain Exceptions on bad JSON
+            raise CheckpointError(f"{tokenizer}: cannot load the tokenizer ({exc}); the file is corrupt")
+        clf.model_ = create_model(config["model"], num_classes=len(clf.classes_),
+                                  vocab_size=config["vocab_size"], **config["arch"])
+        state = {k: torch.from_numpy(v) for k, v in arrays.items()}
+        try:
+            clf.model_.load_state_dict(state, strict=True)
+        except RuntimeError as exc:
+            first = str(exc).splitlines()[0]
+            raise CheckpointError(f"{run_dir / artifacts.WEIGHTS}: does not match config.json ({first})")
+        clf.model_.eval()
+        return clf
+
+
+def _eval_batch(batch_size: int) -> int:
+    return max(256, batch_size)
+
+
+def _as_target_array(targets, dataset: TextDataset | None, *, num_classes=None, multi_label=None):
+    multi_label = dataset.multi_label if dataset is not None else multi_label
+    if not multi_label:
+        return np.asarray(targets, dtype=np.int64)
+    num_classes = len(dataset.label_names) if dataset is not None else num_classes
+    y = np.zeros((len(targets), num_classes), dtype=np.int64)
+    for i, labels in enumerate(targets):
+        y[i, labels] = 1
+    return y
+
+
+def _hashable(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def dataset_from_lists(texts: Sequence[str], labels: Sequence, name: str = "user-data") -> TextDataset:
+    """A one-split TextDataset from Python lists (labels: names, or lists of names)."""
+    texts = list(texts)
+    labels = list(labels)
+    if len(texts) != len(labels):
+        raise DataError(f"got {len(texts)} texts but {len(labels)} labels; pass one label per text")
+    if not texts:
+        raise DataError("no training texts were given; pass at least one text per class")
+    multi_label = isinstance(labels[0], (list, tuple, set, np.ndarray))
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text.strip():
+            raise DataError(f"text {i} is empty or not a string; remove it or give it content")
+    if multi_label:
+        labels = [[str(n) for n in row] for row in labels]
+        names = sorted({n for row in labels for n in row})
+        column = {"labels": labels}
+    else:
+        # Order classes by their original values (2 before 10), then name them as strings.
+        names = [str(v) for v in sorted(set(_hashable(v) for v in labels))]
+        column = {"label": [str(_hashable(v)) for v in labels]}
+    splits = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": texts, **column})})
+    return TextDataset(name, splits, names, multi_label=multi_label,
+                       split_notes={"train": "given to Classifier.fit"})

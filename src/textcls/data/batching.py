@@ -1,0 +1,439 @@
+"""Token ids -> length-bucketed, padded batches with masks.
+
+This layer knows token ids only (never files, texts or models). A batch is a
+``dict[str, Tensor]`` (see ARCHITECTURE.md, "Batches"):
+
+- flat: ``input_ids [B,L] long``, ``mask [B,L] bool`` (True = real token), and, when the
+  documents carry hashed bigrams, ``bigram_ids [B,L2] long`` and ``bigram_mask [B,L2] bool``;
+- hierarchical: ``input_ids [B,S,W] long``, ``word_mask [B,S,W] bool`` and
+  ``sentence_mask [B,S] bool`` (a sentence is real iff it has at least one real word);
+- always ``index [B] long``: each document's position in its dataset, so predictions made
+  in bucketed (or DDP) order can be put back in dataset order;
+- ``labels`` when labels are known: ``[B] long``, or ``[B,C] float`` multi-hot for
+  multi-label data.
+
+Padding is dynamic (to the longest document, sentence and sentence count in the batch) and
+uses id 0. Masks are built from the true lengths, never by comparing ids with the pad id.
+An empty document (or sentence) is kept, not dropped: its mask row is all False, and every
+padded dimension is at least 1 so tensors never have a zero-sized axis.
+
+Under DDP (``num_replicas > 1``) ``batch_size`` is the *global* batch: every rank draws
+the same global batches and takes its contiguous slice of each, so ``R`` processes of
+``B/R`` documents see exactly the batches one process of ``B`` documents sees. The global
+batch size must be a multiple of ``num_replicas``. The last global batch, when it is
+smaller and its size ``n`` is not a multiple of ``num_replicas``, is padded to the next
+multiple by repeating its first documents (at most ``num_replicas - 1`` repeats), so every
+rank gets the same number of batches and no rank gets an empty one. The repeats carry their
+true ``index``: an evaluation that gathers predictions across ranks must keep one
+prediction per index (or use ``drop_last=True``, which never repeats).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from ..errors import ConfigError, DataError
+
+SHAPES = ("flat", "hierarchical")
+_INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+# --------------------------------------------------------------------------- dataset
+
+
+def _id_row(values, where: str) -> torch.Tensor:
+    """One sequence of token ids -> 1-D long tensor; anything else is a DataError."""
+    if isinstance(values, torch.Tensor):
+        row = values
+    else:
+        try:
+            row = torch.as_tensor(values) if len(values) else torch.zeros(0, dtype=torch.long)
+        except (TypeError, ValueError, RuntimeError):
+            row = None
+        if row is None:
+            raise DataError(
+                f"{where} is not a flat list of integer token ids; pass one list of ints per "
+                "document (or pass hierarchical=True for lists of sentences)"
+            )
+    if row.dim() != 1:
+        raise DataError(
+            f"{where} has {row.dim()} dimensions, expected a flat list of token ids; pass "
+            "hierarchical=True for documents given as lists of sentences"
+        )
+    if row.numel() and row.dtype not in _INT_DTYPES:
+        raise DataError(f"{where} holds {row.dtype} values, not integer token ids; encode the text with the text pipeline first")
+    row = row.long()
+    if row.numel() and int(row.min()) < 0:
+        raise DataError(f"{where} holds a negative token id ({int(row.min())}); token ids start at 0 ([PAD])")
+    return row
+
+
+def _looks_hierarchical(ids: Sequence) -> bool:
+    """A document whose first item is itself a sequence means documents are lists of sentences."""
+    for doc in ids:
+        if isinstance(doc, (list, tuple, np.ndarray, torch.Tensor)) and len(doc):
+            first = doc[0]
+            if isinstance(first, torch.Tensor):
+                return first.dim() == 1
+            if isinstance(first, np.ndarray):
+                return first.ndim == 1
+            return isinstance(first, (list, tuple))
+    return False
+
+
+def _label_index(value, where: str) -> int:
+    try:
+        label = operator.index(value)
+    except TypeError:
+        raise DataError(
+            f"{where} is {value!r}, not an integer class index; map class names to indices first "
+            "(or pass multi_label=True for lists of classes)"
+        ) from None
+    return label
+
+
+class EncodedDataset(Dataset):
+    """Token-id documents (and optional labels and bigrams) as a map-style torch Dataset.
+
+    Args:
+        ids: ``list[list[int]]`` (flat) or ``list[list[list[int]]]`` (hierarchical: a
+            document is a list of sentences). Tensors and numpy arrays are accepted too.
+        labels: one class index per document, or (``multi_label=True``) one list of class
+            indices per document; ``None`` when labels are unknown (prediction).
+        bigrams: flat only: one list of hashed-bigram ids per document.
+        multi_label: labels are lists of classes, batched as ``[B, C]`` multi-hot.
+        num_classes: number of classes; required for multi-label (the multi-hot width), and
+            used to check every label when given.
+        hierarchical: force the shape; ``None`` detects it from the first non-empty document.
+
+    ``dataset[i]`` is a dict with ``index`` (``i``), ``input_ids`` (a 1-D long tensor, or a
+    list of them, one per sentence), and ``labels`` / ``bigram_ids`` when present.
+    """
+
+    def __init__(self, ids: Sequence, labels: Sequence | None = None, bigrams: Sequence | None = None,
+                 *, multi_label: bool = False, num_classes: int | None = None,
+                 hierarchical: bool | None = None):
+        if hierarchical is None:
+            hierarchical = _looks_hierarchical(ids)
+        self.shape = "hierarchical" if hierarchical else "flat"
+        self.multi_label = bool(multi_label)
+        if num_classes is not None and (not isinstance(num_classes, int) or num_classes < 1):
+            raise ConfigError(f"parameter 'num_classes' = {num_classes!r} must be a positive integer")
+        if self.multi_label and num_classes is None:
+            raise ConfigError("parameter 'num_classes' is required with multi_label=True (it is the width of the multi-hot labels)")
+        self.num_classes = num_classes
+
+        if hierarchical:
+            self._docs = [self._sentences(doc, i) for i, doc in enumerate(ids)]
+            self._lengths = [sum(len(s) for s in doc) for doc in self._docs]
+        else:
+            self._docs = [_id_row(doc, f"document {i}") for i, doc in enumerate(ids)]
+            self._lengths = [len(doc) for doc in self._docs]
+
+        self._bigrams = None
+        if bigrams is not None:
+            if hierarchical:
+                raise ConfigError("bigram ids are only supported for flat documents; drop 'bigrams' or use the flat shape")
+            if len(bigrams) != len(self._docs):
+                raise DataError(f"got {len(bigrams)} bigram rows for {len(self._docs)} documents; pass one bigram list per document")
+            self._bigrams = [_id_row(row, f"bigram row of document {i}") for i, row in enumerate(bigrams)]
+
+        self._labels = None if labels is None else self._check_labels(labels)
+
+    def _sentences(self, doc, i: int) -> list[torch.Tensor]:
+        if isinstance(doc, torch.Tensor) or not hasattr(doc, "__len__"):
+            raise DataError(f"document {i} is not a list of sentences; pass hierarchical=False for flat token lists")
+        out = []
+        for j, sentence in enumerate(doc):
+            if not (isinstance(sentence, (list, tuple, np.ndarray)) or
+                    (isinstance(sentence, torch.Tensor) and sentence.dim() == 1)):
+                raise DataError(
+                    f"sentence {j} of document {i} is {type(sentence).__name__}, not a list of token "
+                    "ids; pass hierarchical=False for flat token lists"
+                )
+            out.append(_id_row(sentence, f"sentence {j} of document {i}"))
+        return out
+
+    def _check_labels(self, labels: Sequence) -> list:
+        if len(labels) != len(self._docs):
+            raise DataError(f"got {len(labels)} labels for {len(self._docs)} documents; pass one label per document")
+        bound = self.num_classes
+        checked = []
+        for i, value in enumerate(labels):
+            if self.multi_label:
+                if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+                    raise DataError(f"label of document {i} is {value!r}, not a list of class indices; pass one list per document with multi_label=True")
+                classes = [_label_index(v, f"a label of document {i}") for v in value]
+            else:
+                if isinstance(value, (list, tuple, np.ndarray)):
+                    raise DataError(f"label of document {i} is a list; pass multi_label=True (and num_classes) for multi-label data")
+                classes = [_label_index(value, f"label of document {i}")]
+            for c in classes:
+                if c < 0 or (bound is not None and c >= bound):
+                    allowed = f"[0, {bound})" if bound is not None else "non-negative"
+                    raise DataError(f"label of document {i} is class {c}, outside {allowed}; check the label mapping or num_classes")
+            checked.append(classes if self.multi_label else classes[0])
+        return checked
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __getitem__(self, i: int) -> dict:
+        example = {"index": i, "input_ids": self._docs[i]}
+        if self._bigrams is not None:
+            example["bigram_ids"] = self._bigrams[i]
+        if self._labels is not None:
+            example["labels"] = self._labels[i]
+        return example
+
+    @property
+    def hierarchical(self) -> bool:
+        return self.shape == "hierarchical"
+
+    @property
+    def has_labels(self) -> bool:
+        return self._labels is not None
+
+    @property
+    def has_bigrams(self) -> bool:
+        return self._bigrams is not None
+
+    @property
+    def labels(self) -> list | None:
+        """The labels as given (ints, or lists of ints for multi-label), or None."""
+        return None if self._labels is None else list(self._labels)
+
+    @property
+    def lengths(self) -> list[int]:
+        """Bucketing key per document: tokens (flat) or total words over all sentences
+        (hierarchical, a proxy for the padded ``S x W`` cost)."""
+        return list(self._lengths)
+
+    def collator(self, pad_id: int = 0) -> "Collator":
+        return Collator(shape=self.shape, multi_label=self.multi_label, num_classes=self.num_classes, pad_id=pad_id)
+
+
+# --------------------------------------------------------------------------- collate
+
+
+def _pad_rows(rows: list, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of ids -> ``([N, L] long, [N, L] bool mask)`` with ``L = max(1, longest)``."""
+    rows = [torch.as_tensor(r, dtype=torch.long) for r in rows]
+    lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)
+    width = max(1, int(lengths.max()) if len(rows) else 1)
+    out = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    mask = torch.arange(width) < lengths[:, None]
+    return out, mask
+
+
+def _collate_common(examples: Sequence[dict], batch: dict, multi_label: bool, num_classes: int | None) -> dict:
+    if any("index" not in ex for ex in examples):
+        raise DataError("an example has no 'index'; build examples with EncodedDataset so predictions can be put back in order")
+    batch["index"] = torch.tensor([int(ex["index"]) for ex in examples], dtype=torch.long)
+    with_labels = sum("labels" in ex for ex in examples)
+    if with_labels and with_labels != len(examples):
+        raise DataError(f"{with_labels} of {len(examples)} examples in a batch have labels; give every document a label or none")
+    if with_labels:
+        if multi_label:
+            if num_classes is None:
+                raise ConfigError("parameter 'num_classes' is required to build multi-hot labels; pass it to Collator")
+            labels = torch.zeros(len(examples), num_classes, dtype=torch.float32)
+            for i, ex in enumerate(examples):
+                labels[i, torch.as_tensor(list(ex["labels"]), dtype=torch.long)] = 1.0
+        else:
+            labels = torch.tensor([int(ex["labels"]) for ex in examples], dtype=torch.long)
+        batch["labels"] = labels
+    return batch
+
+
+def _check_nonempty(examples: Sequence[dict]) -> None:
+    if len(examples) == 0:
+        raise DataError("cannot collate an empty batch; the sampler must yield at least one document per batch")
+
+
+def collate_flat(examples: Sequence[dict], pad_id: int = 0, *, multi_label: bool = False,
+                 num_classes: int | None = None) -> dict[str, torch.Tensor]:
+    """Flat examples -> ``input_ids [B,L]``, ``mask [B,L]`` (+ bigrams, ``index``, ``labels``).
+
+    Each example is a dict with ``index``, ``input_ids`` (ids), and optionally
+    ``bigram_ids`` and ``labels`` (an int, or a list of class indices when ``multi_label``).
+    """
+    _check_nonempty(examples)
+    input_ids, mask = _pad_rows([ex["input_ids"] for ex in examples], pad_id)
+    batch = {"input_ids": input_ids, "mask": mask}
+    with_bigrams = sum("bigram_ids" in ex for ex in examples)
+    if with_bigrams and with_bigrams != len(examples):
+        raise DataError(f"{with_bigrams} of {len(examples)} examples in a batch have bigram ids; give every document bigrams or none")
+    if with_bigrams:
+        batch["bigram_ids"], batch["bigram_mask"] = _pad_rows([ex["bigram_ids"] for ex in examples], pad_id)
+    return _collate_common(examples, batch, multi_label, num_classes)
+
+
+def collate_hierarchical(examples: Sequence[dict], pad_id: int = 0, *, multi_label: bool = False,
+                         num_classes: int | None = None) -> dict[str, torch.Tensor]:
+    """Hierarchical examples -> ``input_ids [B,S,W]``, ``word_mask``, ``sentence_mask``.
+
+    ``input_ids`` of an example is a list of sentences (each a list of ids). ``S`` is the
+    most sentences in the batch and ``W`` the longest sentence in the batch (both >= 1).
+    """
+    _check_nonempty(examples)
+    docs = [[torch.as_tensor(s, dtype=torch.long) for s in ex["input_ids"]] for ex in examples]
+    n_sent = max(1, max(len(d) for d in docs))
+    word_lengths = torch.zeros(len(docs), n_sent, dtype=torch.long)
+    for i, doc in enumerate(docs):
+        for j, sentence in enumerate(doc):
+            word_lengths[i, j] = len(sentence)
+    n_word = max(1, int(word_lengths.max()))
+    input_ids = torch.full((len(docs), n_sent, n_word), pad_id, dtype=torch.long)
+    for i, doc in enumerate(docs):
+        for j, sentence in enumerate(doc):
+            input_ids[i, j, : len(sentence)] = sentence
+    word_mask = torch.arange(n_word) < word_lengths[..., None]
+    batch = {"input_ids": input_ids, "word_mask": word_mask, "sentence_mask": word_lengths > 0}
+    return _collate_common(examples, batch, multi_label, num_classes)
+
+
+class Collator:
+    """Picklable ``collate_fn`` (DataLoader workers need one; a lambda is not picklable)."""
+
+    def __init__(self, shape: str = "flat", *, multi_label: bool = False,
+                 num_classes: int | None = None, pad_id: int = 0):
+        if shape not in SHAPES:
+            raise ConfigError(f"input shape '{shape}' is not one of {', '.join(SHAPES)}")
+        if multi_label and num_classes is None:
+            raise ConfigError("parameter 'num_classes' is required with multi_label=True (it is the width of the multi-hot labels)")
+        self.shape = shape
+        self.multi_label = multi_label
+        self.num_classes = num_classes
+        self.pad_id = pad_id
+
+    def __call__(self, examples: Sequence[dict]) -> dict[str, torch.Tensor]:
+        collate = collate_flat if self.shape == "flat" else collate_hierarchical
+        return collate(examples, self.pad_id, multi_label=self.multi_label, num_classes=self.num_classes)
+
+    def __repr__(self) -> str:
+        return (f"Collator(shape={self.shape!r}, multi_label={self.multi_label}, "
+                f"num_classes={self.num_classes}, pad_id={self.pad_id})")
+
+
+# --------------------------------------------------------------------------- sampler
+
+
+def _positive_int(name: str, value, lo: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ConfigError(f"parameter '{name}' = {value!r} must be an integer >= {lo}")
+    return int(value)
+
+
+class BucketBatchSampler(Sampler[list[int]]):
+    """Length-bucketed batches of dataset indices, deterministic for a given (seed, epoch).
+
+    ``shuffle=True``: permute all indices with a generator seeded by ``(seed, epoch)``, cut
+    the permutation into chunks of ``batch_size * bucket_factor``, sort each chunk by
+    length (stable, so ties keep their random order), cut it into batches, and shuffle the
+    order of all batches. ``shuffle=False`` (evaluation): sort the whole dataset by length
+    (stable: ties in dataset order) and cut it into batches, in that order.
+
+    Every index appears exactly once per epoch (plus the DDP padding described in the module
+    docstring). Call ``set_epoch(epoch)`` before each epoch, as with ``DistributedSampler``.
+    ``batch_size`` is the global batch; this rank yields its contiguous slice of each one.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, *, shuffle: bool = True, seed: int = 0,
+                 bucket_factor: int = 50, drop_last: bool = False, num_replicas: int = 1, rank: int = 0):
+        self.batch_size = _positive_int("batch_size", batch_size)
+        self.bucket_factor = _positive_int("bucket_factor", bucket_factor)
+        self.num_replicas = _positive_int("num_replicas", num_replicas)
+        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank < self.num_replicas:
+            raise ConfigError(f"parameter 'rank' = {rank!r} must be in [0, {self.num_replicas - 1}] (num_replicas = {self.num_replicas})")
+        if self.batch_size % self.num_replicas:
+            raise ConfigError(
+                f"parameter 'batch_size' = {self.batch_size} (the global batch) is not divisible by "
+                f"num_replicas = {self.num_replicas}; use a multiple of {self.num_replicas}"
+            )
+        self.lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+        if len(self.lengths) == 0:
+            raise DataError("cannot batch an empty dataset (0 documents); check that the split has records")
+        if self.lengths.min() < 0:
+            raise DataError(f"document {int(self.lengths.argmin())} has a negative length; lengths count tokens")
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
+        self.drop_last = bool(drop_last)
+        self.rank = int(rank)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch whose batches ``__iter__`` yields (ignored when not shuffling)."""
+        self.epoch = int(epoch)
+
+    def global_batches(self) -> list[list[int]]:
+        """This epoch's global batches (every rank computes the same list)."""
+        n, size = len(self.lengths), self.batch_size
+        if self.shuffle:
+            # SeedSequence mixes (seed, epoch), so (seed 0, epoch 1) differs from (seed 1, epoch 0).
+            rng = np.random.default_rng([self.seed, self.epoch])
+            order = rng.permutation(n)
+            chunk = size * self.bucket_factor
+            batches = []
+            for start in range(0, n, chunk):
+                part = order[start:start + chunk]
+                part = part[np.argsort(self.lengths[part], kind="stable")]
+                batches.extend(part[i:i + size] for i in range(0, len(part), size))
+            # A chunk is a multiple of batch_size, so only the very last batch can be short;
+            # drop it before shuffling so drop_last removes exactly that one.
+            if self.drop_last and len(batches[-1]) < size:
+                batches.pop()
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+        else:
+            order = np.argsort(self.lengths, kind="stable")
+            batches = [order[i:i + size] for i in range(0, n, size)]
+            if self.drop_last and len(batches[-1]) < size:
+                batches.pop()
+        return [b.tolist() for b in batches]
+
+    def _rank_slice(self, batch: list[int]) -> list[int]:
+        replicas = self.num_replicas
+        if replicas == 1:
+            return batch
+        per_rank = -(-len(batch) // replicas)
+        # Pad by repeating the batch's first documents: at most replicas-1 repeats, and
+        # always from this batch so the padded slice keeps its length homogeneity.
+        padded = batch + [batch[i % len(batch)] for i in range(per_rank * replicas - len(batch))]
+        return padded[self.rank * per_rank:(self.rank + 1) * per_rank]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for batch in self.global_batches():
+            yield self._rank_slice(batch)
+
+    def __len__(self) -> int:
+        full, rest = divmod(len(self.lengths), self.batch_size)
+        return full + (1 if rest and not self.drop_last else 0)
+
+
+# --------------------------------------------------------------------------- loader
+
+
+def make_loader(dataset: EncodedDataset, batch_size: int, *, shuffle: bool, seed: int = 0,
+                num_replicas: int = 1, rank: int = 0, num_workers: int = 0,
+                bucket_factor: int = 50, drop_last: bool = False, pin_memory: bool = False) -> DataLoader:
+    """A DataLoader of bucketed, padded batches for ``dataset``.
+
+    ``batch_size`` is the global batch (see the module docstring for DDP). The sampler is
+    ``loader.batch_sampler``: call ``loader.batch_sampler.set_epoch(epoch)`` before each
+    training epoch to get that epoch's (deterministic) order.
+    """
+    if not isinstance(dataset, EncodedDataset):
+        raise ConfigError(f"make_loader needs an EncodedDataset, got {type(dataset).__name__}; wrap token ids with EncodedDataset(ids, labels)")
+    num_workers = _positive_int("num_workers", num_workers, lo=0)
+    sampler = BucketBatchSampler(dataset.lengths, batch_size, shuffle=shuffle, seed=seed,
+                                 bucket_factor=bucket_factor, drop_last=drop_last,
+                                 num_replicas=num_replicas, rank=rank)
+    return DataLoader(dataset, batch_sampler=sampler, collate_fn=dataset.collator(),
+                      num_workers=num_workers, pin_memory=pin_memory)

@@ -1,0 +1,124 @@
+"""One call from a dataset to padded, masked batches: records -> text pipeline -> loaders.
+
+``prepare(dataset, inputs)`` fits the text pipeline on the training split only (the
+vocabulary, Word2Vec vectors and bigram table never see dev or test text), encodes every
+split, builds the embedding matrix the preset asks for, and returns loaders on demand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError, DataError
+from ..text.embeddings import EmbeddingResult, build_embeddings
+from ..text.pipeline import TextPipeline
+from .batching import EncodedDataset, make_loader
+from .records import TextDataset
+
+# Keys of a preset's `inputs` that are not TextPipeline settings.
+NON_PIPELINE_INPUTS = ("shape", "embeddings", "embedding_dim")
+
+
+def pipeline_settings(inputs: dict) -> dict:
+    return {k: v for k, v in inputs.items() if k not in NON_PIPELINE_INPUTS}
+
+
+def label_targets(split, label_names: list[str], multi_label: bool, where: str):
+    """Class names -> ints (or lists of ints); an unknown name is a DataError naming the record."""
+    index = {name: i for i, name in enumerate(label_names)}
+    column = "labels" if multi_label else "label"
+    targets = []
+    for row, value in enumerate(split[column]):
+        names = value if multi_label else [value]
+        for name in names:
+            if name not in index:
+                raise DataError(
+                    f"{where}: record {row} has label '{name}', which the model does not know "
+                    f"(known: {', '.join(label_names[:20])}); relabel it or train on data with this class"
+                )
+        targets.append([index[n] for n in names] if multi_label else index[value])
+    return targets
+
+
+@dataclass
+class PreparedData:
+    dataset: TextDataset
+    pipeline: TextPipeline
+    encoded: dict[str, EncodedDataset]
+    shape: str
+    embeddings: EmbeddingResult | None = None
+    report: dict = field(default_factory=dict)
+
+    @property
+    def label_names(self) -> list[str]:
+        return self.dataset.label_names
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.dataset.label_names)
+
+    def class_counts(self) -> np.ndarray:
+        train = self.encoded["train"]
+        counts = np.zeros(self.num_classes, dtype=np.int64)
+        for y in train.labels:
+            for c in (y if self.dataset.multi_label else [y]):
+                counts[c] += 1
+        return counts
+
+    def loader(self, split: str, batch_size: int, *, shuffle: bool = False, seed: int = 0,
+               num_replicas: int = 1, rank: int = 0):
+        if split not in self.encoded:
+            raise DataError(f"dataset '{self.dataset.name}' has no '{split}' split (it has: {', '.join(self.encoded)})")
+        return make_loader(self.encoded[split], batch_size, shuffle=shuffle, seed=seed,
+                           num_replicas=num_replicas, rank=rank)
+
+
+def encode_texts(pipeline: TextPipeline, texts: list[str], shape: str, labels=None,
+                 *, multi_label: bool = False, num_classes: int | None = None):
+    """Encode raw texts into an EncodedDataset in the given shape; returns (dataset, report)."""
+    if shape == "hierarchical":
+        ids = pipeline.encode_sentences(texts)
+        return EncodedDataset(ids, labels, multi_label=multi_label, num_classes=num_classes,
+                              hierarchical=True), {}
+    if shape != "flat":
+        raise ConfigError(f"input shape '{shape}' is not one of flat, hierarchical")
+    enc = pipeline.encode(texts)
+    dataset = EncodedDataset(enc.ids, labels, bigrams=enc.bigrams, multi_label=multi_label,
+                             num_classes=num_classes)
+    report = {
+        "documents": len(texts),
+        "tokens_total": enc.tokens_total,
+        "documents_truncated": enc.documents_truncated,
+        "tokens_dropped": enc.tokens_dropped,
+        "empty_documents": enc.empty_documents,
+    }
+    return dataset, report
+
+
+def prepare(dataset: TextDataset, inputs: dict, *, seed: int = 0,
+            pipeline: TextPipeline | None = None) -> PreparedData:
+    """Fit (or reuse) the text pipeline on train, encode every split, build embeddings."""
+    shape = inputs.get("shape", "flat")
+    train_texts = list(dataset["train"]["text"])
+    if pipeline is None:
+        pipeline = TextPipeline(**pipeline_settings(inputs)).fit(train_texts)
+    encoded, report = {}, {"splits": {}}
+    for name, split in dataset.splits.items():
+        targets = label_targets(split, dataset.label_names, dataset.multi_label, f"{dataset.name}/{name}")
+        texts = train_texts if name == "train" else list(split["text"])
+        encoded[name], report["splits"][name] = encode_texts(
+            pipeline, texts, shape, targets, multi_label=dataset.multi_label,
+            num_classes=len(dataset.label_names))
+    embeddings = None
+    source = inputs.get("embeddings")
+    if source:
+        embeddings = build_embeddings(
+            pipeline.vocab, source, dim=inputs.get("embedding_dim"), seed=seed,
+            train_texts=train_texts, token_counts=pipeline.token_counts)
+        report["embeddings"] = {"source": embeddings.source, "dim": embeddings.dim,
+                                "coverage": embeddings.coverage,
+                                "token_coverage": embeddings.token_coverage}
+    report["vocab_size"] = pipeline.vocab_size
+    return PreparedData(dataset, pipeline, encoded, shape, embeddings, report)

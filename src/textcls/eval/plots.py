@@ -1,0 +1,116 @@
+"""Evaluation plots, drawn off-screen with matplotlib's Agg canvas.
+
+matplotlib is imported inside the function so that ``import textcls.eval`` stays cheap, and
+``pyplot`` is never used: a bare ``Figure`` on an Agg canvas needs no display, touches no
+global backend state and is safe to call from a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import DataError
+
+__all__ = ["plot_confusion_matrix"]
+
+# Above this many classes the per-cell numbers are unreadable and only the colours are drawn.
+MAX_ANNOTATED_CLASSES = 15
+MAX_TICK_LABEL_CHARS = 24
+
+
+def plot_confusion_matrix(
+    confusion,
+    label_names: Sequence[str],
+    path: str | os.PathLike,
+    normalize: bool = True,
+) -> Path:
+    """Draw a confusion matrix (rows = true class, columns = predicted) to a PNG file.
+
+    Args:
+        confusion: ``[C, C]`` counts, as in ``compute_metrics(...)["confusion_matrix"]``.
+        label_names: the ``C`` class names, in row/column order.
+        path: the output file (parent folders are created); written atomically, so a failed
+            call leaves no partial file behind.
+        normalize: show each row as fractions of that true class (rows with no example stay 0).
+
+    Returns:
+        The path written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    counts = np.asarray(confusion, dtype=float)
+    names = [str(name) for name in label_names]
+    c = len(names)
+    if counts.ndim != 2 or counts.shape != (c, c):
+        raise DataError(
+            f"confusion matrix has shape {tuple(counts.shape)} but label_names has {c} names; "
+            f"pass a [{c}, {c}] matrix in label_names order"
+        )
+    if c == 0:
+        raise DataError("label_names is empty; pass the class names of the confusion matrix")
+    if not np.isfinite(counts).all() or (counts < 0).any():
+        raise DataError("confusion matrix has negative, NaN or inf cells; pass counts from compute_metrics")
+
+    if normalize:
+        row_totals = counts.sum(axis=1, keepdims=True)
+        shown = np.divide(counts, row_totals, out=np.zeros_like(counts), where=row_totals > 0)
+    else:
+        shown = counts
+
+    # Size and type scale with the class count so that 2 and 50 classes both stay legible.
+    side = float(np.clip(1.5 + 0.3 * c, 4.5, 18.0))
+    tick_size = float(np.clip(12.0 - 0.08 * c, 8.0, 11.0))
+    title_size = 12.0 if c <= 10 else 15.0
+    fig = Figure(figsize=(side + 1.5, side), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    image = ax.imshow(shown, cmap="Blues", vmin=0.0, vmax=1.0 if normalize else max(shown.max(), 1.0))
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="fraction of true class" if normalize else "count")
+
+    ticks = np.arange(c)
+    short = [_shorten(name) for name in names]
+    ax.set_xticks(ticks, short, fontsize=tick_size, rotation=45 if c <= 8 else 90, ha="right" if c <= 8 else "center")
+    ax.set_yticks(ticks, short, fontsize=tick_size)
+    ax.set_xlabel("predicted", fontsize=title_size)
+    ax.set_ylabel("true", fontsize=title_size)
+    ax.set_title("confusion matrix" + (" (row-normalised)" if normalize else ""), fontsize=title_size + 1)
+
+    if c <= MAX_ANNOTATED_CLASSES:
+        threshold = 0.5 * (1.0 if normalize else max(shown.max(), 1.0))
+        cell_size = float(np.clip(14.0 - 0.5 * c, 7.0, 12.0))
+        for i in range(c):
+            for j in range(c):
+                text = f"{shown[i, j]:.2f}" if normalize else f"{int(counts[i, j])}"
+                ax.text(
+                    j, i, text, ha="center", va="center", fontsize=cell_size,
+                    color="white" if shown[i, j] > threshold else "black",
+                )
+
+    return _save_atomically(fig, Path(path))
+
+
+def _shorten(name: str) -> str:
+    return name if len(name) <= MAX_TICK_LABEL_CHARS else name[: MAX_TICK_LABEL_CHARS - 1] + "…"
+
+
+def _save_atomically(fig, path: Path) -> Path:
+    """Write to a temporary file in the target folder, then rename it over ``path``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise DataError(f"cannot write plot {path}: {err.strerror or err}; choose a writable output path") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            fig.savefig(handle, format="png")
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return path

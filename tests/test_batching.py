@@ -1,0 +1,333 @@
+import pickle
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from textcls.data.batching import (
+    BucketBatchSampler,
+    Collator,
+    EncodedDataset,
+    collate_flat,
+    collate_hierarchical,
+    make_loader,
+)
+from textcls.errors import ConfigError, DataError
+
+
+@pytest.fixture(scope="module")
+def sst2_lengths(data_dir):
+    """Word counts of the real SST-2 training sentences (6,920 of them)."""
+    lines = (data_dir / "sst2" / "train.tsv").read_text(encoding="utf-8").split("\n")[1:]
+    lengths = [len(line.split("\t")[0].split()) for line in lines if line]
+    assert len(lengths) == 6920
+    return lengths
+
+
+def padding_fraction(batches, lengths):
+    lengths = np.asarray(lengths)
+    real = sum(int(lengths[b].sum()) for b in batches)
+    padded = sum(len(b) * int(lengths[b].max()) for b in batches)
+    return 1 - real / padded
+
+
+# --------------------------------------------------------------------------- collate
+
+
+def test_collate_flat_exact_padding_masks_labels_and_index():
+    ds = EncodedDataset([[5, 6, 7], [8], [9, 10]], [1, 0, 2], bigrams=[[11, 12], [], [13]])
+    batch = collate_flat([ds[2], ds[0], ds[1]])
+    assert set(batch) == {"input_ids", "mask", "bigram_ids", "bigram_mask", "index", "labels"}
+    assert batch["input_ids"].dtype == torch.long
+    assert batch["input_ids"].tolist() == [[9, 10, 0], [5, 6, 7], [8, 0, 0]]
+    assert batch["mask"].dtype == torch.bool
+    assert batch["mask"].tolist() == [[True, True, False], [True, True, True], [True, False, False]]
+    assert batch["bigram_ids"].tolist() == [[13, 0], [11, 12], [0, 0]]
+    assert batch["bigram_mask"].tolist() == [[True, False], [True, True], [False, False]]
+    assert batch["index"].dtype == torch.long and batch["index"].tolist() == [2, 0, 1]
+    assert batch["labels"].dtype == torch.long and batch["labels"].tolist() == [2, 1, 0]
+
+
+def test_collate_flat_mask_follows_lengths_not_pad_id_and_no_labels_key_when_unknown():
+    # A real token with id 0 stays real: masks come from lengths.
+    ds = EncodedDataset([[0, 4], [3]])
+    batch = collate_flat([ds[0], ds[1]], pad_id=0)
+    assert "labels" not in batch and "bigram_ids" not in batch
+    assert batch["mask"].tolist() == [[True, True], [True, False]]
+    batch = collate_flat([ds[0], ds[1]], pad_id=-1)
+    assert batch["input_ids"].tolist() == [[0, 4], [3, -1]]
+
+
+def test_collate_flat_empty_document_has_all_false_mask_and_width_at_least_one():
+    batch = collate_flat([{"index": 0, "input_ids": []}, {"index": 1, "input_ids": []}])
+    assert batch["input_ids"].shape == (2, 1)
+    assert batch["mask"].tolist() == [[False], [False]]
+
+
+def test_collate_hierarchical_exact_tensors_and_masks():
+    docs = [
+        [[1, 2, 3], [4]],            # 2 sentences
+        [[5], [6, 7], [8, 9, 10, 11]],  # 3 sentences, the longest sentence
+        [[12, 13]],                  # 1 sentence
+    ]
+    ds = EncodedDataset(docs, [0, 1, 1])
+    assert ds.hierarchical and ds.lengths == [4, 7, 2]
+    batch = Collator("hierarchical")([ds[0], ds[1], ds[2]])
+    assert set(batch) == {"input_ids", "word_mask", "sentence_mask", "index", "labels"}
+    assert batch["input_ids"].shape == (3, 3, 4)
+    assert batch["input_ids"].tolist() == [
+        [[1, 2, 3, 0], [4, 0, 0, 0], [0, 0, 0, 0]],
+        [[5, 0, 0, 0], [6, 7, 0, 0], [8, 9, 10, 11]],
+        [[12, 13, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]],
+    ]
+    T, F = True, False
+    assert batch["word_mask"].dtype == torch.bool
+    assert batch["word_mask"].tolist() == [
+        [[T, T, T, F], [T, F, F, F], [F, F, F, F]],
+        [[T, F, F, F], [T, T, F, F], [T, T, T, T]],
+        [[T, T, F, F], [F, F, F, F], [F, F, F, F]],
+    ]
+    assert batch["sentence_mask"].dtype == torch.bool
+    assert batch["sentence_mask"].tolist() == [[T, T, F], [T, T, T], [T, F, F]]
+    assert batch["index"].tolist() == [0, 1, 2]
+    assert batch["labels"].tolist() == [0, 1, 1]
+
+
+def test_collate_hierarchical_empty_sentence_and_empty_document_are_masked():
+    examples = [
+        {"index": 7, "input_ids": [[3, 4], [], [5]]},  # an empty sentence in the middle
+        {"index": 8, "input_ids": []},                 # no sentences at all
+    ]
+    batch = collate_hierarchical(examples)
+    assert batch["input_ids"].tolist() == [[[3, 4], [0, 0], [5, 0]], [[0, 0], [0, 0], [0, 0]]]
+    assert batch["sentence_mask"].tolist() == [[True, False, True], [False, False, False]]
+    assert batch["word_mask"][0].tolist() == [[True, True], [False, False], [True, False]]
+    assert not batch["word_mask"][1].any()
+    assert batch["index"].tolist() == [7, 8]
+
+
+def test_multi_label_batches_are_float_multi_hot():
+    ds = EncodedDataset([[1], [2, 3], [4]], [[0, 2], [], [3]], multi_label=True, num_classes=4)
+    batch = make_loader(ds, 3, shuffle=False).__iter__().__next__()
+    order = batch["index"].tolist()
+    expected = {0: [1.0, 0.0, 1.0, 0.0], 1: [0.0, 0.0, 0.0, 0.0], 2: [0.0, 0.0, 0.0, 1.0]}
+    assert batch["labels"].dtype == torch.float32
+    assert batch["labels"].tolist() == [expected[i] for i in order]
+
+
+def test_collator_is_picklable_and_rejects_bad_settings():
+    collator = pickle.loads(pickle.dumps(Collator("flat", multi_label=True, num_classes=3)))
+    batch = collator([{"index": 0, "input_ids": [1], "labels": [2]}])
+    assert batch["labels"].tolist() == [[0.0, 0.0, 1.0]]
+    with pytest.raises(ConfigError, match="shape 'tree'"):
+        Collator("tree")
+    with pytest.raises(ConfigError, match="num_classes"):
+        Collator("flat", multi_label=True)
+
+
+# --------------------------------------------------------------------------- dataset checks
+
+
+def test_dataset_detects_shape_and_validates_inputs():
+    assert EncodedDataset([[], [1, 2]]).shape == "flat"
+    assert EncodedDataset([[], [[1], [2, 3]]]).shape == "hierarchical"
+    assert EncodedDataset([[[1, 2]], [[3]]], hierarchical=True).lengths == [2, 1]
+    with pytest.raises(DataError, match="document 1 .*hierarchical=True"):
+        EncodedDataset([[1, 2], [[1], [2, 3]]], hierarchical=False)
+    with pytest.raises(DataError, match="sentence 0 of document 1"):
+        EncodedDataset([[[1]], [1, 2]], hierarchical=True)
+    with pytest.raises(DataError, match="document 0 holds torch.float32"):
+        EncodedDataset([[1.5, 2.0]])
+    with pytest.raises(DataError, match="document 1 holds a negative token id"):
+        EncodedDataset([[1], [2, -3]])
+    with pytest.raises(DataError, match="got 1 labels for 2 documents"):
+        EncodedDataset([[1], [2]], [0])
+    with pytest.raises(DataError, match="label of document 1 is class 5, outside \\[0, 3\\)"):
+        EncodedDataset([[1], [2]], [0, 5], num_classes=3)
+    with pytest.raises(DataError, match="label of document 0 is a list; pass multi_label=True"):
+        EncodedDataset([[1]], [[0, 1]])
+    with pytest.raises(DataError, match="label of document 0 is 'pos'"):
+        EncodedDataset([[1]], ["pos"])
+    with pytest.raises(ConfigError, match="num_classes"):
+        EncodedDataset([[1]], [[0]], multi_label=True)
+    with pytest.raises(DataError, match="label of document 0 is class 2, outside \\[0, 2\\)"):
+        EncodedDataset([[1]], [[0, 2]], multi_label=True, num_classes=2)
+    with pytest.raises(DataError, match="got 1 bigram rows for 2 documents"):
+        EncodedDataset([[1], [2]], bigrams=[[3]])
+    with pytest.raises(ConfigError, match="bigram"):
+        EncodedDataset([[[1]]], bigrams=[[3]])
+
+
+def test_dataset_items_and_labels_property():
+    ds = EncodedDataset([[4, 5], [6]], [1, 0], bigrams=[[9], [8, 7]])
+    assert len(ds) == 2 and ds.has_labels and ds.has_bigrams
+    item = ds[1]
+    assert item["index"] == 1 and item["input_ids"].tolist() == [6] and item["labels"] == 0
+    assert item["bigram_ids"].tolist() == [8, 7]
+    assert ds.labels == [1, 0] and ds.lengths == [2, 1]
+    assert EncodedDataset([[1]]).labels is None
+
+
+# --------------------------------------------------------------------------- sampler
+
+
+def test_sampler_covers_every_index_once_and_is_deterministic(sst2_lengths):
+    sampler = BucketBatchSampler(sst2_lengths, 32, seed=3)
+    first = list(sampler)
+    assert len(first) == len(sampler) == 217  # ceil(6920 / 32)
+    flat = [i for b in first for i in b]
+    assert sorted(flat) == list(range(6920))
+    assert sum(len(b) < 32 for b in first) == 1  # only the last (6920 % 32 = 8) is short
+    assert list(BucketBatchSampler(sst2_lengths, 32, seed=3)) == first
+
+    sampler.set_epoch(1)
+    second = list(sampler)
+    assert sorted(i for b in second for i in b) == list(range(6920))
+    assert second != first
+    assert [b for b in second[:5]] != [b for b in first[:5]]
+    sampler.set_epoch(0)
+    assert list(sampler) == first
+    assert list(BucketBatchSampler(sst2_lengths, 32, seed=4)) != first
+
+
+def test_sampler_seed_and_epoch_do_not_collide():
+    lengths = list(range(200))
+    a = BucketBatchSampler(lengths, 8, seed=0)
+    a.set_epoch(1)
+    b = BucketBatchSampler(lengths, 8, seed=1)
+    assert list(a) != list(b)
+
+
+def test_bucketed_batches_pad_far_less_than_random_batches(sst2_lengths):
+    bucketed = padding_fraction(list(BucketBatchSampler(sst2_lengths, 32, seed=0)), sst2_lengths)
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(len(sst2_lengths))
+    random_batches = [perm[i:i + 32] for i in range(0, len(perm), 32)]
+    random = padding_fraction(random_batches, sst2_lengths)
+    # Measured: about 0.03 bucketed vs 0.52 random on SST-2 word counts.
+    assert random > 0.4
+    assert bucketed < 0.1 * random
+    # Inside each batch lengths are close: the spread is a few tokens, not tens.
+    lengths = np.asarray(sst2_lengths)
+    spreads = [int(lengths[b].max() - lengths[b].min()) for b in BucketBatchSampler(sst2_lengths, 32)]
+    assert np.median(spreads) <= 2
+
+
+def test_unshuffled_sampler_is_sorted_by_length_and_covers_everything():
+    lengths = [5, 1, 3, 1, 9, 2, 3]
+    sampler = BucketBatchSampler(lengths, 3, shuffle=False)
+    batches = list(sampler)
+    # Stable sort: ties keep dataset order (1 before 3, 2 before 6).
+    assert batches == [[1, 3, 5], [2, 6, 0], [4]]
+    sampler.set_epoch(5)
+    assert list(sampler) == batches
+
+
+def test_drop_last_removes_only_the_short_batch():
+    lengths = list(range(23))
+    for shuffle in (True, False):
+        sampler = BucketBatchSampler(lengths, 5, shuffle=shuffle, drop_last=True, bucket_factor=2)
+        batches = list(sampler)
+        assert len(batches) == len(sampler) == 4
+        assert all(len(b) == 5 for b in batches)
+        assert len(set(i for b in batches for i in b)) == 20
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_ddp_slices_concatenate_to_single_process_batches(sst2_lengths, shuffle):
+    lengths = sst2_lengths[:1000]  # 1000 = 15 * 64 + 40: a short last batch, divisible by 2
+    single = BucketBatchSampler(lengths, 64, shuffle=shuffle, seed=7)
+    ranks = [BucketBatchSampler(lengths, 64, shuffle=shuffle, seed=7, num_replicas=2, rank=r) for r in (0, 1)]
+    for epoch in (0, 1):
+        for s in [single, *ranks]:
+            s.set_epoch(epoch)
+        one = list(single)
+        r0, r1 = (list(s) for s in ranks)
+        assert len(r0) == len(r1) == len(ranks[0]) == len(one) == 16
+        assert [a + b for a, b in zip(r0, r1)] == one
+        assert all(len(a) == len(b) for a, b in zip(r0, r1))
+
+
+def test_ddp_pads_last_batch_by_repeating_at_most_replicas_minus_one():
+    lengths = [3] * 14  # batch 6, 3 replicas: batches of 6, 6 and a last one of 2
+    ranks = [BucketBatchSampler(lengths, 6, shuffle=False, num_replicas=3, rank=r) for r in range(3)]
+    per_rank = [list(s) for s in ranks]
+    assert [len(b) for b in per_rank] == [3, 3, 3]
+    assert [len(s) for s in ranks] == [3, 3, 3]
+    assert all(len(b) == 2 for b in per_rank[0][:2])
+    last = [per_rank[r][2] for r in range(3)]
+    assert last == [[12], [13], [12]]  # 1 repeat (the batch's first item) makes 3 equal slices
+    seen = Counter(i for r in range(3) for b in per_rank[r] for i in b)
+    assert set(seen) == set(range(14))
+    assert sum(seen.values()) - 14 == 1
+
+
+def test_ddp_single_item_last_batch_every_rank_gets_one():
+    lengths = [1] * 5
+    out = [list(BucketBatchSampler(lengths, 4, num_replicas=4, rank=r)) for r in range(4)]
+    assert all(len(batches) == 2 for batches in out)
+    last = [batches_for_rank[-1] if len(batches_for_rank[-1]) == 1 else None for batches_for_rank in out]
+    # Shuffled batch order may put the short batch first; find it per rank.
+    short_idx = [i for i, b in enumerate(BucketBatchSampler(lengths, 4).global_batches()) if len(b) == 1][0]
+    assert len({tuple(out[r][short_idx]) for r in range(4)}) == 1
+    assert all(len(out[r][short_idx]) == 1 for r in range(4))
+    del last
+
+
+def test_sampler_rejects_bad_parameters():
+    with pytest.raises(ConfigError, match="'batch_size' = 10 .*not divisible by num_replicas = 4"):
+        BucketBatchSampler([1, 2, 3], 10, num_replicas=4)
+    with pytest.raises(ConfigError, match="'rank' = 2"):
+        BucketBatchSampler([1, 2, 3], 4, num_replicas=2, rank=2)
+    with pytest.raises(ConfigError, match="'batch_size' = 0"):
+        BucketBatchSampler([1, 2, 3], 0)
+    with pytest.raises(ConfigError, match="'bucket_factor' = 0"):
+        BucketBatchSampler([1, 2, 3], 2, bucket_factor=0)
+    with pytest.raises(DataError, match="empty dataset"):
+        BucketBatchSampler([], 2)
+
+
+# --------------------------------------------------------------------------- loader
+
+
+def _loader_batches(loader, epoch):
+    loader.batch_sampler.set_epoch(epoch)
+    return list(loader)
+
+
+def test_make_loader_is_deterministic_across_constructions(sst2_lengths):
+    rng = np.random.default_rng(0)
+    ids = [rng.integers(2, 500, size=n).tolist() for n in sst2_lengths[:600]]
+    labels = rng.integers(0, 2, size=600).tolist()
+    ds = EncodedDataset(ids, labels)
+    a = make_loader(ds, 32, shuffle=True, seed=11)
+    b = make_loader(EncodedDataset(ids, labels), 32, shuffle=True, seed=11)
+    a0, b0 = _loader_batches(a, 0), _loader_batches(b, 0)
+    assert len(a0) == len(a) == 19
+    for x, y in zip(a0, b0):
+        assert x.keys() == y.keys()
+        for key in x:
+            assert torch.equal(x[key], y[key])
+    # Each batch's rows really are those documents, padded.
+    for batch in a0[:3]:
+        for row, i, m, y in zip(batch["input_ids"], batch["index"], batch["mask"], batch["labels"]):
+            assert row[m].tolist() == ids[i] and not row[~m].any() and int(y) == labels[i]
+    a1 = _loader_batches(a, 1)
+    assert [x["index"].tolist() for x in a1] != [x["index"].tolist() for x in a0]
+    assert sorted(torch.cat([x["index"] for x in a1]).tolist()) == list(range(600))
+
+
+def test_make_loader_with_a_worker_process_gives_the_same_batches():
+    ds = EncodedDataset([[[1, 2], [3]], [[4]], [[5, 6, 7]], [[8], [9], [10]], [[11]]], [0, 1, 0, 1, 1])
+    serial = list(make_loader(ds, 2, shuffle=True, seed=2))
+    parallel = list(make_loader(ds, 2, shuffle=True, seed=2, num_workers=1))
+    assert len(serial) == len(parallel) == 3
+    for x, y in zip(serial, parallel):
+        for key in ("input_ids", "word_mask", "sentence_mask", "index", "labels"):
+            assert torch.equal(x[key], y[key])
+
+
+def test_make_loader_rejects_non_encoded_dataset():
+    with pytest.raises(ConfigError, match="EncodedDataset"):
+        make_loader([[1, 2]], 2, shuffle=False)
