@@ -264,15 +264,14 @@ def test_ddp_pads_last_batch_by_repeating_at_most_replicas_minus_one():
 
 
 def test_ddp_single_item_last_batch_every_rank_gets_one():
-    lengths = [1] * 5
-    out = [list(BucketBatchSampler(lengths, 4, num_replicas=4, rank=r)) for r in range(4)]
+    lengths = [1] * 5  # global batch 4 on 4 ranks: one full batch, then a batch of 1
+    global_batches = BucketBatchSampler(lengths, 4, seed=5).global_batches()
+    short = [i for i, b in enumerate(global_batches) if len(b) == 1]
+    assert len(short) == 1
+    out = [list(BucketBatchSampler(lengths, 4, seed=5, num_replicas=4, rank=r)) for r in range(4)]
     assert all(len(batches) == 2 for batches in out)
-    last = [batches_for_rank[-1] if len(batches_for_rank[-1]) == 1 else None for batches_for_rank in out]
-    # Shuffled batch order may put the short batch first; find it per rank.
-    short_idx = [i for i, b in enumerate(BucketBatchSampler(lengths, 4).global_batches()) if len(b) == 1][0]
-    assert len({tuple(out[r][short_idx]) for r in range(4)}) == 1
-    assert all(len(out[r][short_idx]) == 1 for r in range(4))
-    del last
+    # Every rank repeats the lone document (3 repeats = num_replicas - 1).
+    assert [out[r][short[0]] for r in range(4)] == [global_batches[short[0]]] * 4
 
 
 def test_sampler_rejects_bad_parameters():

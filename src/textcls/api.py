@@ -106,9 +106,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
         self.data_report_ = prepared.report
         matrix = prepared.embeddings.matrix if prepared.embeddings is not None else None
         torch.manual_seed(preset.recipe.seed)
-        self.model_ = create_model(self.model, num_classes=prepared.num_classes,
-                                   vocab_size=prepared.pipeline.vocab_size, embeddings=matrix,
-                                   **preset.arch)
+        self.model_ = create_model(preset, num_classes=prepared.num_classes,
+                                   vocab_size=prepared.pipeline.vocab_size, embeddings=matrix)
         replicas, rank = distributed.world_size(), distributed.rank()
         recipe = preset.recipe
         train_loader = prepared.loader("train", recipe.batch_size, shuffle=True, seed=recipe.seed,
@@ -127,7 +126,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
 
         targets = label_targets(dataset["train"], dataset.label_names, dataset.multi_label,
                                 f"{dataset.name}/train")
-        self.model_ = create_model(self.model, num_classes=len(dataset.label_names), **preset.arch)
+        self.model_ = create_model(preset, num_classes=len(dataset.label_names))
         start = time.perf_counter()
         self.model_.fit(list(dataset["train"]["text"]), _as_target_array(targets, dataset))
         self.fit_result_ = None
@@ -250,8 +249,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
             clf.pipeline_ = TextPipeline.load(run_dir, config["pipeline"])
         except Exception as exc:  # tokenizers raises plain Exceptions on bad JSON
             raise CheckpointError(f"{tokenizer}: cannot load the tokenizer ({exc}); the file is corrupt")
-        clf.model_ = create_model(config["model"], num_classes=len(clf.classes_),
-                                  vocab_size=config["vocab_size"], **config["arch"])
+        clf.model_ = create_model(clf.preset_, num_classes=len(clf.classes_),
+                                  vocab_size=config["vocab_size"], from_checkpoint=True)
         state = {k: torch.from_numpy(v) for k, v in arrays.items()}
         try:
             clf.model_.load_state_dict(state, strict=True)

@@ -14,8 +14,12 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-import click
 import typer
+
+try:  # typer >= 0.25 vendors its own copy of click; its exceptions are the ones raised
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer uses the click package
+    from click import exceptions as click_exceptions
 
 from .errors import ConfigError, DataError, TextclsError
 
@@ -166,17 +170,18 @@ def predict(
     clf = Classifier.from_pretrained(run_dir)
     if texts:
         items = list(texts)
-    elif file is not None and str(file) != "-":
-        if not file.is_file():
-            raise DataError(f"{file}: no such file; pass a text file with one text per line")
-        try:
-            items = file.read_text(encoding="utf-8").split("\n")
-        except UnicodeDecodeError as exc:
-            raise DataError(f"{file}: not UTF-8 (byte {exc.start}); convert it to UTF-8 first")
     else:
-        items = sys.stdin.read().split("\n")
-    if items and items[-1] == "":
-        items.pop()  # the newline that ends the last line is not an empty record
+        if file is not None and str(file) != "-":
+            if not file.is_file():
+                raise DataError(f"{file}: no such file; pass a text file with one text per line")
+            try:
+                items = file.read_text(encoding="utf-8").split("\n")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{file}: not UTF-8 (byte {exc.start}); convert it to UTF-8 first")
+        else:
+            items = sys.stdin.read().split("\n")
+        if items and items[-1] == "":
+            items.pop()  # the newline that ends the last line is not an empty record
     probs = clf.predict_proba(items) if items else []
     names = [str(c) for c in clf.classes_]
     for text, row in zip(items, probs):
@@ -214,12 +219,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     except TextclsError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("error: interrupted", err=True)
         sys.exit(130)
-    except click.ClickException as exc:
+    except click_exceptions.ClickException as exc:
         typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

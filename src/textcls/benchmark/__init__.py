@@ -1,0 +1,11 @@
+"""Benchmarks: textcls models side by side with the tools people use, on the same splits.
+
+``run_suite("quick")`` runs ``benchmarks/suites/quick.toml`` (each run in its own child
+process) and writes ``benchmarks/results/quick.{json,md,png}``; ``textcls benchmark --suite
+quick`` does the same from the shell. Peers (fastText, MiniLM + logistic regression) live in
+``peers``; the machine and version stamp in ``system``; tables and plots in ``report``.
+"""
+
+from .runner import Entry, Suite, find_suite, list_suites, load_suite, run_suite
+
+__all__ = ["Entry", "Suite", "find_suite", "list_suites", "load_suite", "run_suite"]

@@ -76,25 +76,20 @@ class PreparedData:
 
 
 def encode_texts(pipeline: TextPipeline, texts: list[str], shape: str, labels=None,
-                 *, multi_label: bool = False, num_classes: int | None = None):
-    """Encode raw texts into an EncodedDataset in the given shape; returns (dataset, report)."""
+                 *, multi_label: bool = False, num_classes: int | None = None, encoded=None):
+    """Encode raw texts into an EncodedDataset in the given shape; returns (dataset, report).
+
+    ``encoded`` lets the caller pass an encoding it already has (``fit_encode`` on train)."""
     if shape == "hierarchical":
-        ids = pipeline.encode_sentences(texts)
-        return EncodedDataset(ids, labels, multi_label=multi_label, num_classes=num_classes,
-                              hierarchical=True), {}
+        enc = encoded if encoded is not None else pipeline.encode_sentences(texts)
+        return EncodedDataset(enc, labels, multi_label=multi_label, num_classes=num_classes,
+                              hierarchical=True), enc.stats()
     if shape != "flat":
         raise ConfigError(f"input shape '{shape}' is not one of flat, hierarchical")
-    enc = pipeline.encode(texts)
+    enc = encoded if encoded is not None else pipeline.encode(texts)
     dataset = EncodedDataset(enc.ids, labels, bigrams=enc.bigrams, multi_label=multi_label,
                              num_classes=num_classes)
-    report = {
-        "documents": len(texts),
-        "tokens_total": enc.tokens_total,
-        "documents_truncated": enc.documents_truncated,
-        "tokens_dropped": enc.tokens_dropped,
-        "empty_documents": enc.empty_documents,
-    }
-    return dataset, report
+    return dataset, enc.stats()
 
 
 def prepare(dataset: TextDataset, inputs: dict, *, seed: int = 0,
@@ -102,21 +97,29 @@ def prepare(dataset: TextDataset, inputs: dict, *, seed: int = 0,
     """Fit (or reuse) the text pipeline on train, encode every split, build embeddings."""
     shape = inputs.get("shape", "flat")
     train_texts = list(dataset["train"]["text"])
+    train_encoded = None
     if pipeline is None:
-        pipeline = TextPipeline(**pipeline_settings(inputs)).fit(train_texts)
+        pipeline = TextPipeline(**pipeline_settings(inputs))
+        if shape == "flat":
+            train_encoded = pipeline.fit_encode(train_texts)  # one tokenisation pass, not two
+        else:
+            pipeline.fit(train_texts)
     encoded, report = {}, {"splits": {}}
     for name, split in dataset.splits.items():
         targets = label_targets(split, dataset.label_names, dataset.multi_label, f"{dataset.name}/{name}")
-        texts = train_texts if name == "train" else list(split["text"])
+        is_train = name == "train"
         encoded[name], report["splits"][name] = encode_texts(
-            pipeline, texts, shape, targets, multi_label=dataset.multi_label,
-            num_classes=len(dataset.label_names))
+            pipeline, train_texts if is_train else list(split["text"]), shape, targets,
+            multi_label=dataset.multi_label, num_classes=len(dataset.label_names),
+            encoded=train_encoded if is_train else None)
     embeddings = None
     source = inputs.get("embeddings")
     if source:
+        # Word2Vec is trained on the training split's own tokens (HCAN's recipe), never on dev/test.
+        corpus = pipeline.tokenize(train_texts) if source == "word2vec" else None
         embeddings = build_embeddings(
             pipeline.vocab, source, dim=inputs.get("embedding_dim"), seed=seed,
-            train_texts=train_texts, token_counts=pipeline.token_counts)
+            train_texts=corpus, token_counts=pipeline.token_counts)
         report["embeddings"] = {"source": embeddings.source, "dim": embeddings.dim,
                                 "coverage": embeddings.coverage,
                                 "token_coverage": embeddings.token_coverage}

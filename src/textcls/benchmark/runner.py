@@ -1,0 +1,641 @@
+"""Run a benchmark suite: every (entry, seed) in its own child process, then aggregate.
+
+A suite is a TOML file (``benchmarks/suites/<name>.toml``)::
+
+    [suite]
+    name = "quick"
+    description = "..."
+
+    [dataset_notes]            # optional; shown under each dataset's table
+    mr = "no official split: a seeded stratified 90/10 split"
+
+    [defaults]                 # optional; applies to every entry that does not say otherwise
+    seeds = [0]
+    max_per_split = 2000
+    overrides = {}             # merged under each entry's overrides
+
+    [[entry]]
+    dataset = "mr"             # or datasets = ["mr", "trec"]: one entry per dataset x model
+    model = "kim-cnn-static"   # a registry preset or a peer (fasttext, minilm-lr); or models = [...]
+    seeds = [0, 1, 2]
+    overrides = {epochs = 5}   # preset overrides, or peer parameters
+    max_per_split = 500        # seeded stratified subsample of each split (load_dataset)
+    paper = 79.38              # accuracy in %, from the papers (one number, or {mr = 79.38, ...})
+    paper_source = "spe_cnn Table 3"
+    label_view = "..."         # how our labels/splits differ from the paper's (text, or per dataset)
+    name = "..."               # optional display name (one model): entry id "<dataset>:<name>"
+                               # instead of "<dataset>:<model>", e.g. for a second set of overrides
+
+Each run happens in a fresh ``spawn`` child so that its peak resident memory is its own
+and a crash (or an out-of-memory kill) is recorded as that entry's error while the suite
+goes on. Every model of an entry sees the same documents: ``load_dataset`` with the entry's
+options, then the dev split carved from train (10 %, stratified, seeded by the run seed)
+when the dataset has none; models without epoch selection simply do not use dev.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import multiprocessing
+import os
+import shlex
+import sys
+import time
+import tomllib
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ..errors import ConfigError, TextclsError, close_names
+from . import system
+
+__all__ = ["Entry", "Suite", "load_suite", "find_suite", "list_suites", "run_suite", "SUITES_DIR_ENV"]
+
+SUITES_DIR_ENV = "TEXTCLS_SUITES_DIR"
+# Inference speed is measured on the same documents for every model of a dataset.
+INFER_SAMPLE_B1 = 200
+INFER_SAMPLE_B256 = 2048
+INFER_BATCH = 256
+INFER_SAMPLE_SEED = 12345
+
+_ENTRY_KEYS = {"dataset", "datasets", "model", "models", "seeds", "overrides", "max_per_split", "paper",
+               "paper_source", "label_view", "notes", "name"}
+_SUITE_KEYS = {"name", "description", "infer_b1", "infer_b256"}
+_DEFAULT_KEYS = {"seeds", "overrides", "max_per_split", "paper_source"}
+# Per-run numbers that are averaged over seeds.
+SUMMARY_METRICS = ("accuracy", "macro_f1", "best_epoch", "epochs_run", "train_documents", "train_seconds",
+                   "train_docs_per_second", "infer_docs_per_second_b1", "infer_docs_per_second_b256",
+                   "peak_rss_mb")
+
+
+@dataclass
+class Entry:
+    """One (dataset, model) cell of a suite, with the seeds to run it under."""
+
+    id: str
+    dataset: str
+    model: str
+    seeds: list[int]
+    overrides: dict[str, Any] = field(default_factory=dict)
+    max_per_split: int | None = None
+    paper: float | None = None
+    paper_source: str | None = None
+    label_view: str | None = None
+    notes: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Suite:
+    name: str
+    description: str
+    path: Path
+    entries: list[Entry]
+    # A note per dataset (how its split or labels differ from the papers'), shown under its table.
+    dataset_notes: dict[str, str] = field(default_factory=dict)
+    # Documents of the inference-speed samples (batch 1, and batches of INFER_BATCH).
+    infer_b1: int = INFER_SAMPLE_B1
+    infer_b256: int = INFER_SAMPLE_B256
+
+
+# --------------------------------------------------------------------------- suite files
+
+
+def _suite_dirs() -> list[Path]:
+    dirs = []
+    if os.environ.get(SUITES_DIR_ENV):
+        dirs.append(Path(os.environ[SUITES_DIR_ENV]))
+    dirs.append(Path.cwd() / "benchmarks" / "suites")
+    # A source checkout: <repo>/src/textcls/benchmark/runner.py -> <repo>/benchmarks/suites.
+    dirs.append(Path(__file__).resolve().parents[3] / "benchmarks" / "suites")
+    unique = []
+    for d in dirs:
+        if d not in unique:
+            unique.append(d)
+    return unique
+
+
+def list_suites() -> list[str]:
+    """Names of the suites found in the suite folders."""
+    names = set()
+    for d in _suite_dirs():
+        if d.is_dir():
+            names.update(p.stem for p in d.glob("*.toml"))
+    return sorted(names)
+
+
+def find_suite(name_or_path: str | os.PathLike) -> Path:
+    """A suite file: an existing path, else ``<name>.toml`` in $TEXTCLS_SUITES_DIR,
+    ./benchmarks/suites or the source checkout's benchmarks/suites."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    if path.suffix == ".toml" or len(path.parts) > 1:
+        raise ConfigError(f"{path}: no such suite file; pass an existing .toml file or a suite name")
+    for d in _suite_dirs():
+        candidate = d / f"{path.name}.toml"
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(f"unknown benchmark suite '{name_or_path}'; {close_names(str(name_or_path), list_suites())} "
+                      f"(suites are looked up in {', '.join(str(d) for d in _suite_dirs())})")
+
+
+def _as_list(value, key: str, where: str) -> list:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value
+    raise ConfigError(f"{where}: '{key}' must be a name or a non-empty list of names, got {value!r}")
+
+
+def _per_dataset(value, dataset: str, key: str, where: str, *, several_models: bool):
+    """A scalar applies as is; a table gives one value per dataset (missing = None)."""
+    if isinstance(value, dict):
+        return value.get(dataset)
+    if value is not None and key == "paper" and several_models:
+        raise ConfigError(f"{where}: 'paper' is one model's number; give it on an entry with a single model")
+    return value
+
+
+def _check_seeds(seeds, where: str) -> list[int]:
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool)
+                                                           for s in seeds):
+        raise ConfigError(f"{where}: 'seeds' must be a non-empty list of integers, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"{where}: 'seeds' lists a seed twice ({seeds}); list each seed once")
+    return list(seeds)
+
+
+def _check_paper(value, where: str):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < float(value) <= 100.0:
+        raise ConfigError(f"{where}: 'paper' = {value!r} must be an accuracy in percent, in (0, 100]")
+    return float(value)
+
+
+def load_suite(name_or_path: str | os.PathLike) -> Suite:
+    """Parse and validate a suite file; errors name the file and the entry."""
+    path = find_suite(name_or_path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the suite file ({exc})")
+    unknown = [k for k in data if k not in ("suite", "defaults", "dataset_notes", "entry")]
+    if unknown:
+        raise ConfigError(f"{path}: unknown table '{unknown[0]}'; a suite has [suite], [defaults], "
+                          "[dataset_notes] and [[entry]]")
+    dataset_notes = data.get("dataset_notes", {})
+    if not isinstance(dataset_notes, dict) or not all(isinstance(v, str) for v in dataset_notes.values()):
+        raise ConfigError(f"{path}: [dataset_notes] maps dataset names to text, e.g. mr = \"no official split\"")
+    header = data.get("suite", {})
+    bad = [k for k in header if k not in _SUITE_KEYS]
+    if bad:
+        raise ConfigError(f"{path}: [suite] key '{bad[0]}' is unknown; {close_names(bad[0], _SUITE_KEYS)}")
+    infer = {}
+    for key in ("infer_b1", "infer_b256"):
+        value = header.get(key, INFER_SAMPLE_B1 if key == "infer_b1" else INFER_SAMPLE_B256)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{path}: [suite] {key} = {value!r} must be a positive number of documents")
+        infer[key] = value
+    name = header.get("name", path.stem)
+    if not isinstance(name, str) or not name or any(c in name for c in "/\\ "):
+        raise ConfigError(f"{path}: [suite] name = {name!r} must be a non-empty name without spaces or slashes")
+    defaults = data.get("defaults", {})
+    bad = [k for k in defaults if k not in _DEFAULT_KEYS]
+    if bad:
+        raise ConfigError(f"{path}: [defaults] key '{bad[0]}' is unknown; {close_names(bad[0], _DEFAULT_KEYS)}")
+    raw_entries = data.get("entry", [])
+    if not isinstance(raw_entries, list) or not raw_entries:
+        raise ConfigError(f"{path}: the suite has no [[entry]] tables; add at least one")
+
+    entries: list[Entry] = []
+    for number, raw in enumerate(raw_entries, start=1):
+        where = f"{path}: entry {number}"
+        bad = [k for k in raw if k not in _ENTRY_KEYS]
+        if bad:
+            raise ConfigError(f"{where}: unknown key '{bad[0]}'; {close_names(bad[0], _ENTRY_KEYS)}")
+        for single, plural in (("dataset", "datasets"), ("model", "models")):
+            if (single in raw) == (plural in raw):
+                raise ConfigError(f"{where}: give exactly one of '{single}' and '{plural}'")
+        datasets = _as_list(raw.get("dataset", raw.get("datasets")), "dataset(s)", where)
+        models = _as_list(raw.get("model", raw.get("models")), "model(s)", where)
+        seeds = _check_seeds(raw.get("seeds", defaults.get("seeds", [0])), where)
+        overrides = {**defaults.get("overrides", {}), **raw.get("overrides", {})}
+        if not isinstance(overrides, dict):
+            raise ConfigError(f"{where}: 'overrides' must be a table, e.g. overrides = {{epochs = 5}}")
+        max_per_split = raw.get("max_per_split", defaults.get("max_per_split"))
+        if max_per_split is not None and (isinstance(max_per_split, bool) or not isinstance(max_per_split, int)
+                                          or max_per_split < 1):
+            raise ConfigError(f"{where}: 'max_per_split' = {max_per_split!r} must be a positive integer")
+        name_key = raw.get("name")
+        if name_key is not None:
+            if len(models) > 1:
+                raise ConfigError(f"{where}: 'name' names one model's entries; drop it or give one model")
+            if not isinstance(name_key, str) or not name_key.strip() or "|" in name_key:
+                raise ConfigError(f"{where}: 'name' = {name_key!r} must be a non-empty name without '|'")
+        for dataset in datasets:
+            for model in models:
+                paper = _check_paper(_per_dataset(raw.get("paper"), dataset, "paper", where,
+                                                  several_models=len(models) > 1), where)
+                source = _per_dataset(raw.get("paper_source", defaults.get("paper_source")), dataset,
+                                      "paper_source", where, several_models=len(models) > 1)
+                if paper is not None and not source:
+                    raise ConfigError(f"{where}: 'paper' needs 'paper_source' (the paper and table it is from)")
+                entries.append(Entry(
+                    id=f"{dataset}:{name_key or model}", dataset=dataset, model=model, seeds=seeds,
+                    overrides=dict(overrides), max_per_split=max_per_split, paper=paper,
+                    paper_source=source if paper is not None else None,
+                    label_view=_per_dataset(raw.get("label_view"), dataset, "label_view", where,
+                                            several_models=False),
+                    notes=raw.get("notes"),
+                ))
+    seen = set()
+    for entry in entries:
+        if entry.id in seen:
+            raise ConfigError(f"{path}: entry '{entry.id}' appears twice; give one of them name = \"...\"")
+        seen.add(entry.id)
+    return Suite(name=name, description=str(header.get("description", "")), path=path, entries=entries,
+                 dataset_notes=dict(dataset_notes), **infer)
+
+
+# --------------------------------------------------------------------------- child process
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, TextclsError):
+        return str(exc)
+    message = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+_THREAD_LIMITS = None
+
+
+def _limit_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        # BLAS (scikit-learn's logistic regression) and OpenMP pools, for the child's lifetime.
+        global _THREAD_LIMITS
+        _THREAD_LIMITS = threadpool_limits(limits=threads)
+    except ImportError:
+        pass
+
+
+def _inference_speed(predict_proba, texts: list[str], batch: int) -> float:
+    """Documents per second of ``predict_proba`` over ``texts`` in calls of ``batch`` documents."""
+    predict_proba(texts[: min(len(texts), 8)])  # warm-up: lazy initialisation is not speed
+    start = time.perf_counter()
+    for i in range(0, len(texts), batch):
+        predict_proba(texts[i: i + batch])
+    return len(texts) / max(time.perf_counter() - start, 1e-9)
+
+
+def _model_kind(model: str) -> str:
+    from .peers import is_peer
+
+    if is_peer(model):
+        return "peer"
+    from ..models.registry import get_preset, list_models
+    from .peers import list_peers
+
+    try:
+        return get_preset(model).kind
+    except ConfigError:
+        names = list_models() + list_peers()
+        raise ConfigError(f"unknown model '{model}': neither a preset (textcls list-models) nor a peer "
+                          f"({', '.join(list_peers())}); {close_names(model, names)}") from None
+
+
+def _run_job(job: dict) -> dict:
+    """Train and measure one (entry, seed); runs inside the child process."""
+    import numpy as np
+
+    _limit_threads(job["threads"])
+    import torch
+
+    from ..data import load_dataset
+    from ..data.prepare import label_targets
+    from ..data.splits import ensure_dev
+    from ..eval.metrics import compute_metrics
+    from ..train.recipe import Recipe
+    from .peers import create_peer, is_peer
+
+    entry = Entry(**job["entry"])
+    seed = job["seed"]
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    record: dict[str, Any] = {"seed": seed}
+
+    start = time.perf_counter()
+    dataset = load_dataset(entry.dataset, data_dir=job["data_dir"], max_per_split=entry.max_per_split)
+    record["load_seconds"] = time.perf_counter() - start
+    if "test" not in dataset.splits:
+        raise ConfigError(f"dataset '{entry.dataset}' has no test split; benchmark entries need one")
+    peer = is_peer(entry.model)
+    if peer:
+        dev_fraction = Recipe().dev_fraction
+        precision = "fp32"
+    else:
+        from ..models.registry import get_preset
+
+        preset = get_preset(entry.model).with_overrides(**entry.overrides, seed=seed)
+        dev_fraction = preset.recipe.dev_fraction
+        precision = "fp64" if preset.kind == "classic" else preset.recipe.precision
+    # The same carve the Classifier would make, done here so that every model trains on it.
+    dataset = ensure_dev(dataset, fraction=dev_fraction, seed=seed)
+    train, test = dataset["train"], dataset["test"]
+    record["dataset"] = dataset.summary()
+    record["train_documents"] = len(train)
+
+    start = time.perf_counter()
+    if peer:
+        if dataset.multi_label:
+            raise ConfigError(f"peer '{entry.model}' is single-label only and '{entry.dataset}' is multi-label; "
+                              "use a single-label view such as reuters-single")
+        model = create_peer(entry.model, seed=seed, **entry.overrides)
+        model.fit(list(train["text"]), list(train["label"]), classes=dataset.label_names)
+        record["train_seconds"] = time.perf_counter() - start
+        record["train_loop_seconds"] = model.train_seconds_
+        record["epochs_run"] = model.epochs_run_
+        record["best_epoch"] = None
+        record["embeddings"] = model.embeddings_info_
+        record["settings"] = model.settings()
+        predict_proba = model.predict_proba
+        targets = label_targets(test, dataset.label_names, False, f"{dataset.name}/test")
+        probs = predict_proba(list(test["text"]))
+        metrics = compute_metrics(np.asarray(targets, dtype=np.int64), probs, dataset.label_names)
+    else:
+        from ..api import Classifier
+
+        model = Classifier(entry.model, params=dict(entry.overrides), seed=seed, progress=False)
+        model.fit_dataset(dataset)
+        record["train_seconds"] = time.perf_counter() - start
+        result = model.fit_result_
+        record["train_loop_seconds"] = result.train_seconds if result is not None else model.train_seconds_
+        # A TF-IDF model reads its training texts once.
+        record["epochs_run"] = result.epochs_run if result is not None else 1
+        record["best_epoch"] = result.best_epoch if result is not None else None
+        record["embeddings"] = (getattr(model, "data_report_", None) or {}).get("embeddings")
+        record["settings"] = model.preset_.to_dict()
+        predict_proba = model.predict_proba
+        metrics = model.evaluate(test, where=f"{dataset.name}/test")
+    record["precision"] = precision
+    record["accuracy"] = metrics["accuracy"]
+    record["macro_f1"] = metrics["macro_f1"]
+    record["weighted_f1"] = metrics.get("weighted_f1")
+    record["test_documents"] = metrics["n"]
+    record["train_docs_per_second"] = (record["train_documents"] * record["epochs_run"]
+                                       / max(record["train_seconds"], 1e-9))
+
+    texts = list(test["text"])
+    order = np.random.default_rng(INFER_SAMPLE_SEED).permutation(len(texts))
+    sample_b1 = [texts[i] for i in order[: job["infer_b1"]]]
+    sample_b256 = [texts[i] for i in order[: job["infer_b256"]]]
+    with torch.inference_mode():
+        record["infer_docs_per_second_b1"] = _inference_speed(predict_proba, sample_b1, 1)
+        record["infer_docs_per_second_b256"] = _inference_speed(predict_proba, sample_b256, INFER_BATCH)
+    record["infer_documents_b1"] = len(sample_b1)
+    record["infer_documents_b256"] = len(sample_b256)
+    record["parameters"] = {k: int(v) for k, v in model.num_parameters().items()}
+    record["threads"] = torch.get_num_threads()
+    record["peak_rss_mb"] = system.peak_rss_mb()
+    record["status"] = "ok"
+    return record
+
+
+def _child_main(job: dict, conn) -> None:
+    try:
+        result = _run_job(job)
+    except BaseException as exc:  # noqa: BLE001 -- every failure becomes this run's error record
+        result = {"seed": job["seed"], "status": "failed", "error": _one_line(exc),
+                  "traceback": traceback.format_exc(limit=-8)}
+        try:
+            result["peak_rss_mb"] = system.peak_rss_mb()
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        conn.send(result)
+    finally:
+        conn.close()
+
+
+def _run_in_child(job: dict) -> dict:
+    """Run ``_run_job`` in a fresh spawned process; a dead child becomes an error record."""
+    ctx = multiprocessing.get_context("spawn")
+    parent_conn, child_conn = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=_child_main, args=(job, child_conn), daemon=True)
+    process.start()
+    child_conn.close()  # so that recv() sees EOF if the child dies without answering
+    try:
+        try:
+            result = parent_conn.recv()
+        except EOFError:
+            process.join()
+            code = process.exitcode
+            why = " (killed by the system: out of memory?)" if code == -9 else ""
+            result = {"seed": job["seed"], "status": "failed",
+                      "error": f"the run's child process died with exit code {code}{why}"}
+        process.join()
+    except BaseException:
+        process.terminate()
+        process.join()
+        raise
+    finally:
+        parent_conn.close()
+    return result
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def _mean_std(values: list[float]) -> dict:
+    n = len(values)
+    mean = sum(values) / n
+    # Sample standard deviation over seeds; 0.0 for one seed (the report shows n).
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    return {"mean": mean, "std": std, "n": n, "min": min(values), "max": max(values)}
+
+
+def summarize_entry(runs: list[dict]) -> dict:
+    """Mean and std over the successful runs of every per-run number in SUMMARY_METRICS."""
+    ok = [r for r in runs if r.get("status") == "ok"]
+    summary = {}
+    for key in SUMMARY_METRICS:
+        values = [float(r[key]) for r in ok if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
+        if values and len(values) == len(ok):
+            summary[key] = _mean_std(values)
+    return summary
+
+
+def _entry_result(entry: Entry, kind: str | None, runs: list[dict]) -> dict:
+    ok = [r for r in runs if r.get("status") == "ok"]
+    failed = [r for r in runs if r.get("status") != "ok"]
+    status = "ok" if not failed else ("failed" if not ok else "partial")
+    errors = []
+    for run in failed:
+        if run["error"] not in errors:
+            errors.append(run["error"])
+    first = ok[0] if ok else {}
+    return {
+        **entry.to_dict(),
+        "kind": kind,
+        "status": status,
+        "errors": errors,
+        "summary": summarize_entry(runs),
+        "parameters": first.get("parameters"),
+        "embeddings": first.get("embeddings"),
+        "precision": first.get("precision"),
+        "dataset_summary": first.get("dataset"),
+        "runs": runs,
+    }
+
+
+def _command_line(name_or_path) -> str:
+    argv = list(sys.argv)
+    if argv and Path(argv[0]).name == "textcls":
+        return " ".join(shlex.quote(a) for a in ["textcls", *argv[1:]])
+    return f"textcls.benchmark.run_suite({str(name_or_path)!r})"
+
+
+def _notes(suite: Suite) -> list[str]:
+    return [
+        "accuracy and macro-F1 are on the test split; mean ± sample std over seeds (std 0 for one seed).",
+        "paper: the accuracy the paper reports (copied from shared/papers/TARGETS.md), never ours.",
+        "Every model of an entry trains on the same documents: the train split minus a dev split carved "
+        "from it (10 %, stratified, seeded by the run seed) when the dataset has no official dev split. "
+        "Neural models select their epoch on dev; TF-IDF, fastText and MiniLM-LR do not use it.",
+        "train s: wall time of the whole fit (text pipeline, embeddings, encoder pass and training); "
+        "train docs/s = training documents x epochs run / train s (one epoch for TF-IDF and MiniLM-LR).",
+        f"infer docs/s: predict_proba on the same seeded sample of test documents for every model, "
+        f"{suite.infer_b1} calls of one document (b1) and calls of {INFER_BATCH} documents over up to "
+        f"{suite.infer_b256} documents (b256), after a warm-up call; the fitted model in memory, "
+        "text preprocessing included.",
+        "params: trainable / total (embedding tables included in total, shown apart).",
+        "peak RSS: ru_maxrss of the run's own child process (imports, data and model included).",
+        "fastText peer: supervised, wordNgrams=2, thread=1 (deterministic per seed), the library's "
+        "defaults otherwise (lr 0.1, dim 100, epoch 5, bucket 2,000,000); the tutorial's normalisation.",
+        "minilm-lr peer: frozen all-MiniLM-L6-v2 (256 word pieces), scikit-learn LogisticRegression(C=1).",
+    ]
+
+
+def run_suite(
+    name_or_path: str | os.PathLike,
+    *,
+    output_dir: str | os.PathLike = "benchmarks/results",
+    data_dir: str | os.PathLike | None = None,
+    only: str | Sequence[str] | None = None,
+    progress: bool = True,
+    threads: int | None = None,
+    command: str | None = None,
+    write: bool = True,
+) -> dict:
+    """Run a suite and write ``<output_dir>/<suite>.json``, ``.md`` and ``.png``.
+
+    ``only``: keep the entries whose model, dataset or id (``<dataset>:<model or name>``) is
+    one of these names.
+    ``threads``: torch/BLAS threads of each run (default: every CPU this process may use).
+    Returns the result dict (what the JSON holds); ``result["failed"]`` counts entries with
+    a failed run, and the caller should exit non-zero when it is not 0.
+    """
+    from . import report
+
+    suite = load_suite(name_or_path)
+    entries = suite.entries
+    if only:
+        wanted = [only] if isinstance(only, str) else list(only)
+        entries = [e for e in entries if e.model in wanted or e.dataset in wanted or e.id in wanted]
+        if not entries:
+            known = sorted({e.model for e in suite.entries} | {e.dataset for e in suite.entries})
+            raise ConfigError(f"--only {', '.join(wanted)} matches no entry of suite '{suite.name}'; "
+                              f"{close_names(wanted[0], known)}")
+    threads = int(threads) if threads else system.available_cpus()
+    if threads < 1:
+        raise ConfigError(f"parameter 'threads' = {threads} must be at least 1")
+    data_dir = str(data_dir) if data_dir is not None else None
+    output_dir = Path(output_dir)
+
+    started = _dt.datetime.now(_dt.timezone.utc)
+    wall = time.perf_counter()
+    result: dict[str, Any] = {
+        "suite": suite.name,
+        "description": suite.description,
+        "suite_file": str(suite.path),
+        "command": command or _command_line(name_or_path),
+        "only": [only] if isinstance(only, str) else (list(only) if only else None),
+        "git": system.git_info(),
+        "versions": system.library_versions(),
+        "machine": system.machine_info(),
+        "threads": threads,
+        "data_dir": data_dir or os.environ.get("TEXTCLS_DATA_DIR"),
+        "date": started.isoformat(timespec="seconds"),
+        "notes": _notes(suite),
+        "dataset_notes": suite.dataset_notes,
+        "entries": [],
+        "complete": False,
+    }
+
+    total = sum(len(e.seeds) for e in entries)
+    done = 0
+    for entry in entries:
+        try:
+            kind = _model_kind(entry.model)
+        except TextclsError as exc:
+            # A name the registry and the peers do not know fails here, without a child.
+            runs = []
+            for seed in entry.seeds:
+                runs.append({"seed": seed, "status": "failed", "error": str(exc)})
+                done += 1
+                _progress(progress, f"[{done}/{total}] {entry.id} seed {seed}: FAILED ({exc})")
+            result["entries"].append(_entry_result(entry, None, runs))
+            _checkpoint(result, output_dir, write, wall)
+            continue
+        runs = []
+        for seed in entry.seeds:
+            job = {"entry": entry.to_dict(), "seed": seed, "data_dir": data_dir, "threads": threads,
+                   "infer_b1": suite.infer_b1, "infer_b256": suite.infer_b256}
+            started_run = time.perf_counter()
+            run = _run_in_child(job)
+            run["wall_seconds"] = time.perf_counter() - started_run
+            runs.append(run)
+            done += 1
+            if run["status"] == "ok":
+                _progress(progress, f"[{done}/{total}] {entry.id} seed {seed}: accuracy {run['accuracy']:.4f}, "
+                                    f"train {run['train_seconds']:.1f} s (run {run['wall_seconds']:.1f} s)")
+            else:
+                _progress(progress, f"[{done}/{total}] {entry.id} seed {seed}: FAILED ({run['error']})")
+        result["entries"].append(_entry_result(entry, kind, runs))
+        _checkpoint(result, output_dir, write, wall)
+
+    result["failed"] = sum(1 for e in result["entries"] if e["status"] != "ok")
+    result["failed_entries"] = [e["id"] for e in result["entries"] if e["status"] != "ok"]
+    result["wall_seconds"] = time.perf_counter() - wall
+    result["complete"] = True
+    if write:
+        result["files"] = report.write_report(result, output_dir)
+    return result
+
+
+def _checkpoint(result: dict, output_dir: Path, write: bool, wall: float) -> None:
+    """Rewrite the JSON after every entry, so that an interrupted suite keeps what it ran."""
+    if not write:
+        return
+    from . import report
+
+    result["wall_seconds"] = time.perf_counter() - wall
+    report.write_json(result, output_dir)
+
+
+def _progress(enabled: bool, line: str) -> None:
+    if enabled:
+        print(line, file=sys.stderr, flush=True)

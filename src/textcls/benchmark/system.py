@@ -1,0 +1,118 @@
+"""What a benchmark ran on: git commit, library versions, CPU, threads, peak memory.
+
+Everything here is best effort and never raises: a missing ``git`` or an unreadable
+``/proc/cpuinfo`` gives ``None`` in the report, not a failed benchmark.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+# Distribution names on PyPI, keyed by the name the report shows.
+LIBRARIES = {
+    "textcls": "textcls",
+    "torch": "torch",
+    "numpy": "numpy",
+    "sklearn": "scikit-learn",
+    "datasets": "datasets",
+    "tokenizers": "tokenizers",
+    "fasttext": "fasttext",
+    "sentence-transformers": "sentence-transformers",
+    "transformers": "transformers",
+    "matplotlib": "matplotlib",
+}
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def source_dir() -> Path:
+    """The folder the running textcls package was imported from."""
+    return Path(__file__).resolve().parents[1]
+
+
+def git_info(cwd: str | Path | None = None) -> dict:
+    """``{"commit", "dirty", "changed_files"}`` of the repository holding the textcls sources.
+
+    ``dirty`` counts changes to tracked files only: untracked files (results, runs) are
+    not code that the commit fails to describe. ``commit`` is None outside a git checkout
+    (a wheel install).
+    """
+    cwd = Path(cwd) if cwd is not None else source_dir()
+    commit = _git(["rev-parse", "HEAD"], cwd)
+    if commit is None:
+        return {"commit": None, "dirty": None, "changed_files": None}
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd) or ""
+    changed = [line for line in status.split("\n") if line.strip()]
+    return {"commit": commit.strip(), "dirty": bool(changed), "changed_files": len(changed)}
+
+
+def library_versions() -> dict:
+    """Installed versions of the libraries a result depends on (None = not installed)."""
+    versions = {"python": platform.python_version()}
+    for shown, dist in LIBRARIES.items():
+        try:
+            versions[shown] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[shown] = None
+    return versions
+
+
+def cpu_model() -> str | None:
+    """The CPU's marketing name from /proc/cpuinfo (Linux), else what platform reports."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (the affinity mask, which containers restrict)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def total_memory_gb() -> float | None:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / 1024**2, 1)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def machine_info() -> dict:
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpus_available": available_cpus(),
+        "memory_gb": total_memory_gb(),
+        "platform": platform.platform(),
+        "hostname": platform.node(),
+    }
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (ru_maxrss)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports kibibytes, macOS bytes.
+    return peak / (1024**2 if sys.platform == "darwin" else 1024)

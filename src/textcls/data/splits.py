@@ -1,0 +1,175 @@
+"""Seeded, stratified splits, and the label check done at evaluation time.
+
+Split rules (also in ARCHITECTURE.md, "Splits"):
+
+- A dataset without an official test split (``mr``, ``mpqa``, ``ag_news`` offline, a user's
+  single file) gets a stratified test split drawn with ``split_seed`` (0 by default). The
+  split seed is separate from the training seed, so every run, model and reader sees the
+  same test set. The held-out share is ``test_fraction`` (10% by default; ``ag_news`` 20%,
+  so that its 7,600 offline documents give a 1,520-document test set).
+- A dataset without a dev split gets one from ``ensure_dev``: a stratified ``fraction`` of
+  train drawn with the same kind of seed; ``fdu_mtl/<domain>`` instead takes the last 200
+  training lines as dev, as the FCSR paper does.
+- ``max_per_split`` keeps a seeded, stratified subsample of each split (class balance kept).
+- Stratification uses the class name; for multi-label records it uses the first listed
+  label. Classes with a single record cannot be on both sides, so they stay on the kept
+  side. When the held-out part is smaller than the number of classes (tiny data) the split
+  falls back to a seeded random split.
+- Held-out size is ``ceil(fraction * n)`` (scikit-learn's rule); records keep their file
+  order within each side.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import replace
+from typing import Any, Sequence
+
+import datasets
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from ..errors import ConfigError, DataError
+from .records import TextDataset
+
+SPLIT_ORDER = ("train", "dev", "test")
+
+
+def _stratum(label: Any) -> str:
+    if isinstance(label, (list, tuple)):
+        return label[0] if label else ""
+    return label
+
+
+def stratified_split(labels: Sequence[Any], fraction: float | int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Split record indices into ``(keep_idx, held_idx)``, stratified by class and seeded.
+
+    ``fraction`` in (0, 1) is the held-out share (``ceil(fraction * n)`` records); an int is
+    the held-out count. Multi-label records (lists) are stratified on their first label.
+    Both index arrays are sorted.
+    """
+    n = len(labels)
+    if isinstance(fraction, (int, np.integer)) and not isinstance(fraction, bool):
+        n_held = int(fraction)
+    else:
+        if not 0.0 < fraction < 1.0:
+            raise ConfigError(f"split fraction = {fraction} is outside its allowed range (0, 1)")
+        n_held = math.ceil(fraction * n)
+    if n < 2 or not 1 <= n_held < n:
+        raise DataError(
+            f"cannot hold out {n_held} of {n} records (fraction {fraction}); use more data or another fraction"
+        )
+    strata = np.array([_stratum(l) for l in labels], dtype=object)
+    counts = Counter(strata.tolist())
+    # A class with one record cannot be on both sides; it stays with the kept records.
+    lonely = np.array([counts[s] < 2 for s in strata.tolist()], dtype=bool)
+    pool = np.flatnonzero(~lonely)
+    pool_strata = strata[pool]
+    n_classes = len(set(pool_strata.tolist()))
+    if n_classes and n_classes <= n_held <= len(pool) - n_classes:
+        _, held = train_test_split(pool, test_size=n_held, random_state=seed, stratify=pool_strata.astype(str))
+    else:
+        # Too few records to stratify: a seeded random split of all of them.
+        held = np.random.default_rng(seed).permutation(n)[:n_held]
+    held = np.sort(np.asarray(held, dtype=np.int64))
+    keep = np.setdiff1d(np.arange(n, dtype=np.int64), held)
+    return keep, held
+
+
+def split_labels(split: datasets.Dataset) -> list:
+    """The label column of one split as a Python list (fast path through Arrow)."""
+    column = "labels" if "labels" in split.column_names else "label"
+    return split.with_format("arrow")[column].to_pylist()
+
+
+def _ordered(splits: dict[str, datasets.Dataset]) -> datasets.DatasetDict:
+    names = sorted(splits, key=lambda s: SPLIT_ORDER.index(s) if s in SPLIT_ORDER else len(SPLIT_ORDER))
+    return datasets.DatasetDict({s: splits[s] for s in names})
+
+
+def carve_split(
+    ds: TextDataset, new_split: str, fraction: float, seed: int, source: str = "train", seed_name: str = "split_seed"
+) -> TextDataset:
+    """Move a seeded stratified ``fraction`` of ``source`` into ``new_split`` (a new TextDataset)."""
+    if new_split in ds.splits:
+        raise DataError(f"dataset '{ds.name}' already has a '{new_split}' split; it is not carved again")
+    base = ds[source]
+    keep, held = stratified_split(split_labels(base), fraction, seed)
+    splits = dict(ds.splits)
+    splits[source] = base.select(keep)
+    splits[new_split] = base.select(held)
+    notes = dict(ds.split_notes)
+    was = notes.get(source, source)
+    notes[new_split] = (
+        f"seeded stratified {fraction:.0%} of {source} ({len(held)} of {len(base)} records, {seed_name}={seed})"
+    )
+    notes[source] = f"{was}, minus the {new_split} split"
+    return replace(ds, splits=_ordered(splits), split_notes=notes)
+
+
+def tail_split(ds: TextDataset, new_split: str, count: int, source: str = "train") -> TextDataset:
+    """Move the last ``count`` records of ``source`` (in file order) into ``new_split``."""
+    base = ds[source]
+    if not 0 < count < len(base):
+        raise DataError(f"dataset '{ds.name}': cannot take the last {count} of {len(base)} {source} records as {new_split}")
+    splits = dict(ds.splits)
+    splits[source] = base.select(range(len(base) - count))
+    splits[new_split] = base.select(range(len(base) - count, len(base)))
+    notes = dict(ds.split_notes)
+    notes[new_split] = f"the last {count} {source} lines of the file (as the paper does)"
+    notes[source] = f"{notes.get(source, source)}, minus its last {count} lines"
+    return replace(ds, splits=_ordered(splits), split_notes=notes)
+
+
+def ensure_dev(ds: TextDataset, fraction: float = 0.1, seed: int = 0) -> TextDataset:
+    """Return ``ds`` with a ``dev`` split, carving a seeded stratified one from train if needed.
+
+    A dataset that already has a ``dev`` split is returned unchanged.
+    """
+    if "dev" in ds.splits:
+        return ds
+    if not 0.0 < fraction <= 0.9:
+        raise ConfigError(f"parameter 'dev_fraction' = {fraction} is outside its allowed range (0, 0.9]")
+    return carve_split(ds, "dev", fraction, seed, seed_name="seed")
+
+
+def subsample(ds: TextDataset, max_per_split: int, seed: int = 0) -> TextDataset:
+    """Keep at most ``max_per_split`` records of each split: a seeded, stratified subsample."""
+    if max_per_split < 1:
+        raise ConfigError(f"parameter 'max_per_split' = {max_per_split} is outside its allowed range [1, inf)")
+    splits = dict(ds.splits)
+    notes = dict(ds.split_notes)
+    for name, split in ds.splits.items():
+        if len(split) <= max_per_split:
+            continue
+        _, held = stratified_split(split_labels(split), int(max_per_split), seed)
+        splits[name] = split.select(held)
+        notes[name] = (
+            f"{notes.get(name, name)}; stratified subsample of {len(held)} of {len(split)} (split_seed={seed})"
+        )
+    return replace(ds, splits=_ordered(splits), split_notes=notes)
+
+
+def check_labels(split_dataset: datasets.Dataset, label_names: Sequence[str], where: str) -> None:
+    """Raise ``DataError`` naming the first record whose label is not in ``label_names``.
+
+    Used at evaluation time: a model can only be scored on classes it was trained on.
+    """
+    known = set(label_names)
+    labels = split_labels(split_dataset)
+    bad = [
+        (i, label)
+        for i, label in enumerate(labels)
+        if any(l not in known for l in (label if isinstance(label, list) else [label]))
+    ]
+    if not bad:
+        return
+    i, label = bad[0]
+    unknown = [l for l in (label if isinstance(label, list) else [label]) if l not in known]
+    shown = ", ".join(list(label_names)[:20]) + (", ..." if len(label_names) > 20 else "")
+    more = f" ({len(bad) - 1} more records too)" if len(bad) > 1 else ""
+    raise DataError(
+        f"{where}: record {i} has label {unknown[0]!r}, which is not one of the {len(known)} known classes "
+        f"({shown}){more}; evaluate on data with the model's classes or retrain on this data"
+    )

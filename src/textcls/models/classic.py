@@ -1,0 +1,284 @@
+"""TF-IDF baselines: unigram + bigram TF-IDF with logistic regression or multinomial NB.
+
+scikit-learn fits them. Whatever the classifier, what it learns reduces to one linear map
+over TF-IDF features followed by a link:
+
+- single-label: ``softmax(X W^T + b)`` (multinomial LR: ``coef_``/``intercept_``; NB: the
+  joint log-likelihood ``feature_log_prob_``/``class_log_prior_``);
+- multi-label, one-vs-rest: ``sigmoid(X W^T + b)`` per class (a binary NB's log-odds are
+  ``log p(x|1) - log p(x|0)`` and ``log P(1) - log P(0)``).
+
+``predict_proba`` always evaluates that form from the stored arrays, so a model rebuilt by
+``from_state`` gives bit-identical probabilities, and persistence needs no pickle: the state
+is the vocabulary, the idf weights, ``W`` and ``b`` (numeric arrays) plus JSON metadata.
+The vectorizer lowercases and tokenises by itself; ``inputs`` only carries normaliser
+settings a caller may apply to the raw texts first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import CheckpointError, ConfigError, DataError
+from ..train.recipe import Recipe, range_check
+from .layers import check_positive_int
+from .registry import Preset, register_model
+
+CLASSIFIERS = ("lr", "nb")
+STATE_FORMAT = "textcls.tfidf/1"
+# One-character words ("I", "5") carry signal in short texts such as TREC questions;
+# scikit-learn's default pattern drops them.
+TOKEN_PATTERN = r"(?u)\b\w+\b"
+
+# The classic models are fitted once on the training split: only dev_fraction and seed apply.
+_CLASSIC_RECIPE = Recipe(epochs=1)
+_CLASSIC_INPUTS = {"shape": "flat", "embeddings": None, "lowercase": True}
+
+CLASSIC_PRESETS = [
+    Preset(
+        "tfidf-lr",
+        "tfidf",
+        arch={"classifier": "lr"},
+        recipe=_CLASSIC_RECIPE,
+        inputs=_CLASSIC_INPUTS,
+        kind="classic",
+        description="TF-IDF (unigrams + bigrams, sublinear tf) with logistic regression; one-vs-rest if multi-label.",
+        paper="scikit-learn baseline",
+    ),
+    Preset(
+        "tfidf-nb",
+        "tfidf",
+        arch={"classifier": "nb"},
+        recipe=_CLASSIC_RECIPE,
+        inputs=_CLASSIC_INPUTS,
+        kind="classic",
+        description="TF-IDF (unigrams + bigrams, sublinear tf) with multinomial naive Bayes; one-vs-rest if multi-label.",
+        paper="scikit-learn baseline",
+    ),
+]
+
+
+@register_model("tfidf", presets=CLASSIC_PRESETS)
+class ClassicModel:
+    """TF-IDF + linear classifier, scikit-learn style (``fit`` returns self; learned attributes end in ``_``).
+
+    ``C`` is LR's inverse regularisation strength, ``alpha`` NB's additive smoothing;
+    ``ngram_max`` the longest word n-gram; ``min_df`` drops n-grams seen in fewer documents.
+    """
+
+    kind = "classic"
+
+    def __init__(
+        self,
+        num_classes: int,
+        *,
+        classifier: str = "lr",
+        C: float = 1.0,
+        alpha: float = 1.0,
+        ngram_max: int = 2,
+        min_df: int = 2,
+        max_features: int | None = None,
+        sublinear_tf: bool = True,
+        max_iter: int = 1000,
+    ):
+        if classifier not in CLASSIFIERS:
+            raise ConfigError(f"parameter 'classifier' = {classifier!r} is not one of {', '.join(CLASSIFIERS)}")
+        check_positive_int("num_classes", num_classes)
+        range_check("C", C, 0.0, 1e12, low_open=True)
+        range_check("alpha", alpha, 0.0, 1e6)
+        check_positive_int("ngram_max", ngram_max, 8)
+        check_positive_int("min_df", min_df)
+        if max_features is not None:
+            check_positive_int("max_features", max_features)
+        check_positive_int("max_iter", max_iter, 1 << 24)
+        self.num_classes = num_classes
+        self.classifier = classifier
+        self.C = C
+        self.alpha = alpha
+        self.ngram_max = ngram_max
+        self.min_df = min_df
+        self.max_features = max_features
+        self.sublinear_tf = bool(sublinear_tf)
+        self.max_iter = max_iter
+
+    # -- parameters -------------------------------------------------------------------
+    def get_params(self) -> dict[str, Any]:
+        return {
+            "classifier": self.classifier,
+            "C": self.C,
+            "alpha": self.alpha,
+            "ngram_max": self.ngram_max,
+            "min_df": self.min_df,
+            "max_features": self.max_features,
+            "sublinear_tf": self.sublinear_tf,
+            "max_iter": self.max_iter,
+        }
+
+    def _vectorizer(self, vocabulary=None):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        return TfidfVectorizer(
+            lowercase=True,
+            token_pattern=TOKEN_PATTERN,
+            ngram_range=(1, self.ngram_max),
+            min_df=1 if vocabulary is not None else self.min_df,
+            max_features=None if vocabulary is not None else self.max_features,
+            sublinear_tf=self.sublinear_tf,
+            vocabulary=vocabulary,
+            dtype=np.float64,
+        )
+
+    def _estimator(self):
+        if self.classifier == "lr":
+            from sklearn.linear_model import LogisticRegression
+
+            return LogisticRegression(C=self.C, max_iter=self.max_iter)
+        from sklearn.naive_bayes import MultinomialNB
+
+        return MultinomialNB(alpha=self.alpha)
+
+    # -- training ---------------------------------------------------------------------
+    def fit(self, texts, y) -> "ClassicModel":
+        """Fit on raw texts; ``y`` is ``[N]`` class indices or ``[N, C]`` multi-hot (multi-label)."""
+        texts = list(texts)
+        labels = np.asarray(y)
+        if len(texts) != len(labels):
+            raise DataError(f"fit got {len(texts)} texts but {len(labels)} labels; pass one label per text")
+        self.multi_label_ = labels.ndim == 2
+        self._check_labels(labels)
+        self.vectorizer_ = self._vectorizer()
+        try:
+            features = self.vectorizer_.fit_transform(texts)
+        except ValueError as err:  # "empty vocabulary" / "no terms remain" on tiny or empty texts
+            raise DataError(
+                f"TF-IDF found no usable n-gram in {len(texts)} training texts ({err}); "
+                f"use more data or lower min_df (now {self.min_df})"
+            ) from None
+        if self.multi_label_:
+            self.weights_, self.bias_ = self._fit_one_vs_rest(features, labels)
+        else:
+            self.weights_, self.bias_ = self._fit_single_label(features, labels)
+        return self
+
+    def _check_labels(self, labels: np.ndarray) -> None:
+        C = self.num_classes
+        if self.multi_label_:
+            if labels.shape[1] != C or not np.isin(labels, (0, 1)).all():
+                raise DataError(f"multi-label y must be 0/1 of shape [N, {C}], got shape {labels.shape}")
+        elif labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer) or labels.size == 0:
+            raise DataError(f"y must be a non-empty [N] integer array of class indices (or [N, {C}] multi-hot)")
+        elif labels.min() < 0 or labels.max() >= C:
+            raise DataError(f"class index {labels.max() if labels.max() >= C else labels.min()} is outside [0, {C - 1}]")
+        elif np.unique(labels).size < 2:
+            raise DataError("the training labels hold a single class; a classifier needs at least two")
+
+    def _fit_single_label(self, features, labels):
+        estimator = self._estimator().fit(features, labels)
+        n_features = features.shape[1]
+        # A class absent from training gets bias -inf: probability 0, as it was never seen.
+        weights = np.zeros((self.num_classes, n_features))
+        bias = np.full(self.num_classes, -np.inf)
+        classes = estimator.classes_
+        if self.classifier == "nb":
+            weights[classes], bias[classes] = estimator.feature_log_prob_, estimator.class_log_prior_
+        elif len(classes) == 2:
+            # Binary LR keeps one row for classes_[1]; softmax([0, z]) = [1 - sigmoid(z), sigmoid(z)].
+            bias[classes] = 0.0
+            weights[classes[1]], bias[classes[1]] = estimator.coef_[0], estimator.intercept_[0]
+        else:
+            weights[classes], bias[classes] = estimator.coef_, estimator.intercept_
+        return weights, bias
+
+    def _fit_one_vs_rest(self, features, labels):
+        # One binary classifier per class, as sklearn's OneVsRestClassifier; written out so a
+        # class that is never (or always) on in training gets an explicit constant 0 (or 1).
+        weights = np.zeros((self.num_classes, features.shape[1]))
+        bias = np.zeros(self.num_classes)
+        for c in range(self.num_classes):
+            column = labels[:, c].astype(np.int64)
+            if column.min() == column.max():
+                bias[c] = np.inf if column[0] == 1 else -np.inf
+                continue
+            estimator = self._estimator().fit(features, column)
+            if self.classifier == "nb":
+                log_prob, log_prior = estimator.feature_log_prob_, estimator.class_log_prior_
+                weights[c], bias[c] = log_prob[1] - log_prob[0], log_prior[1] - log_prior[0]
+            else:
+                weights[c], bias[c] = estimator.coef_[0], estimator.intercept_[0]
+        return weights, bias
+
+    # -- inference --------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "weights_"):
+            raise ConfigError("this TF-IDF model is not fitted yet; call fit(texts, y) or load a saved run first")
+
+    def decision_function(self, texts) -> np.ndarray:
+        """Scores ``X W^T + b`` before the link, ``[N, C]``."""
+        self._check_fitted()
+        features = self.vectorizer_.transform(list(texts))
+        return np.asarray(features @ self.weights_.T) + self.bias_
+
+    def predict_proba(self, texts) -> np.ndarray:
+        """Class probabilities ``[N, C]`` (independent per class when multi-label)."""
+        from scipy.special import expit, softmax
+
+        scores = self.decision_function(texts)
+        return expit(scores) if self.multi_label_ else softmax(scores, axis=1)
+
+    def predict(self, texts) -> np.ndarray:
+        """Class indices ``[N]``, or a ``[N, C]`` 0/1 array (probability >= 0.5) when multi-label."""
+        proba = self.predict_proba(texts)
+        return (proba >= 0.5).astype(np.int64) if self.multi_label_ else proba.argmax(axis=1)
+
+    def num_parameters(self) -> int:
+        """Learned numbers: linear weights and biases plus the idf vector."""
+        self._check_fitted()
+        return int(self.weights_.size + self.bias_.size + self.vectorizer_.idf_.size)
+
+    # -- persistence (no pickle) ------------------------------------------------------
+    def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``(arrays, meta)``: numeric arrays (safetensors-ready) and JSON metadata."""
+        self._check_fitted()
+        terms = self.vectorizer_.get_feature_names_out()
+        # Terms are runs of \w separated by single spaces, so "\n" can delimit them.
+        vocabulary = np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8).copy()
+        arrays = {
+            "vocabulary": vocabulary,
+            "idf": np.asarray(self.vectorizer_.idf_, dtype=np.float64),
+            "weights": self.weights_,
+            "bias": self.bias_,
+        }
+        meta = {
+            "format": STATE_FORMAT,
+            "num_classes": self.num_classes,
+            "multi_label": bool(self.multi_label_),
+            "params": self.get_params(),
+        }
+        return arrays, meta
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "ClassicModel":
+        """Rebuild a fitted model from ``state()``'s output; runs no stored code."""
+        if meta.get("format") != STATE_FORMAT:
+            raise CheckpointError(
+                f"TF-IDF state has format {meta.get('format')!r}, expected {STATE_FORMAT!r}; re-save it with this textcls"
+            )
+        missing = [k for k in ("vocabulary", "idf", "weights", "bias") if k not in arrays]
+        if missing:
+            raise CheckpointError(f"TF-IDF state lacks array '{missing[0]}'; the run directory is incomplete")
+        model = cls(meta["num_classes"], **meta["params"])
+        raw = np.asarray(arrays["vocabulary"], dtype=np.uint8).tobytes().decode("utf-8")
+        terms = raw.split("\n") if raw else []
+        weights, bias, idf = (np.asarray(arrays[k], dtype=np.float64) for k in ("weights", "bias", "idf"))
+        if weights.shape != (model.num_classes, len(terms)) or idf.shape != (len(terms),) or bias.shape != (model.num_classes,):
+            raise CheckpointError(
+                f"TF-IDF state is inconsistent: {len(terms)} terms, idf {idf.shape}, weights {weights.shape}, "
+                f"bias {bias.shape}; the saved run is corrupt"
+            )
+        model.vectorizer_ = model._vectorizer(vocabulary={term: i for i, term in enumerate(terms)})
+        model.vectorizer_.idf_ = idf
+        model.weights_, model.bias_ = weights, bias
+        model.multi_label_ = bool(meta["multi_label"])
+        return model

@@ -1,0 +1,178 @@
+"""Kim (2014), "Convolutional Neural Networks for Sentence Classification" (EMNLP).
+
+Section 2 of the paper: word vectors ``x_1..x_n`` (eq. 1), a filter ``w`` of width ``h``
+gives ``c_i = f(w . x_{i:i+h-1} + b)`` (eq. 2) for every window, the feature map
+``c = [c_1, ..., c_{n-h+1}]`` (eq. 3) is max-pooled over time, and the pooled features of all
+filters feed a softmax layer through dropout (eqs. 4-5). Section 3.1: windows 3, 4, 5 with 100
+feature maps each, ReLU, dropout 0.5, l2 max-norm ``s = 3`` on the softmax weight vectors,
+mini-batches of 50, Adadelta. Section 3.3's variants are presets here:
+
+- ``kim-cnn-rand``: random vectors, fine-tuned. 300-d, as in the paper (and Kim's code),
+  drawn from U[-0.25, 0.25] (the range Kim's code uses for words without a pretrained vector).
+- ``kim-cnn-static``: pretrained vectors kept frozen.
+- ``kim-cnn-nonstatic``: pretrained vectors fine-tuned.
+- ``kim-cnn-multichannel``: two copies of the pretrained vectors, one frozen, one
+  fine-tuned; each filter is applied to both channels and the results are added.
+
+The paper used 300-d word2vec (GoogleNews); offline we have GloVe 6B 50-d, so the pretrained
+presets default to ``embeddings="glove-6b-50d"``, ``embedding_dim=50``. Override
+``embeddings="word2vec", embedding_dim=300`` for corpus-trained 300-d vectors.
+
+Masking: a document shorter than the widest window is read as padded with zero vectors up to
+that window (Kim's code pads every sentence with zero vectors), and windows starting at or
+after ``max(n - h + 1, 1)`` are left out of max-pooling, so batch padding never changes a
+document's logits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..errors import ConfigError
+from ..train.recipe import Recipe, range_check
+from .base import Output, TextModel
+from .layers import build_embedding, check_positive_int, check_probability, masked_max
+from .registry import Preset, register_model
+
+EMBEDDING_MODES = ("rand", "static", "nonstatic", "multichannel")
+# Kim's code initialises vectors without a pretrained entry from U[-0.25, 0.25].
+KIM_UNIFORM_RANGE = 0.25
+
+# Kim 3.1: Adadelta (the engine uses rho=0.95, eps=1e-6, as Kim's code), mini-batches of 50.
+# Kim's code trains 25 epochs and keeps the best-on-dev model; we also stop after 5 epochs
+# without a dev improvement, which keeps CPU runs short and rarely changes the kept model.
+KIM_RECIPE = Recipe(optimizer="adadelta", lr=1.0, batch_size=50, epochs=25, patience=5, monitor="accuracy")
+# Kim's clean_str lowercases (all but TREC) and keeps whole sentences.
+_KIM_INPUTS = {"shape": "flat", "lowercase": True, "min_freq": 1}
+_PAPER = "Kim 2014, Convolutional Neural Networks for Sentence Classification (EMNLP)"
+_GLOVE_NOTE = " GloVe 6B 50-d offline (the paper used 300-d word2vec)."
+
+KIM_PRESETS = [
+    Preset(
+        "kim-cnn-rand",
+        "kim-cnn",
+        arch={"embedding_mode": "rand"},
+        recipe=KIM_RECIPE,
+        inputs={**_KIM_INPUTS, "embeddings": None, "embedding_dim": 300},
+        description="Kim CNN-rand: 300-d random word vectors, fine-tuned.",
+        paper=_PAPER,
+    ),
+    Preset(
+        "kim-cnn-static",
+        "kim-cnn",
+        arch={"embedding_mode": "static"},
+        recipe=KIM_RECIPE,
+        inputs={**_KIM_INPUTS, "embeddings": "glove-6b-50d", "embedding_dim": 50},
+        description="Kim CNN-static: frozen pretrained vectors." + _GLOVE_NOTE,
+        paper=_PAPER,
+    ),
+    Preset(
+        "kim-cnn-nonstatic",
+        "kim-cnn",
+        arch={"embedding_mode": "nonstatic"},
+        recipe=KIM_RECIPE,
+        inputs={**_KIM_INPUTS, "embeddings": "glove-6b-50d", "embedding_dim": 50},
+        description="Kim CNN-non-static: pretrained vectors, fine-tuned." + _GLOVE_NOTE,
+        paper=_PAPER,
+    ),
+    Preset(
+        "kim-cnn-multichannel",
+        "kim-cnn",
+        arch={"embedding_mode": "multichannel"},
+        recipe=KIM_RECIPE,
+        inputs={**_KIM_INPUTS, "embeddings": "glove-6b-50d", "embedding_dim": 50},
+        description="Kim CNN-multichannel: a frozen and a fine-tuned copy of pretrained vectors." + _GLOVE_NOTE,
+        paper=_PAPER,
+    ),
+]
+
+
+@register_model("kim-cnn", presets=KIM_PRESETS)
+class KimCNN(TextModel):
+    """Kim's one-layer CNN over word vectors (see the module docstring for the equations)."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_classes: int,
+        embeddings: np.ndarray | None = None,
+        *,
+        embedding_dim: int = 300,
+        embedding_mode: str = "rand",
+        windows: Sequence[int] = (3, 4, 5),
+        feature_maps: int = 100,
+        dropout: float = 0.5,
+        max_norm: float | None = 3.0,
+    ):
+        super().__init__()
+        if embedding_mode not in EMBEDDING_MODES:
+            raise ConfigError(
+                f"parameter 'embedding_mode' = {embedding_mode!r} is not one of {', '.join(EMBEDDING_MODES)}"
+            )
+        if isinstance(windows, (int, str)) or not windows:
+            raise ConfigError(f"parameter 'windows' = {windows!r} must be a non-empty list of window widths")
+        for width in windows:
+            check_positive_int("windows", width, 64)
+        check_positive_int("feature_maps", feature_maps, 1 << 16)
+        check_probability("dropout", dropout)
+        if max_norm is not None:
+            range_check("max_norm", max_norm, 0.0, 1e6, low_open=True)
+
+        self.embedding_mode = embedding_mode
+        self.windows = [int(w) for w in windows]
+        self.max_norm = max_norm
+        frozen = embedding_mode == "static"
+        if embedding_mode == "rand" and embeddings is not None:
+            raise ConfigError(
+                "parameter 'embedding_mode' = 'rand' takes no pretrained matrix; use 'static', 'nonstatic' "
+                "or 'multichannel', or drop the embeddings"
+            )
+        self.embedding = build_embedding(
+            vocab_size, embedding_dim, embeddings, freeze=frozen, uniform_range=KIM_UNIFORM_RANGE
+        )
+        if embedding_mode == "multichannel":
+            # The frozen channel starts from the same vectors as the fine-tuned one.
+            self.static_embedding = build_embedding(
+                vocab_size, embedding_dim, self.embedding.weight.detach().numpy(), freeze=True
+            )
+        self.convs = nn.ModuleList(nn.Conv1d(embedding_dim, feature_maps, width) for width in self.windows)
+        self.dropout = nn.Dropout(dropout)
+        self.output = nn.Linear(feature_maps * len(self.windows), num_classes)
+
+    def forward(self, batch: dict[str, Tensor]) -> Output:
+        ids, mask = batch["input_ids"], batch["mask"].bool()
+        # Zeroing by mask keeps PAD at zero vectors even if a fine-tuned PAD row drifted.
+        words = self.embedding(ids)
+        if self.embedding_mode == "multichannel":
+            # Conv is linear: w.x_static + w.x_tuned + b == w.(x_static + x_tuned) + b, which is
+            # Kim's "each filter is applied to both channels and the results are added".
+            words = words + self.static_embedding(ids)
+        words = words * mask.unsqueeze(-1).to(words.dtype)
+
+        widest = max(self.windows)
+        if words.size(1) < widest:
+            words = F.pad(words, (0, 0, 0, widest - words.size(1)))
+        lengths = mask.sum(dim=1)
+        channels_first = words.transpose(1, 2)  # [B, d, L]
+        pooled = []
+        for width, conv in zip(self.windows, self.convs):
+            feature_map = torch.relu(conv(channels_first))  # [B, maps, L - width + 1]
+            starts = torch.arange(feature_map.size(-1), device=ids.device)
+            valid = starts.unsqueeze(0) < (lengths - width + 1).clamp_min(1).unsqueeze(1)
+            pooled.append(masked_max(feature_map, valid.unsqueeze(1), dim=-1))
+        features = self.dropout(torch.cat(pooled, dim=-1))
+        return Output(logits=self.output(features))
+
+    @torch.no_grad()
+    def after_optimizer_step(self) -> None:
+        """Kim's l2 constraint: rescale softmax weight rows with norm > s back to norm s."""
+        if self.max_norm is None:
+            return
+        weight = self.output.weight
+        norms = weight.norm(dim=1, keepdim=True)
+        weight.mul_(torch.clamp(self.max_norm / norms.clamp_min(1e-12), max=1.0))

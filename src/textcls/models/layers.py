@@ -1,0 +1,149 @@
+"""Layers shared by the paper models. Models import these; none keeps a private copy.
+
+Masks are bool tensors with True = real position. Every masked reduction here gives a
+finite result (zeros) for a row whose positions are all masked, never NaN or -inf, so an
+empty document or an all-padding sentence cannot poison a batch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from ..errors import ConfigError
+from ..train.recipe import range_check
+
+__all__ = [
+    "masked_softmax",
+    "masked_max",
+    "masked_mean",
+    "AttentionPooling",
+    "sinusoidal_encoding",
+    "build_embedding",
+    "check_positive_int",
+    "check_probability",
+]
+
+
+def _expand_mask(mask: Tensor, like: Tensor) -> Tensor:
+    # A [B,L] mask applied to [B,L,D] features: add trailing singleton dims to broadcast.
+    mask = mask.bool()
+    while mask.dim() < like.dim():
+        mask = mask.unsqueeze(-1)
+    return mask
+
+
+def masked_softmax(scores: Tensor, mask: Tensor, dim: int = -1) -> Tensor:
+    """Softmax of ``scores`` over ``dim`` restricted to ``mask``; masked positions get 0.
+
+    A row with no unmasked position gives all zeros (``torch.softmax`` would give NaN).
+    ``mask`` is broadcastable to ``scores`` (trailing dims are added when it has fewer).
+    """
+    mask = _expand_mask(mask, scores)
+    filled = scores.masked_fill(~mask, float("-inf"))
+    peak = filled.amax(dim=dim, keepdim=True)
+    # All-masked rows have peak -inf; shifting by 0 there keeps exp() at exactly 0.
+    peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak)).detach()
+    weights = torch.exp(filled - peak) * mask
+    total = weights.sum(dim=dim, keepdim=True)
+    return weights / total.clamp_min(torch.finfo(weights.dtype).tiny)
+
+
+def masked_max(x: Tensor, mask: Tensor, dim: int) -> Tensor:
+    """Max of ``x`` over ``dim`` ignoring masked positions; all-masked rows give 0."""
+    mask = _expand_mask(mask, x)
+    filled = x.masked_fill(~mask, float("-inf"))
+    best = filled.amax(dim=dim)
+    return torch.where(mask.any(dim=dim), best, torch.zeros_like(best))
+
+
+def masked_mean(x: Tensor, mask: Tensor, dim: int) -> Tensor:
+    """Mean of ``x`` over ``dim`` counting only unmasked positions; all-masked rows give 0."""
+    mask = _expand_mask(mask, x)
+    total = (x * mask).sum(dim=dim)
+    count = mask.sum(dim=dim).clamp_min(1)
+    return total / count.to(total.dtype)
+
+
+class AttentionPooling(nn.Module):
+    """Additive attention pooling of Yang et al. (2016), eqs. 5-7 (word level):
+
+    ``u_t = tanh(W h_t + b)``, ``a_t = softmax_t(u_t . u_w)`` over unmasked ``t``,
+    ``s = sum_t a_t h_t``. ``forward(h [B,L,D], mask [B,L]) -> (s [B,D], a [B,L])``;
+    padded positions get weight 0.
+    """
+
+    def __init__(self, input_dim: int, attention_dim: int):
+        super().__init__()
+        self.project = nn.Linear(input_dim, attention_dim)
+        self.context = nn.Linear(attention_dim, 1, bias=False)  # u_w, the learned query
+
+    def forward(self, hidden: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        scores = self.context(torch.tanh(self.project(hidden))).squeeze(-1)
+        weights = masked_softmax(scores, mask, dim=-1)
+        pooled = torch.einsum("bl,bld->bd", weights, hidden)
+        return pooled, weights
+
+
+def sinusoidal_encoding(length: int, dim: int) -> Tensor:
+    """Vaswani et al. (2017) position encoding, ``[length, dim]`` float32.
+
+    ``PE(pos, 2i) = sin(pos / 10000^(2i/dim))``, ``PE(pos, 2i+1) = cos(pos / 10000^(2i/dim))``,
+    positions counted from 0. An odd ``dim`` keeps its last (sine) column.
+    """
+    position = torch.arange(length, dtype=torch.float64).unsqueeze(1)
+    even = torch.arange(0, dim, 2, dtype=torch.float64)
+    angle = position / torch.pow(10000.0, even / dim)
+    encoding = torch.zeros(length, dim, dtype=torch.float64)
+    encoding[:, 0::2] = torch.sin(angle)
+    encoding[:, 1::2] = torch.cos(angle[:, : dim // 2])
+    return encoding.float()
+
+
+def build_embedding(
+    vocab_size: int,
+    dim: int,
+    embeddings: np.ndarray | None = None,
+    freeze: bool = False,
+    uniform_range: float | None = None,
+) -> nn.Embedding:
+    """An ``nn.Embedding`` with ``padding_idx=0`` whose PAD row is zero.
+
+    With ``embeddings`` (``[vocab_size, dim]``) the weights are copied from it; otherwise
+    they are drawn from ``U[-uniform_range, uniform_range]`` when given (Kim 2014 and fastText
+    use this) or PyTorch's N(0, 1). ``freeze`` makes the table non-trainable.
+    """
+    embedding = nn.Embedding(vocab_size, dim, padding_idx=0)
+    with torch.no_grad():
+        if embeddings is not None:
+            matrix = np.asarray(embeddings)
+            if matrix.ndim != 2 or matrix.shape != (vocab_size, dim):
+                raise ConfigError(
+                    f"embedding matrix has shape {tuple(matrix.shape)} but the model expects "
+                    f"({vocab_size}, {dim}) (vocab_size, embedding_dim); build it from the same "
+                    "vocabulary and set embedding_dim to its width"
+                )
+            embedding.weight.copy_(torch.from_numpy(matrix.astype(np.float32, copy=False)))
+        elif uniform_range is not None:
+            nn.init.uniform_(embedding.weight, -uniform_range, uniform_range)
+        # PAD must embed to zeros whatever the source, so padded positions carry no signal.
+        embedding.weight[0].zero_()
+    embedding.weight.requires_grad_(not freeze)
+    return embedding
+
+
+def check_positive_int(name: str, value, hi: int = 1 << 31) -> None:
+    """Range check for integer hyper-parameters (``>= 1``)."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise ConfigError(f"parameter '{name}' = {value!r} must be an integer in [1, {hi}]")
+    range_check(name, value, 1, hi)
+
+
+def check_probability(name: str, value) -> None:
+    """Range check for dropout-like rates: ``0 <= value < 1``."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value) or value >= 1:
+        raise ConfigError(f"parameter '{name}' = {value!r} is outside its allowed range [0, 1)")
+    range_check(name, value, 0.0, 1.0)

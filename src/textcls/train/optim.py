@@ -1,0 +1,136 @@
+"""Optimisers and per-epoch learning-rate schedules built from a ``Recipe``.
+
+Schedules are plain data in the recipe (see ``recipe.py``) and become a ``LambdaLR`` that the
+engine steps once per *epoch*; the factor for epoch index ``e`` (0-based: the number of
+epochs already completed) is
+
+- ``None``: 1;
+- ``step``: ``gamma ** (e // step_size)``;
+- ``milestones``: ``gamma ** (number of milestones <= e)`` (as ``torch``'s ``MultiStepLR``);
+- ``lambda``: the registered factory's function of ``e``.
+
+Because the factor is a pure function of ``e``, a resumed run rebuilds the same scheduler
+from the recipe and only needs its ``last_epoch``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Callable, Iterable
+
+import torch
+from torch import nn
+from torch.optim.lr_scheduler import LambdaLR
+
+from ..errors import ConfigError
+from .recipe import Recipe, get_lr_lambda
+
+__all__ = ["build_optimizer", "build_scheduler", "lr_factor"]
+
+# Zeiler (2012) / Kim (2014): Adadelta with decay rate 0.95 and epsilon 1e-6.
+ADADELTA_RHO = 0.95
+ADADELTA_EPS = 1e-6
+
+
+def build_optimizer(params: Iterable[torch.Tensor] | nn.Module, recipe: Recipe) -> torch.optim.Optimizer:
+    """The recipe's optimiser over the trainable parameters (``requires_grad``) of ``params``.
+
+    ``params`` is an iterable of tensors or an ``nn.Module``. Weight decay (``recipe.weight_decay``)
+    applies to every trainable parameter (L2 for adam/sgd/adadelta, decoupled for adamw), as
+    in the papers, which do not exempt biases.
+    """
+    if isinstance(params, nn.Module):
+        params = params.parameters()
+    trainable = [p for p in params if p.requires_grad]
+    if not trainable:
+        raise ConfigError("the model has no trainable parameters (all have requires_grad=False); unfreeze at least one layer")
+    name, lr, wd = recipe.optimizer, recipe.lr, recipe.weight_decay
+    if name == "adam":
+        return torch.optim.Adam(trainable, lr=lr, betas=tuple(recipe.betas), weight_decay=wd)
+    if name == "adamw":
+        return torch.optim.AdamW(trainable, lr=lr, betas=tuple(recipe.betas), weight_decay=wd)
+    if name == "sgd":
+        return torch.optim.SGD(trainable, lr=lr, momentum=recipe.momentum, weight_decay=wd)
+    if name == "adadelta":
+        return torch.optim.Adadelta(trainable, lr=lr, rho=ADADELTA_RHO, eps=ADADELTA_EPS, weight_decay=wd)
+    # Recipe.__post_init__ already rejects other names; this guards a Recipe built around it.
+    raise ConfigError(f"optimizer '{name}' is not one of adam, adamw, sgd, adadelta")
+
+
+def lr_factor(schedule: dict | None) -> Callable[[int], float]:
+    """The schedule's ``epoch index -> lr factor`` function (see the module docstring)."""
+    if schedule is None:
+        return _constant
+    schedule = dict(schedule)
+    kind = schedule.pop("type", None)
+    if kind == "step":
+        step_size = _pop_int(schedule, "step", "step_size")
+        gamma = _pop_gamma(schedule, "step")
+        _no_extra(schedule, "step")
+        return _StepFactor(step_size, gamma)
+    if kind == "milestones":
+        milestones = schedule.pop("milestones", None)
+        if (not isinstance(milestones, (list, tuple)) or not milestones
+                or any(isinstance(m, bool) or not isinstance(m, int) or m < 1 for m in milestones)
+                or list(milestones) != sorted(milestones)):
+            raise ConfigError(
+                f"schedule 'milestones' needs 'milestones': a non-empty increasing list of epoch indices >= 1, "
+                f"got {milestones!r}"
+            )
+        gamma = _pop_gamma(schedule, "milestones")
+        _no_extra(schedule, "milestones")
+        return _MilestoneFactor(list(milestones), gamma)
+    if kind == "lambda":
+        name = schedule.pop("name", None)
+        if not isinstance(name, str):
+            raise ConfigError("schedule 'lambda' needs 'name': a name registered with register_lr_lambda")
+        try:
+            return get_lr_lambda(name, **schedule)
+        except TypeError as err:
+            raise ConfigError(f"schedule lambda '{name}' rejected its parameters {sorted(schedule)}: {err}") from None
+    raise ConfigError(f"schedule type '{kind}' is not one of step, milestones, lambda")
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, recipe: Recipe) -> LambdaLR:
+    """A per-epoch ``LambdaLR`` for the recipe's schedule; call ``.step()`` once after each epoch."""
+    return LambdaLR(optimizer, lr_lambda=lr_factor(recipe.schedule))
+
+
+def _constant(epoch: int) -> float:
+    return 1.0
+
+
+class _StepFactor:
+    def __init__(self, step_size: int, gamma: float):
+        self.step_size, self.gamma = step_size, gamma
+
+    def __call__(self, epoch: int) -> float:
+        return self.gamma ** (epoch // self.step_size)
+
+
+class _MilestoneFactor:
+    def __init__(self, milestones: list[int], gamma: float):
+        self.milestones, self.gamma = milestones, gamma
+
+    def __call__(self, epoch: int) -> float:
+        return self.gamma ** bisect.bisect_right(self.milestones, epoch)
+
+
+def _pop_int(schedule: dict, kind: str, key: str) -> int:
+    value = schedule.pop(key, None)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"schedule '{kind}' needs '{key}': an integer >= 1, got {value!r}")
+    return value
+
+
+def _pop_gamma(schedule: dict, kind: str) -> float:
+    # torch's StepLR/MultiStepLR default; CSPAN's divide-by-10.
+    gamma = schedule.pop("gamma", 0.1)
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0.0 < gamma <= 10.0:
+        raise ConfigError(f"schedule '{kind}' parameter 'gamma' = {gamma!r} is outside its allowed range (0, 10]")
+    return float(gamma)
+
+
+def _no_extra(schedule: dict, kind: str) -> None:
+    if schedule:
+        raise ConfigError(f"schedule '{kind}' has unknown parameter '{sorted(schedule)[0]}'; remove it")

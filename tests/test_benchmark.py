@@ -1,0 +1,288 @@
+"""Benchmark suites: parsing, the child-process runner, the report, and the peers."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from textcls.benchmark import load_suite, run_suite
+from textcls.benchmark import report as report_module
+from textcls.benchmark.peers import create_peer
+from textcls.benchmark.runner import SUITES_DIR_ENV, _child_main, summarize_entry
+from textcls.data import load_dataset
+from textcls.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "benchmarks" / "suites" / "tiny.toml"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+RUN_NUMBERS = ("accuracy", "macro_f1", "train_seconds", "train_docs_per_second", "infer_docs_per_second_b1",
+               "infer_docs_per_second_b256", "peak_rss_mb", "epochs_run", "train_documents", "test_documents")
+
+
+def _finite_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """The shipped tiny suite, with an entry naming an unknown model put first."""
+    folder = tmp_path_factory.mktemp("bench")
+    failing = '[[entry]]\ndataset = "trec"\nmodel = "no-such-model"\nmax_per_split = 300\n\n'
+    text = TINY.read_text(encoding="utf-8")
+    head, tail = text.split("[[entry]]", 1)
+    suite_file = folder / "tiny.toml"
+    suite_file.write_text(head + failing + "[[entry]]" + tail, encoding="utf-8")
+    out = folder / "results"
+    result = run_suite(suite_file, output_dir=out, progress=True, threads=1)
+    return result, out
+
+
+def test_tiny_suite_writes_json_with_every_field(tiny_run):
+    result, out = tiny_run
+    raw = json.loads((out / "tiny.json").read_text(encoding="utf-8"))
+    assert raw["suite"] == "tiny" and raw["complete"] is True
+    assert raw["git"]["commit"] is None or len(raw["git"]["commit"]) == 40
+    assert isinstance(raw["git"]["dirty"], (bool, type(None)))
+    for lib in ("torch", "numpy", "sklearn", "datasets", "tokenizers", "fasttext", "sentence-transformers", "textcls"):
+        assert raw["versions"][lib], lib
+    assert raw["machine"]["cpu_model"] and raw["threads"] == 1 and raw["date"]
+    assert [e["id"] for e in raw["entries"]] == ["trec:no-such-model", "trec:kim-cnn-static", "trec:fasttext"]
+
+    for entry in raw["entries"][1:]:
+        assert entry["status"] == "ok" and entry["errors"] == []
+        (run,) = entry["runs"]
+        for key in RUN_NUMBERS:
+            assert _finite_number(run[key]), (entry["id"], key, run[key])
+        assert 0.0 <= run["accuracy"] <= 1.0 and 0.0 <= run["macro_f1"] <= 1.0
+        # 300 test questions; 300 train minus the 10 % dev split carved from it.
+        assert run["test_documents"] == 300 and run["train_documents"] == 270
+        assert float(run["accuracy"] * 300) == pytest.approx(round(run["accuracy"] * 300))
+        assert run["train_docs_per_second"] == pytest.approx(270 * run["epochs_run"] / run["train_seconds"])
+        assert run["infer_documents_b1"] == 50 and run["infer_documents_b256"] == 300
+        assert run["peak_rss_mb"] > 50 and run["threads"] == 1 and run["precision"] == "fp32"
+        params = run["parameters"]
+        assert params["total"] == params["embedding"] + params["non_embedding"] >= params["trainable"] > 0
+        for key in ("accuracy", "macro_f1", "train_seconds", "peak_rss_mb"):
+            stat = entry["summary"][key]
+            assert stat["n"] == 1 and stat["std"] == 0.0 and stat["mean"] == pytest.approx(run[key])
+
+    kim, fasttext = raw["entries"][1]["runs"][0], raw["entries"][2]["runs"][0]
+    assert kim["best_epoch"] == 1 and kim["epochs_run"] == 1
+    assert kim["embeddings"]["source"] == "glove-6b-50d" and 0.5 < kim["embeddings"]["coverage"] <= 1.0
+    # Kim CNN-static: the GloVe table is frozen, so it counts in total but not in trainable.
+    assert kim["parameters"]["trainable"] == kim["parameters"]["non_embedding"]
+    assert fasttext["best_epoch"] is None and fasttext["epochs_run"] == 25 and fasttext["embeddings"] is None
+    assert fasttext["settings"]["wordNgrams"] == 2 and fasttext["settings"]["thread"] == 1
+    assert fasttext["accuracy"] > 0.4  # six classes, the largest about 23 %
+    assert raw["entries"][1]["paper"] == 90.84 and raw["entries"][1]["paper_source"] == "spe_cnn Table 3"
+
+
+def test_unknown_model_is_recorded_and_the_suite_goes_on(tiny_run, capfd):
+    result, _ = tiny_run
+    failed = result["entries"][0]
+    assert failed["status"] == "failed" and failed["kind"] is None and failed["summary"] == {}
+    assert len(failed["errors"]) == 1 and "unknown model 'no-such-model'" in failed["errors"][0]
+    assert failed["runs"] == [{"seed": 0, "status": "failed", "error": failed["errors"][0]}]
+    assert result["failed"] == 1 and result["failed_entries"] == ["trec:no-such-model"]
+    assert [e["status"] for e in result["entries"][1:]] == ["ok", "ok"]
+
+
+def test_tiny_suite_writes_markdown_with_paper_column_and_png(tiny_run):
+    result, out = tiny_run
+    md = (out / "tiny.md").read_text(encoding="utf-8")
+    assert "commit" in md and "command" in md and "machine" in md and result["date"] in md
+    header = next(line for line in md.splitlines() if line.startswith("| model"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert columns[:4] == ["model", "accuracy %", "paper %", "macro-F1 %"]
+    kim_row = next(line for line in md.splitlines() if line.startswith("| kim-cnn-static"))
+    cells = [c.strip() for c in kim_row.strip("|").split("|")]
+    assert cells[1] == f"{100 * result['entries'][1]['summary']['accuracy']['mean']:.2f}"
+    assert cells[2] == "90.84"
+    assert "FAILED trec:no-such-model: unknown model 'no-such-model'" in md
+    assert "spe_cnn Table 3" in md
+    png = (out / "tiny.png").read_bytes()
+    assert png[:8] == PNG_MAGIC and len(png) > 5000
+
+
+def test_paper_column_only_where_an_entry_declares_paper(tiny_run):
+    result, _ = tiny_run
+    without = json.loads(json.dumps(result))
+    for entry in without["entries"]:
+        entry["paper"] = entry["paper_source"] = None
+    header = next(line for line in report_module.format_tables(without).splitlines() if line.startswith("| model"))
+    assert "paper" not in header
+
+
+def test_progress_prints_one_line_per_run(tmp_path, capfd):
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "trec"\nmodel = "nope"\nseeds = [0, 1]\n',
+                     encoding="utf-8")
+    result = run_suite(suite, output_dir=tmp_path / "out", progress=True)
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and result["failed"] == 1
+    assert lines[0].startswith("[1/2] trec:nope seed 0: FAILED (unknown model 'nope': neither a preset")
+    assert lines[1].startswith("[2/2] trec:nope seed 1: FAILED (unknown model 'nope'")
+    assert (tmp_path / "out" / "s.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_failure_inside_the_child_becomes_an_error_record():
+    receive, send = multiprocessing.Pipe(duplex=False)
+    job = {"entry": {"id": "x", "dataset": "no-such-dataset", "model": "tfidf-lr", "seeds": [3]},
+           "seed": 3, "data_dir": None, "threads": torch.get_num_threads(), "infer_b1": 5, "infer_b256": 5}
+    _child_main(job, send)
+    record = receive.recv()
+    assert record["status"] == "failed" and record["seed"] == 3
+    assert "no-such-dataset" in record["error"] and "\n" not in record["error"]
+    assert "Traceback" in record["traceback"]
+
+
+# --------------------------------------------------------------------------- suite files
+
+
+def _write(tmp_path, text: str) -> Path:
+    path = tmp_path / "suite.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_matrix_entries_defaults_and_per_dataset_paper(tmp_path):
+    path = _write(tmp_path, """
+[suite]
+name = "m"
+[defaults]
+seeds = [0, 1]
+overrides = { epochs = 2 }
+[[entry]]
+datasets = ["mr", "trec"]
+model = "kim-cnn-static"
+overrides = { lr = 0.5 }
+paper = { mr = 79.38, trec = 90.84 }
+paper_source = "spe_cnn Table 3"
+[[entry]]
+dataset = "mr"
+models = ["tfidf-lr", "fasttext"]
+seeds = [7]
+max_per_split = 100
+""")
+    suite = load_suite(path)
+    assert [e.id for e in suite.entries] == ["mr:kim-cnn-static", "trec:kim-cnn-static", "mr:tfidf-lr", "mr:fasttext"]
+    first, second, third = suite.entries[:3]
+    assert first.seeds == [0, 1] and first.overrides == {"epochs": 2, "lr": 0.5}
+    assert (first.paper, second.paper) == (79.38, 90.84) and second.paper_source == "spe_cnn Table 3"
+    assert third.seeds == [7] and third.max_per_split == 100 and third.paper is None
+    assert third.overrides == {"epochs": 2}
+
+
+@pytest.mark.parametrize("body, message", [
+    ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\npaper = 80.0\n', "'paper' needs 'paper_source'"),
+    ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\npaper = 0.8\npaper_source = "x"\n'
+     '[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\n', "appears twice"),
+    ('[[entry]]\ndataset = "mr"\nmodels = ["tfidf-lr", "fasttext"]\npaper = 80.0\npaper_source = "x"\n',
+     "one model's number"),
+    ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\nseed = [0]\n', "unknown key 'seed'; did you mean: seeds?"),
+    ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\nseeds = []\n', "non-empty list of integers"),
+    ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\npaper = 180\npaper_source = "x"\n', "accuracy in percent"),
+    ('[[entry]]\ndataset = "mr"\n', "exactly one of 'model' and 'models'"),
+    ('[suite]\nname = "a"\n', "has no [[entry]] tables"),
+    ('[[entry]\n', "not valid TOML"),
+])
+def test_bad_suite_files_name_the_file_and_the_problem(tmp_path, body, message):
+    path = _write(tmp_path, body)
+    with pytest.raises(ConfigError) as err:
+        load_suite(path)
+    assert message in str(err.value) and str(path) in str(err.value)
+
+
+def test_suites_are_found_by_name_and_unknown_names_suggest(monkeypatch, tmp_path):
+    monkeypatch.setenv(SUITES_DIR_ENV, str(tmp_path))
+    (tmp_path / "mine.toml").write_text('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\n', encoding="utf-8")
+    assert load_suite("mine").name == "mine"
+    assert {e.id for e in load_suite("quick").entries} >= {"mr:kim-cnn-nonstatic", "fine-food:minilm-lr"}
+    with pytest.raises(ConfigError, match="unknown benchmark suite 'quik'; did you mean: quick"):
+        load_suite("quik")
+    with pytest.raises(ConfigError, match="--only nothing matches no entry"):
+        run_suite("mine", only="nothing", write=False)
+
+
+def test_shipped_suites_parse_and_use_known_models():
+    from textcls.benchmark.peers import is_peer
+    from textcls.models.registry import get_preset
+
+    for name in ("tiny", "quick", "baselines"):
+        suite = load_suite(name)
+        for entry in suite.entries:
+            assert is_peer(entry.model) or get_preset(entry.model), entry.id
+    baselines = load_suite("baselines")
+    assert {e.dataset for e in baselines.entries} == {"mr", "mpqa", "sst2", "trec", "ag_news", "reuters-single",
+                                                     "20news", "imdb"}
+    papers = {(e.dataset, e.model): e.paper for e in baselines.entries if e.paper is not None}
+    assert papers[("mr", "kim-cnn-nonstatic")] == 81.09 and papers[("imdb", "kim-cnn-static")] == 89.72
+
+
+def test_summary_is_mean_and_sample_std_over_successful_seeds():
+    runs = [{"status": "ok", "accuracy": 0.8, "best_epoch": 3}, {"status": "ok", "accuracy": 0.9, "best_epoch": 5},
+            {"status": "failed", "error": "x"}]
+    summary = summarize_entry(runs)
+    assert summary["accuracy"]["mean"] == pytest.approx(0.85)
+    assert summary["accuracy"]["std"] == pytest.approx(math.sqrt(0.005))
+    assert summary["best_epoch"] == {"mean": 4.0, "std": pytest.approx(math.sqrt(2)), "n": 2, "min": 3.0, "max": 5.0}
+    assert "train_seconds" not in summary
+
+
+# --------------------------------------------------------------------------- peers
+
+
+@pytest.fixture(scope="module")
+def trec_1000(data_dir):
+    return load_dataset("trec", data_dir=data_dir, max_per_split=1000)
+
+
+def test_fasttext_peer_learns_trec_and_gives_probabilities(trec_1000):
+    train, test = trec_1000["train"], trec_1000["test"]
+    peer = create_peer("fasttext", seed=1, epoch=25)
+    peer.fit(train["text"], train["label"], classes=trec_1000.label_names)
+    probs = peer.predict_proba(test["text"])
+    assert probs.shape == (500, 6)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-9)
+    accuracy = float((peer.classes_[probs.argmax(axis=1)] == np.array(test["label"])).mean())
+    majority = max(test["label"].count(c) for c in trec_1000.label_names) / 500
+    assert accuracy > majority + 0.3, (accuracy, majority)
+    # Batch 1 gives the same numbers as a batch; thread=1 and a seed give the same model.
+    np.testing.assert_allclose(peer.predict_proba(test["text"][:1]), probs[:1], rtol=1e-6)
+    again = create_peer("fasttext", seed=1, epoch=25).fit(train["text"], train["label"],
+                                                         classes=trec_1000.label_names)
+    np.testing.assert_array_equal(again.predict_proba(test["text"][:20]), probs[:20])
+    params = peer.num_parameters()
+    words = len(peer.model_.get_words())
+    assert params["embedding"] == (words + 2_000_000) * 100 and params["non_embedding"] == 6 * 100
+    assert peer.settings()["epoch"] == 25 and peer.settings()["lr"] == 0.1 and peer.epochs_run_ == 25
+
+
+def test_fasttext_peer_rejects_unknown_parameters():
+    with pytest.raises(ConfigError, match="unknown parameter 'epochs' for peer 'fasttext'; did you mean: epoch"):
+        create_peer("fasttext", epochs=3)
+    with pytest.raises(ConfigError, match="unknown peer 'fastext'; did you mean: fasttext"):
+        create_peer("fastext")
+
+
+def test_minilm_peer_on_a_small_slice(data_dir):
+    ds = load_dataset("trec", data_dir=data_dir, max_per_split=240)
+    peer = create_peer("minilm-lr", seed=0).fit(ds["train"]["text"], ds["train"]["label"], classes=ds.label_names)
+    probs = peer.predict_proba(ds["test"]["text"][:120])
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-9)
+    accuracy = float((peer.classes_[probs.argmax(axis=1)] == np.array(ds["test"]["label"][:120])).mean())
+    assert accuracy > 0.5
+    params = peer.num_parameters()
+    assert params["trainable"] == 384 * 6 + 6
+    assert params["total"] == 22_713_216 + params["trainable"] and params["embedding"] == 11_917_824
+    assert peer.embeddings_info_["dim"] == 384 and peer.epochs_run_ == 1

@@ -1,0 +1,388 @@
+"""Catalogue datasets on the real shared data, the hub path, the Zhang layout, name errors."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import datasets
+import huggingface_hub
+import pytest
+
+from textcls.data import data_dir, list_datasets, load_dataset
+from textcls.data.catalog import CATALOG
+from textcls.errors import ConfigError, DataError
+
+
+def class_counts(ds, split):
+    return dict(Counter(ds[split]["label"]))
+
+
+@pytest.fixture(scope="session")
+def imdb():
+    return load_dataset("imdb")
+
+
+# ---------------------------------------------------------------------------------------
+# Shared datasets: exact counts
+
+
+def test_mr_keeps_nel_records_and_counts(data_dir):
+    ds = load_dataset("mr")
+    assert {k: len(v) for k, v in ds.splits.items()} == {"train": 9595, "test": 1067}
+    assert class_counts(ds, "train") == {"neg": 4797, "pos": 4798}
+    assert class_counts(ds, "test") == {"neg": 534, "pos": 533}
+    assert ds.label_names == ["neg", "pos"]
+    texts = list(ds["train"]["text"]) + list(ds["test"]["text"])
+    # NEL (0x85) stays inside its sentence instead of splitting it (5,331 + 5,331 exactly).
+    nel = [t for t in texts if "\x85" in t]
+    assert len(nel) == 22 and sum(t.count("\x85") for t in nel) == 23
+    assert "\x85the maudlin way its story unfolds" in "".join(nel)
+    assert ds.skipped == []
+
+
+def test_mr_split_is_deterministic_and_seeded():
+    a, b, c = load_dataset("mr"), load_dataset("mr"), load_dataset("mr", split_seed=1)
+    assert list(a["test"]["text"]) == list(b["test"]["text"])
+    assert set(a["test"]["text"]) != set(c["test"]["text"])
+    assert len(c["test"]) == 1067
+    assert "split_seed=0" in a.split_notes["test"] and "split_seed=1" in c.split_notes["test"]
+
+
+def test_mr_with_wrong_encoding_names_line_and_suggests_latin1():
+    with pytest.raises(DataError) as err:
+        load_dataset("mr", encoding="utf-8")
+    msg = str(err.value)
+    assert "rt-polarity.neg:32:" in msg and 'encoding="latin-1"' in msg and "--encoding latin-1" in msg
+    assert "\n" not in msg
+    skipped = load_dataset("mr", encoding="utf-8", on_bad_record="skip")
+    assert len(skipped.skipped) == 202
+    assert skipped.skipped[0].endswith("rt-polarity.neg:32: byte(s) e9 at column 17 cannot be decoded as utf-8")
+    assert len(skipped["train"]) + len(skipped["test"]) == 10662 - 202
+
+
+def test_mpqa_counts_and_published_blank_lines():
+    ds = load_dataset("mpqa")
+    assert {k: len(v) for k, v in ds.splits.items()} == {"train": 9542, "test": 1061}
+    assert class_counts(ds, "train") == {"neg": 6562, "pos": 2980}
+    assert [s.split("/")[-1] for s in ds.skipped] == [
+        "mpqa.neg:6415: empty text (as published)",
+        "mpqa.neg:7294: empty text (as published)",
+        "mpqa.pos:3312: empty text (as published)",
+    ]
+
+
+@pytest.mark.parametrize(
+    "name,sizes,train_counts",
+    [
+        ("sst2", {"train": 6920, "dev": 872, "test": 1821}, {"negative": 3310, "positive": 3610}),
+        (
+            "sst5",
+            {"train": 8544, "dev": 1101, "test": 2210},
+            {"very negative": 1092, "negative": 2218, "neutral": 1624, "positive": 2322, "very positive": 1288},
+        ),
+    ],
+)
+def test_sst(name, sizes, train_counts):
+    ds = load_dataset(name)
+    assert {k: len(v) for k, v in ds.splits.items()} == sizes
+    assert class_counts(ds, "train") == train_counts
+    assert ds.label_names == list(train_counts)
+    assert ds.split_notes["dev"] == "official (dev.tsv)"
+
+
+def test_trec_coarse_and_fine():
+    coarse = load_dataset("trec")
+    assert {k: len(v) for k, v in coarse.splits.items()} == {"train": 5452, "test": 500}
+    assert class_counts(coarse, "train") == {"ABBR": 86, "DESC": 1162, "ENTY": 1250, "HUM": 1223, "LOC": 835, "NUM": 896}
+    assert class_counts(coarse, "test") == {"ABBR": 9, "DESC": 138, "ENTY": 94, "HUM": 65, "LOC": 81, "NUM": 113}
+    assert coarse["test"][0] == {"text": "How far is it from Denver to Aspen ?", "label": "NUM"}
+    fine = load_dataset("trec-fine")
+    assert len(fine.label_names) == 50
+    assert len(set(fine["train"]["label"])) == 50 and len(set(fine["test"]["label"])) == 42
+    assert fine["test"][0]["label"] == "NUM:dist"
+    assert all(":" in name for name in fine.label_names)
+    assert fine.label_names[:3] == ["ABBR:abb", "ABBR:exp", "DESC:def"]
+
+
+def test_imdb(imdb):
+    assert {k: len(v) for k, v in imdb.splits.items()} == {"train": 25000, "test": 25000}
+    assert class_counts(imdb, "train") == {"neg": 12500, "pos": 12500}
+    assert class_counts(imdb, "test") == {"neg": 12500, "pos": 12500}
+    assert any("<br />" in t for t in imdb["train"][:200]["text"])
+
+
+def test_20news_keeps_raw_posts():
+    ds = load_dataset("20news")
+    assert {k: len(v) for k, v in ds.splits.items()} == {"train": 11314, "test": 7532}
+    assert len(ds.label_names) == 20 and ds.label_names[0] == "alt.atheism"
+    assert class_counts(ds, "train")["alt.atheism"] == 480
+    assert class_counts(ds, "test")["talk.religion.misc"] == 251
+    assert ds["train"][0]["text"].startswith("From:")
+
+
+def test_reuters_multi_label():
+    ds = load_dataset("reuters")
+    assert ds.multi_label and ds.label_column == "labels"
+    assert {k: len(v) for k, v in ds.splits.items()} == {"train": 6454, "test": 2532}
+    assert ds.label_names == ["earn", "acq", "money-fx", "grain", "crude", "trade", "interest", "ship", "wheat", "corn"]
+    train_labels = list(ds["train"]["labels"])
+    assert Counter(len(l) for l in train_labels) == {1: 5841, 2: 535, 3: 72, 4: 6}
+    assert Counter(x for l in train_labels for x in l)["corn"] == 181
+    # 36 train + 13 test documents have neither title nor body in the published corpus.
+    assert len(ds.skipped) == 49 and sum("train.jsonl.gz" in s for s in ds.skipped) == 36
+    first = ds["train"][0]["text"]
+    assert first.startswith("NATIONAL AVERAGE PRICES FOR FARMER-OWNED RESERVE\nThe U.S. Agriculture Department")
+
+
+def test_reuters_single_is_derived_view():
+    ds = load_dataset("reuters-single")
+    assert not ds.multi_label
+    assert {k: len(v) for k, v in ds.splits.items()} == {"train": 5841, "test": 2320}
+    assert class_counts(ds, "train") == {
+        "earn": 2831, "acq": 1608, "money-fx": 366, "grain": 78, "crude": 314, "trade": 320,
+        "interest": 202, "ship": 121, "wheat": 1,
+    }  # fmt: skip
+    assert ds.label_names == ["earn", "acq", "money-fx", "grain", "crude", "trade", "interest", "ship", "wheat"]
+
+
+def test_ag_news_offline_split():
+    ds = load_dataset("ag_news")
+    assert {k: len(v) for k, v in ds.splits.items()} == {"train": 6080, "test": 1520}
+    assert class_counts(ds, "test") == {"World": 380, "Sports": 380, "Business": 380, "Sci/Tech": 380}
+    assert ds.label_names == ["World", "Sports", "Business", "Sci/Tech"]
+    texts = list(ds["train"]["text"]) + list(ds["test"]["text"])
+    # The Zhang `\` line break becomes a real one.
+    assert any("A second\nteam of rocketeers" in t for t in texts)
+    assert not any("\\" in t for t in texts)
+    assert "20% of train" in ds.split_notes["test"]
+
+
+@pytest.mark.parametrize("name", [n for n in CATALOG if n.startswith("fdu_mtl/")])
+def test_fdu_mtl_domain_sizes(name):
+    ds = load_dataset(name)
+    assert {k: len(v) for k, v in ds.splits.items()} == CATALOG[name].split_sizes
+    assert ds.label_names == ["negative", "positive"]
+
+
+def test_fdu_mtl_mr_nel_and_last_200_dev(data_dir):
+    ds = load_dataset("fdu_mtl/MR")
+    assert {k: len(v) for k, v in ds.splits.items()} == {"train": 1400, "dev": 200, "test": 400}
+    assert class_counts(ds, "train") == {"negative": 713, "positive": 687}
+    assert class_counts(ds, "dev") == {"negative": 109, "positive": 91}
+    lines = (data_dir / "fdu_mtl" / "MR.task.train").read_bytes().decode("latin-1").split("\n")[:-1]
+    assert len(lines) == 1600
+    assert list(ds["dev"]["text"]) == [l.split("\t", 1)[1].strip() for l in lines[-200:]]
+    assert "last 200" in ds.split_notes["dev"]
+
+
+def test_fdu_mtl_quirks():
+    sports = load_dataset("fdu_mtl/sports_outdoors")
+    assert [s.split("/")[-1] for s in sports.skipped] == ["sports_outdoors.task.train:1121: empty text (as published)"]
+    dvd = load_dataset("fdu_mtl/dvd")
+    assert sum("\ufffd" in t for t in dvd["train"]["text"]) == 1
+
+
+def test_fine_food_default():
+    ds = load_dataset("fine-food")
+    assert {k: len(v) for k, v in ds.splits.items()} == {"train": 4000, "test": 1000}
+    assert class_counts(ds, "train") == {"great": 2600, "other": 1400}
+    assert class_counts(ds, "test") == {"great": 658, "other": 342}
+    assert ds.label_names == ["great", "other"]
+
+
+def test_max_per_split_is_stratified_and_seeded():
+    a = load_dataset("sst2", max_per_split=100)
+    assert {k: len(v) for k, v in a.splits.items()} == {"train": 100, "dev": 100, "test": 100}
+    assert class_counts(a, "train") == {"negative": 48, "positive": 52}
+    assert list(a["train"]["text"]) == list(load_dataset("sst2", max_per_split=100)["train"]["text"])
+    assert list(a["train"]["text"]) != list(load_dataset("sst2", max_per_split=100, split_seed=3)["train"]["text"])
+
+
+# ---------------------------------------------------------------------------------------
+# Listing and resolution
+
+
+def test_list_datasets(tmp_path):
+    infos = {i.name: i for i in list_datasets()}
+    expected = {"mr", "mpqa", "sst2", "sst5", "trec", "trec-fine", "imdb", "20news", "reuters", "reuters-single",
+                "ag_news", "fine-food", "dbpedia", "yelp-polarity", "yelp-full", "yahoo-answers",
+                "amazon-polarity", "amazon-full", "rotten-tomatoes"}  # fmt: skip
+    assert expected | {f"fdu_mtl/{d}" for d in ("books", "MR", "dvd")} <= set(infos)
+    assert len([n for n in infos if n.startswith("fdu_mtl/")]) == 16
+    assert infos["mr"].local and not infos["dbpedia"].local and infos["fine-food"].local
+    assert infos["reuters"].multi_label and infos["reuters"].num_classes == 10
+    assert infos["trec-fine"].num_classes == 50 and infos["trec-fine"].classes == 50
+    assert infos["ag_news"].hub_id == "fancyzhx/ag_news" and infos["ag_news"].splits == {"train": 6080, "test": 1520}
+    assert infos["dbpedia"].hub_id == "fancyzhx/dbpedia_14"
+    assert all(i.hub_id for n, i in infos.items() if not n.startswith("fdu_mtl/") and n != "fine-food")
+    empty = {i.name: i.local for i in list_datasets(tmp_path)}
+    assert empty["mr"] is False and empty["fine-food"] is True
+
+
+def test_data_dir_resolution(monkeypatch, tmp_path):
+    monkeypatch.setenv("TEXTCLS_DATA_DIR", str(tmp_path / "env"))
+    assert data_dir() == tmp_path / "env"
+    assert data_dir(tmp_path / "explicit") == tmp_path / "explicit"
+    monkeypatch.delenv("TEXTCLS_DATA_DIR")
+    assert data_dir() == Path.home() / ".cache" / "textcls" / "datasets"
+
+
+def test_unknown_name_suggests_close_names():
+    with pytest.raises(DataError, match=r"'imbd' is neither a catalogue dataset.*did you mean: imdb"):
+        load_dataset("imbd")
+
+
+def test_name_lookup_ignores_case_and_dashes():
+    assert load_dataset("AG-NEWS").name == "ag_news"
+    assert len(load_dataset("fdu_mtl/mr")["dev"]) == 200
+
+
+def test_file_options_are_refused_for_catalogue_names():
+    with pytest.raises(ConfigError, match="'text_columns' applies to local files"):
+        load_dataset("mr", text_columns=["text"])
+
+
+def test_missing_local_copy_without_hub_names_data_dir(tmp_path):
+    with pytest.raises(DataError) as err:
+        load_dataset("fdu_mtl/books", data_dir=tmp_path)
+    assert str(tmp_path / "fdu_mtl") in str(err.value) and "TEXTCLS_DATA_DIR" in str(err.value)
+
+
+def test_partial_local_copy_names_missing_file(tmp_path):
+    (tmp_path / "sst2").mkdir()
+    (tmp_path / "sst2" / "train.tsv").write_text("sentence\tlabel\ngood film\t1\n")
+    with pytest.raises(DataError, match=r"sst2/dev.tsv: missing file.*TEXTCLS_DATA_DIR"):
+        load_dataset("sst2", data_dir=tmp_path)
+
+
+def test_unreachable_hub_names_data_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv("TEXTCLS_HUB_DIR", raising=False)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(DataError) as err:
+        load_dataset("dbpedia", data_dir=tmp_path)
+    msg = str(err.value)
+    assert "fancyzhx/dbpedia_14" in msg and str(tmp_path / "dbpedia") in msg and "TEXTCLS_DATA_DIR" in msg
+
+
+# ---------------------------------------------------------------------------------------
+# The Zhang et al. original folder layout
+
+
+def write_zhang(folder: Path, rows_by_split, classes=None):
+    folder.mkdir(parents=True)
+    for split, rows in rows_by_split.items():
+        with open(folder / f"{split}.csv", "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    if classes:
+        (folder / "classes.txt").write_text("\n".join(classes) + "\n")
+
+
+def test_zhang_original_layout_dbpedia(tmp_path):
+    classes = CATALOG["dbpedia"].label_order
+    train = [[str(i % 14 + 1), f"Title {i}", f'Abstract {i} with "quotes", commas'] for i in range(56)]
+    test = [[str(i % 14 + 1), f"T{i}", f"A{i}"] for i in range(28)]
+    write_zhang(tmp_path / "dbpedia_csv", {"train": train, "test": test}, classes)
+    ds = load_dataset("dbpedia", data_dir=tmp_path)
+    assert {k: len(v) for k, v in ds.splits.items()} == {"train": 56, "test": 28}
+    assert ds.label_names == list(classes)
+    assert ds["train"][1] == {"text": 'Title 1 Abstract 1 with "quotes", commas', "label": "EducationalInstitution"}
+    assert class_counts(ds, "test") == {name: 2 for name in classes}
+    assert ds.split_notes == {"train": "official (train.csv)", "test": "official (test.csv)"}
+
+
+def test_zhang_layout_without_classes_txt_uses_catalogue_names(tmp_path):
+    rows = [["1", "bad food\\nnever again"], ["2", "great"], ["2", "lovely\\nstaff"], ["1", "cold"]]
+    write_zhang(tmp_path / "yelp-polarity", {"train": rows, "test": rows[:2]})
+    ds = load_dataset("yelp-polarity", data_dir=tmp_path)
+    assert ds["train"][0] == {"text": "bad food\nnever again", "label": "negative"}
+    assert ds.label_names == ["negative", "positive"]
+
+
+def test_zhang_unknown_class_id_names_line(tmp_path):
+    write_zhang(tmp_path / "dbpedia", {"test": [["1", "a", "b"], ["15", "c", "d"]]})
+    with pytest.raises(DataError, match=r"dbpedia/test.csv:2: label '15' is not one of 1, 2,"):
+        load_dataset("dbpedia", data_dir=tmp_path)
+
+
+# ---------------------------------------------------------------------------------------
+# The Hugging Face hub path, offline through TEXTCLS_HUB_DIR
+
+
+def write_hub_parquet(root: Path, hub_id: str, splits: dict, features: datasets.Features, sub: str = "data"):
+    folder = root / hub_id / sub
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, columns in splits.items():
+        datasets.Dataset.from_dict(columns, features=features).to_parquet(str(folder / f"{split}-00000-of-00001.parquet"))
+
+
+def test_hub_layout_by_name_maps_class_ids(tmp_path, monkeypatch):
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["World", "Sports", "Business", "Sci/Tech"])}
+    )
+    write_hub_parquet(
+        tmp_path / "hub",
+        "fancyzhx/ag_news",
+        {"train": {"text": ["w", "s", "b", "t", "w2"], "label": [0, 1, 2, 3, 0]}, "test": {"text": ["x", "y"], "label": [3, 1]}},
+        features,
+    )
+    monkeypatch.setenv("TEXTCLS_HUB_DIR", str(tmp_path / "hub"))
+    ds = load_dataset("ag_news", data_dir=tmp_path / "no-local-copy")
+    assert list(ds["train"]["label"]) == ["World", "Sports", "Business", "Sci/Tech", "World"]
+    assert list(ds["test"]["label"]) == ["Sci/Tech", "Sports"]
+    assert ds.label_names == ["World", "Sports", "Business", "Sci/Tech"]
+    assert ds.split_notes["test"] == "official (hub split 'test')"
+
+
+def test_hub_layout_reuters_config_and_derived_view(tmp_path, monkeypatch):
+    root = tmp_path / "hub" / "ucirvine" / "reuters21578"
+    features = datasets.Features(
+        {"title": datasets.Value("string"), "text": datasets.Value("string"), "topics": datasets.List(datasets.Value("string"))}
+    )
+    write_hub_parquet(
+        tmp_path / "hub",
+        "ucirvine/reuters21578",
+        {
+            "train": {"title": ["T1", "T2", "T3", ""], "text": ["b1", "b2", "b3", ""],
+                      "topics": [["earn"], ["grain", "corn", "barley"], ["cocoa"], ["acq"]]},
+            "test": {"title": ["T5"], "text": ["b5"], "topics": [["crude"]]},
+        },
+        features,
+        sub="ModApte",
+    )  # fmt: skip
+    (root / "README.md").write_text(
+        "---\nconfigs:\n- config_name: ModApte\n  data_files:\n  - split: train\n    path: ModApte/train-*.parquet\n"
+        "  - split: test\n    path: ModApte/test-*.parquet\n---\n"
+    )
+    monkeypatch.setenv("TEXTCLS_HUB_DIR", str(tmp_path / "hub"))
+    ds = load_dataset("reuters", data_dir=tmp_path / "none")
+    assert list(ds["train"]["labels"]) == [["earn"], ["grain", "corn"]]
+    assert list(ds["train"]["text"]) == ["T1\nb1", "T2\nb2"]
+    assert "1 record(s) outside" in ds.split_notes["train"]
+    assert ds.skipped == ["hf:ucirvine/reuters21578 train: record 3: empty text (as published)"]
+    single = load_dataset("reuters-single", data_dir=tmp_path / "none")
+    assert list(single["train"]["label"]) == ["earn"] and single.label_names == ["earn", "crude"]
+
+
+def test_hf_source_with_columns(tmp_path, monkeypatch):
+    features = datasets.Features({"sentence": datasets.Value("string"), "stars": datasets.Value("int64")})
+    write_hub_parquet(
+        tmp_path / "hub", "someone/reviews",
+        {"train": {"sentence": ["a", "b", "c", "d"], "stars": [1, 5, 5, 1]}, "validation": {"sentence": ["e"], "stars": [5]},
+         "test": {"sentence": ["f", "g"], "stars": [1, 5]}},
+        features,
+    )  # fmt: skip
+    monkeypatch.setenv("TEXTCLS_HUB_DIR", str(tmp_path / "hub"))
+    ds = load_dataset("hf:someone/reviews", text_columns=["sentence"], label_column="stars")
+    assert {k: len(v) for k, v in ds.splits.items()} == {"train": 4, "dev": 1, "test": 2}
+    assert ds.label_names == ["1", "5"] and ds["test"][1] == {"text": "g", "label": "5"}
+    with pytest.raises(DataError, match=r"no column 'body'; the columns are: sentence, stars"):
+        load_dataset("hf:someone/reviews", text_columns=["body"], label_column="stars")
+
+
+def test_hub_dir_without_the_repo_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTCLS_HUB_DIR", str(tmp_path))
+    with pytest.raises(DataError, match=r"yassiracharki/.*: no such folder, though TEXTCLS_HUB_DIR="):
+        load_dataset("amazon-full", data_dir=tmp_path / "none")

@@ -1,0 +1,62 @@
+"""DDP through torchrun (2 CPU processes, gloo) matches one process with the same global batch."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from ddp_worker import train_and_save
+
+WORKER = Path(__file__).with_name("ddp_worker.py")
+SETTINGS = dict(n_train=384, n_dev=150, epochs=3, batch_size=32, lr=1e-2)  # 384 = 12 full global batches
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_process_ddp_matches_one_process(tmp_path):
+    ddp_out, single_out = tmp_path / "ddp", tmp_path / "single"
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+        "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+        str(WORKER), "--out", str(ddp_out),
+        "--n-train", str(SETTINGS["n_train"]), "--n-dev", str(SETTINGS["n_dev"]),
+        "--epochs", str(SETTINGS["epochs"]), "--batch-size", str(SETTINGS["batch_size"]),
+        "--lr", str(SETTINGS["lr"]),
+    ]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=150, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    single = train_and_save(single_out, **SETTINGS)
+    ddp = json.loads((ddp_out / "result.json").read_text())
+
+    assert ddp["world_size"] == 2 and single["world_size"] == 1
+    assert ddp["train_loss"] == pytest.approx(single["train_loss"], rel=1e-5)
+    assert ddp["dev_loss"] == pytest.approx(single["dev_loss"], rel=1e-5)
+    assert ddp["dev_accuracy"] == pytest.approx(single["dev_accuracy"], abs=1 / SETTINGS["n_dev"])
+    assert ddp["best_epoch"] == single["best_epoch"]
+    ddp_weights = load_file(str(ddp_out / "weights.safetensors"))
+    single_weights = load_file(str(single_out / "weights.safetensors"))
+    assert ddp_weights.keys() == single_weights.keys()
+    for key in single_weights:
+        torch.testing.assert_close(ddp_weights[key], single_weights[key], atol=1e-4, rtol=0)
+    # The runs must have learned something, or agreeing says little.
+    assert single["train_loss"][-1] < 0.9 * single["train_loss"][0]
+
+    # Only rank 0 wrote the log: one row per epoch, not two.
+    with open(ddp_out / "run" / "epochs.csv", newline="") as f:
+        assert [row["epoch"] for row in csv.DictReader(f)] == ["1", "2", "3"]
+    assert (ddp_out / "run" / "checkpoint" / "state.json").is_file()

@@ -1,0 +1,443 @@
+"""The training engine: learning, schedules, early stopping, resume, clipping, weights, bf16, logs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ddp_worker import BagOfWords, Output, build_vocab, encode, read_reuters, trec_datasets
+from textcls.data.batching import EncodedDataset, make_loader
+from textcls.errors import CheckpointError, ConfigError, DataError
+from textcls.train import Recipe, build_optimizer, build_scheduler, fit, predict_proba, register_lr_lambda
+from textcls.train.engine import CSV_COLUMNS
+
+
+def loaders(train, dev, batch_size, seed=0):
+    return make_loader(train, batch_size, shuffle=True, seed=seed), make_loader(dev, 64, shuffle=False)
+
+
+def tiny_datasets(n_train=64, n_dev=20, num_classes=2, seed=0):
+    """Random short documents; used where the content does not matter."""
+    rng = np.random.default_rng(seed)
+
+    def make(n):
+        ids = [rng.integers(2, 30, size=rng.integers(1, 6)).tolist() for _ in range(n)]
+        return EncodedDataset(ids, [i % num_classes for i in range(n)], num_classes=num_classes)
+
+    return make(n_train), make(n_dev)
+
+
+def without_seconds(history):
+    return [{k: v for k, v in row.items() if "seconds" not in k} for row in history]
+
+
+# ----------------------------------------------------------------------------- learning
+
+
+def test_loss_falls_and_dev_accuracy_beats_chance_on_trec():
+    train, dev, names, vocab_size = trec_datasets(600, 200)
+    majority = np.bincount(dev.labels).max() / len(dev)
+    torch.manual_seed(0)
+    model = BagOfWords(vocab_size, len(names))
+    recipe = Recipe(optimizer="adam", lr=3e-2, epochs=3, batch_size=32)
+    result = fit(model, *loaders(train, dev, 32), recipe, num_classes=len(names), label_names=names, progress=False)
+
+    losses = [row["train_loss"] for row in result.history]
+    assert losses[0] > losses[1] > losses[2]
+    assert losses[2] < 0.7 * losses[0]
+    assert majority < 0.27
+    assert result.best_metrics["accuracy"] > majority + 0.25
+    assert result.epochs_run == 3 and not result.stopped_early
+    assert result.best_epoch == 1 + int(np.argmax([row["dev_accuracy"] for row in result.history]))
+    # The best state is the one loaded at the end: predicting again reproduces its accuracy.
+    probs = predict_proba(model, make_loader(dev, 64, shuffle=False), multi_label=False)
+    assert (probs.argmax(1) == np.array(dev.labels)).mean() == pytest.approx(result.best_metrics["accuracy"])
+
+
+def test_multi_label_bce_on_reuters_slice(tmp_path):
+    train_texts, train_labels = read_reuters("train", 300)
+    dev_texts, dev_labels = read_reuters("test", 100)
+    names = sorted({l for ls in train_labels + dev_labels for l in ls})
+    index = {n: i for i, n in enumerate(names)}
+    vocab = build_vocab(train_texts)
+    train = EncodedDataset(encode(train_texts, vocab), [[index[l] for l in ls] for ls in train_labels],
+                           multi_label=True, num_classes=len(names))
+    dev = EncodedDataset(encode(dev_texts, vocab), [[index[l] for l in ls] for ls in dev_labels],
+                         multi_label=True, num_classes=len(names))
+    torch.manual_seed(0)
+    model = BagOfWords(len(vocab), len(names), dim=32)
+    recipe = Recipe(lr=3e-2, epochs=3, batch_size=32, monitor="micro_f1")
+    result = fit(model, *loaders(train, dev, 32), recipe, multi_label=True, num_classes=len(names),
+                 label_names=names, run_dir=tmp_path, progress=False)
+
+    losses = [row["train_loss"] for row in result.history]
+    assert losses[0] > losses[1] > losses[2]
+    assert result.best_metrics["multi_label"] is True
+    assert result.best_metrics["micro_f1"] > 0.5
+    probs = predict_proba(model, make_loader(dev, 64, shuffle=False), multi_label=True)
+    assert probs.shape == (100, len(names)) and probs.dtype == np.float32
+    assert not np.allclose(probs.sum(1), 1.0)  # sigmoid per label, not a softmax
+    multi_hot = np.zeros_like(probs)
+    for i, ls in enumerate(dev_labels):
+        multi_hot[i, [index[l] for l in ls]] = 1.0
+    expected_loss = F.binary_cross_entropy(torch.from_numpy(probs).double(), torch.from_numpy(multi_hot).double())
+    assert result.best_metrics["loss"] == pytest.approx(float(expected_loss), rel=1e-4)
+    with open(tmp_path / "epochs.csv", newline="") as f:
+        header = next(csv.reader(f))
+    assert header == list(CSV_COLUMNS[:-1]) + ["dev_micro_f1", "seconds"]
+
+
+def test_bf16_trains_with_fp32_master_weights_and_finite_loss():
+    train, dev, names, vocab_size = trec_datasets(256, 100)
+    seen = []
+
+    class Recording(BagOfWords):
+        def forward(self, batch):
+            out = super().forward(batch)
+            seen.append(out.logits.dtype)
+            return out
+
+    torch.manual_seed(0)
+    model = Recording(vocab_size, len(names))
+    recipe = Recipe(lr=3e-2, epochs=2, batch_size=32, precision="bf16")
+    result = fit(model, *loaders(train, dev, 32), recipe, num_classes=len(names), label_names=names, progress=False)
+
+    losses = [row["train_loss"] for row in result.history]
+    assert all(math.isfinite(x) for x in losses) and losses[1] < losses[0]
+    assert math.isfinite(result.best_metrics["loss"])
+    assert set(seen) == {torch.bfloat16}  # the forward ran under autocast, in training and on dev
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    seen.clear()
+    probs = predict_proba(model, make_loader(dev, 64, shuffle=False), multi_label=False, precision="bf16")
+    assert set(seen) == {torch.bfloat16}
+    assert probs.dtype == np.float32 and np.allclose(probs.sum(1), 1.0, atol=1e-5)
+
+
+def test_predict_proba_returns_dataset_order():
+    train, _ = tiny_datasets(50, 10, num_classes=3)
+    torch.manual_seed(0)
+    model = BagOfWords(30, 3)
+    shuffled = make_loader(train, 8, shuffle=True, seed=5)  # length-bucketed: not dataset order
+    assert torch.cat([b["index"] for b in shuffled]).tolist() != list(range(50))
+    probs = predict_proba(model, shuffled, multi_label=False)
+    model.eval()
+    with torch.no_grad():
+        one_by_one = [
+            torch.softmax(model({"input_ids": torch.tensor([train[i]["input_ids"].tolist()]),
+                                 "mask": torch.ones(1, len(train[i]["input_ids"]), dtype=torch.bool)}).logits, -1)[0]
+            for i in range(50)
+        ]
+    np.testing.assert_allclose(probs, torch.stack(one_by_one).numpy(), atol=1e-6)
+
+    half = make_loader(train, 8, shuffle=False, num_replicas=2, rank=0)
+    with pytest.raises(DataError, match="25 of the 50 documents"):
+        predict_proba(model, half, multi_label=False)
+
+
+# ----------------------------------------------------------------------------- optimiser and schedules
+
+
+def test_build_optimizer_settings_and_trainable_only():
+    model = BagOfWords(30, 3)
+    model.embedding.weight.requires_grad_(False)
+    trainable = {id(p) for p in model.out.parameters()}
+
+    opt = build_optimizer(model, Recipe(optimizer="adadelta", lr=1.0, weight_decay=1e-4))
+    assert isinstance(opt, torch.optim.Adadelta)
+    group = opt.param_groups[0]
+    assert (group["rho"], group["eps"], group["lr"], group["weight_decay"]) == (0.95, 1e-6, 1.0, 1e-4)
+    assert {id(p) for p in group["params"]} == trainable
+
+    opt = build_optimizer(model.parameters(), Recipe(optimizer="sgd", lr=0.1, momentum=0.9))
+    assert isinstance(opt, torch.optim.SGD) and opt.param_groups[0]["momentum"] == 0.9
+    opt = build_optimizer(model, Recipe(optimizer="adamw", lr=2e-3, betas=(0.8, 0.99), weight_decay=0.01))
+    assert type(opt) is torch.optim.AdamW
+    assert opt.param_groups[0]["betas"] == (0.8, 0.99) and opt.param_groups[0]["weight_decay"] == 0.01
+    assert type(build_optimizer(model, Recipe(optimizer="adam"))) is torch.optim.Adam
+
+    model.out.requires_grad_(False)
+    with pytest.raises(ConfigError, match="no trainable parameters"):
+        build_optimizer(model, Recipe())
+
+
+@register_lr_lambda("test_inverse_decay")
+def _inverse_decay(decay: float):
+    return lambda epoch: 1.0 / (1.0 + decay * epoch)
+
+
+@pytest.mark.parametrize("schedule, factor", [
+    (None, lambda e: 1.0),
+    ({"type": "step", "step_size": 3, "gamma": 0.5}, lambda e: 0.5 ** (e // 3)),
+    ({"type": "milestones", "milestones": [2, 5], "gamma": 0.1}, lambda e: 0.1 ** ((e >= 2) + (e >= 5))),
+    ({"type": "lambda", "name": "test_inverse_decay", "decay": 0.25}, lambda e: 1.0 / (1.0 + 0.25 * e)),
+])
+def test_schedule_lr_per_epoch_matches_formula(schedule, factor):
+    recipe = Recipe(optimizer="sgd", lr=0.2, schedule=schedule)
+    opt = build_optimizer([nn.Parameter(torch.zeros(2))], recipe)
+    scheduler = build_scheduler(opt, recipe)
+    lrs = []
+    for _ in range(8):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        scheduler.step()
+    assert lrs == pytest.approx([0.2 * factor(e) for e in range(8)], rel=1e-12)
+
+
+def test_fit_steps_the_schedule_once_per_epoch():
+    train, dev = tiny_datasets()
+    recipe = Recipe(optimizer="sgd", lr=0.1, epochs=7, batch_size=16,
+                    schedule={"type": "milestones", "milestones": [2, 5], "gamma": 0.1})
+    result = fit(BagOfWords(30, 2), *loaders(train, dev, 16), recipe, num_classes=2, progress=False)
+    assert [row["lr"] for row in result.history] == pytest.approx([0.1, 0.1, 0.01, 0.01, 0.01, 0.001, 0.001])
+
+
+@pytest.mark.parametrize("schedule, message", [
+    ({"type": "step", "gamma": 0.5}, "step_size"),
+    ({"type": "milestones", "milestones": [5, 2]}, "increasing"),
+    ({"type": "step", "step_size": 2, "gama": 0.5}, "unknown parameter 'gama'"),
+    ({"type": "lambda", "name": "no_such_schedule"}, "unknown learning-rate schedule 'no_such_schedule'"),
+    ({"type": "lambda", "name": "test_inverse_decay", "speed": 2}, "rejected its parameters"),
+])
+def test_bad_schedule_is_a_config_error(schedule, message):
+    recipe = Recipe(schedule=schedule)
+    opt = build_optimizer([nn.Parameter(torch.zeros(2))], recipe)
+    with pytest.raises(ConfigError, match=message):
+        build_scheduler(opt, recipe)
+
+
+# ----------------------------------------------------------------------------- early stopping
+
+
+class ScriptedDev(nn.Module):
+    """Trains a bias; on dev its accuracy after epoch k is ``script[k-1]`` (0.05 steps on 20 docs).
+
+    The epoch is read from a buffer counting optimiser steps, so it is part of the state and
+    shows which epoch's state the engine restored.
+    """
+
+    def __init__(self, script, steps_per_epoch, n_dev=20, num_classes=2):
+        super().__init__()
+        self.script, self.steps_per_epoch, self.n_dev, self.num_classes = script, steps_per_epoch, n_dev, num_classes
+        self.bias = nn.Parameter(torch.zeros(num_classes))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+    def forward(self, batch):
+        labels = batch["labels"]
+        if self.training:
+            return Output(self.bias.expand(len(labels), -1))
+        accuracy = self.script[int(self.steps) // self.steps_per_epoch - 1]
+        correct = batch["index"] < round(accuracy * self.n_dev)
+        target = torch.where(correct, labels, (labels + 1) % self.num_classes)
+        return Output(5.0 * F.one_hot(target, self.num_classes).float())
+
+    def after_optimizer_step(self):
+        self.steps += 1
+
+
+@pytest.mark.parametrize("monitor", ["accuracy", "loss"])
+def test_early_stopping_stops_at_patience_and_restores_best(monitor):
+    train, dev = tiny_datasets(64, 20)
+    script = [0.5, 0.8, 0.8, 0.7, 0.9, 0.95]  # a tie is not an improvement
+    model = ScriptedDev(script, steps_per_epoch=4)
+    recipe = Recipe(epochs=6, batch_size=16, patience=2, monitor=monitor)
+    result = fit(model, *loaders(train, dev, 16), recipe, num_classes=2, progress=False)
+
+    assert [row["dev_accuracy"] for row in result.history] == pytest.approx(script[:4])
+    assert result.stopped_early and result.epochs_run == 4
+    assert result.best_epoch == 2 and result.best_metrics["accuracy"] == pytest.approx(0.8)
+    assert int(model.steps) == 2 * 4  # the state after epoch 2 is back in the model
+
+
+def test_without_patience_all_epochs_run_and_best_is_kept():
+    train, dev = tiny_datasets(64, 20)
+    script = [0.5, 0.9, 0.6, 0.7]
+    model = ScriptedDev(script, steps_per_epoch=4)
+    result = fit(model, *loaders(train, dev, 16), Recipe(epochs=4, batch_size=16), num_classes=2, progress=False)
+    assert result.epochs_run == 4 and not result.stopped_early
+    assert result.best_epoch == 2 and int(model.steps) == 8
+
+
+def test_unknown_monitor_fails_before_training(tmp_path):
+    train, dev = tiny_datasets()
+    with pytest.raises(ConfigError, match="'monitor' = 'acuracy'.*accuracy"):
+        fit(BagOfWords(30, 2), *loaders(train, dev, 16), Recipe(monitor="acuracy"), num_classes=2,
+            run_dir=tmp_path, progress=False)
+    assert not (tmp_path / "epochs.csv").exists()
+
+
+# ----------------------------------------------------------------------------- epochs.csv
+
+
+def test_epochs_csv_has_one_row_per_epoch_with_the_history_values(tmp_path):
+    train, dev = tiny_datasets()
+    result = fit(BagOfWords(30, 2), *loaders(train, dev, 16), Recipe(epochs=3, batch_size=16), num_classes=2,
+                 run_dir=tmp_path, progress=False)
+    with open(tmp_path / "epochs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == list(CSV_COLUMNS)
+    assert len(rows) == 3
+    for row, hist in zip(rows, result.history):
+        assert int(row["epoch"]) == hist["epoch"]
+        for column in CSV_COLUMNS[1:]:
+            assert float(row[column]) == hist[column]
+    assert [int(r["epoch"]) for r in rows] == [1, 2, 3]
+
+
+# ----------------------------------------------------------------------------- resume
+
+
+def _resume_setup():
+    train, dev, names, vocab_size = trec_datasets(256, 100)
+    recipe = Recipe(optimizer="adam", lr=2e-2, epochs=4, batch_size=32, patience=3, grad_clip=1.0,
+                    schedule={"type": "step", "step_size": 1, "gamma": 0.7})
+    return train, dev, names, vocab_size, recipe
+
+
+def test_resume_after_crash_equals_uninterrupted_run(tmp_path):
+    train, dev, names, vocab_size, recipe = _resume_setup()
+    kwargs = dict(num_classes=len(names), label_names=names, progress=False)
+
+    torch.manual_seed(0)
+    straight = BagOfWords(vocab_size, len(names), dropout=0.3)  # dropout: the RNG must be reproduced too
+    full = fit(straight, *loaders(train, dev, 32), recipe, run_dir=tmp_path / "a", **kwargs)
+
+    torch.manual_seed(0)
+    crashed = BagOfWords(vocab_size, len(names), dropout=0.3)
+    partial = fit(crashed, *loaders(train, dev, 32), recipe, run_dir=tmp_path / "b", max_epochs_this_call=2, **kwargs)
+    assert partial.epochs_run == 2
+    torch.manual_seed(123)  # a fresh process builds a differently initialised model
+    resumed_model = BagOfWords(vocab_size, len(names), dropout=0.3)
+    resumed = fit(resumed_model, *loaders(train, dev, 32), recipe, run_dir=tmp_path / "b", resume=True, **kwargs)
+
+    assert resumed.epochs_run == 4
+    assert without_seconds(resumed.history) == without_seconds(full.history)
+    assert resumed.best_epoch == full.best_epoch and resumed.best_metrics == full.best_metrics
+    for key, value in straight.state_dict().items():
+        assert torch.equal(value, resumed_model.state_dict()[key]), key
+    for run in ("a", "b"):
+        with open(tmp_path / run / "epochs.csv", newline="") as f:
+            assert [r["epoch"] for r in csv.DictReader(f)] == ["1", "2", "3", "4"]
+    # Only the files state.json points at are left.
+    state = json.loads((tmp_path / "b" / "checkpoint" / "state.json").read_text())
+    kept = {entry["name"] for entry in state["files"].values()} | {"state.json"}
+    assert {p.name for p in (tmp_path / "b" / "checkpoint").iterdir()} == kept
+
+    # Resuming a finished run trains no more and returns the same result.
+    again_model = BagOfWords(vocab_size, len(names), dropout=0.3)
+    again = fit(again_model, *loaders(train, dev, 32), recipe, run_dir=tmp_path / "b", resume=True, **kwargs)
+    assert again.history == resumed.history and again.best_epoch == full.best_epoch
+    assert torch.equal(again_model.out.weight, straight.out.weight)
+
+
+def test_resume_refuses_a_changed_recipe_and_a_missing_checkpoint(tmp_path):
+    train, dev, names, vocab_size, recipe = _resume_setup()
+    kwargs = dict(num_classes=len(names), label_names=names, progress=False)
+    fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe, run_dir=tmp_path,
+        max_epochs_this_call=1, **kwargs)
+    with pytest.raises(CheckpointError, match="recipe lr = 0.02 but this run has lr = 0.05"):
+        fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe.with_overrides(lr=0.05),
+            run_dir=tmp_path, resume=True, **kwargs)
+    with pytest.raises(CheckpointError, match="model-epoch0001.safetensors does not fit this model"):
+        fit(BagOfWords(vocab_size, len(names), dim=16), *loaders(train, dev, 32), recipe,
+            run_dir=tmp_path, resume=True, **kwargs)
+    with pytest.raises(CheckpointError, match="no checkpoint to resume from"):
+        fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe,
+            run_dir=tmp_path / "elsewhere", resume=True, **kwargs)
+
+
+@pytest.mark.parametrize("damage", ["flip_model_byte", "truncate_optimizer", "garble_state"])
+def test_corrupt_checkpoint_is_a_checkpoint_error_naming_the_file(tmp_path, damage):
+    train, dev = tiny_datasets()
+    recipe = Recipe(epochs=3, batch_size=16)
+    fit(BagOfWords(30, 2), *loaders(train, dev, 16), recipe, num_classes=2, run_dir=tmp_path,
+        max_epochs_this_call=1, progress=False)
+    ckpt = tmp_path / "checkpoint"
+    if damage == "flip_model_byte":
+        target = ckpt / "model-epoch0001.safetensors"
+        data = bytearray(target.read_bytes())
+        data[-3] ^= 0xFF
+        target.write_bytes(bytes(data))
+    elif damage == "truncate_optimizer":
+        target = ckpt / "optimizer-epoch0001.safetensors"
+        target.write_bytes(target.read_bytes()[:40])
+    else:
+        target = ckpt / "state.json"
+        target.write_text(target.read_text()[:100])
+    with pytest.raises(CheckpointError) as info:
+        fit(BagOfWords(30, 2), *loaders(train, dev, 16), recipe, num_classes=2, run_dir=tmp_path,
+            resume=True, progress=False)
+    assert str(target) in str(info.value) and "\n" not in str(info.value)
+
+
+# ----------------------------------------------------------------------------- clipping and class weights
+
+
+def test_grad_clip_caps_the_gradient_norm():
+    train, dev, names, vocab_size = trec_datasets(128, 50)
+
+    def run(clip):
+        norms = []
+
+        class Recording(BagOfWords):
+            def after_optimizer_step(self):
+                norms.append(float(torch.norm(torch.stack([p.grad.norm() for p in self.parameters()]))))
+
+        torch.manual_seed(0)
+        recipe = Recipe(optimizer="sgd", lr=0.5, epochs=1, batch_size=16, grad_clip=clip)
+        fit(Recording(vocab_size, len(names)), *loaders(train, dev, 16), recipe, num_classes=len(names),
+            progress=False)
+        return norms
+
+    clipped, free = run(0.05), run(None)
+    assert len(clipped) == len(free) == 8
+    assert max(clipped) <= 0.05 * (1 + 1e-5)
+    assert min(clipped) == pytest.approx(0.05, rel=1e-5)  # every step hit the cap
+    assert min(free) > 0.05
+
+
+def test_balanced_class_weights_change_the_loss_by_the_formula():
+    rng = np.random.default_rng(0)
+    ids = [rng.integers(2, 30, size=4).tolist() for _ in range(100)]
+    labels = [0] * 70 + [1] * 20 + [2] * 10
+    train = EncodedDataset(ids, labels, num_classes=3)
+    dev = EncodedDataset(ids[:30], labels[:30], num_classes=3)
+    counts = np.bincount(labels)
+
+    def first_epoch_loss(class_weights):
+        torch.manual_seed(0)
+        model = BagOfWords(30, 3)
+        with torch.no_grad():
+            model.out.bias.copy_(torch.tensor([1.0, -0.5, 0.3]))
+        logits = model(next(iter(make_loader(train, 100, shuffle=False)))).logits.detach()
+        # One global batch and an lr of 1e-9: the loss is that of the initial model.
+        recipe = Recipe(optimizer="sgd", lr=1e-9, epochs=1, batch_size=100, class_weights=class_weights)
+        result = fit(model, make_loader(train, 100, shuffle=False), make_loader(dev, 100, shuffle=False), recipe,
+                     num_classes=3, class_counts=counts, progress=False)
+        return result.history[0]["train_loss"], logits
+
+    weighted, logits = first_epoch_loss("balanced")
+    plain, _ = first_epoch_loss(None)
+    order = next(iter(make_loader(train, 100, shuffle=False)))["index"]
+    target = torch.tensor(labels)[order]
+    balanced = torch.tensor(100 / (3 * counts), dtype=torch.float32)
+    assert weighted == pytest.approx(float(F.cross_entropy(logits, target, weight=balanced)), rel=1e-6)
+    assert plain == pytest.approx(float(F.cross_entropy(logits, target)), rel=1e-6)
+    assert abs(weighted - plain) > 0.05
+
+    with pytest.raises(ConfigError, match="needs class_counts"):
+        fit(BagOfWords(30, 3), make_loader(train, 100, shuffle=False), make_loader(dev, 100, shuffle=False),
+            Recipe(class_weights="balanced"), num_classes=3, progress=False)
+
+
+def test_a_train_loader_split_for_another_world_size_is_refused():
+    train, dev = tiny_datasets()
+    split = make_loader(train, 16, shuffle=True, num_replicas=2, rank=0)
+    with pytest.raises(ConfigError, match="num_replicas = 2 but this run has world size 1"):
+        fit(BagOfWords(30, 2), split, make_loader(dev, 16, shuffle=False), Recipe(), num_classes=2, progress=False)
