@@ -87,7 +87,7 @@ def test_tiny_suite_writes_json_with_every_field(tiny_run):
     assert raw["entries"][1]["paper"] == 90.84 and raw["entries"][1]["paper_source"] == "spe_cnn Table 3"
 
 
-def test_unknown_model_is_recorded_and_the_suite_goes_on(tiny_run, capfd):
+def test_unknown_model_is_recorded_and_the_suite_goes_on(tiny_run):
     result, _ = tiny_run
     failed = result["entries"][0]
     assert failed["status"] == "failed" and failed["kind"] is None and failed["summary"] == {}
@@ -133,6 +133,11 @@ def test_progress_prints_one_line_per_run(tmp_path, capfd):
     assert lines[0].startswith("[1/2] trec:nope seed 0: FAILED (unknown model 'nope': neither a preset")
     assert lines[1].startswith("[2/2] trec:nope seed 1: FAILED (unknown model 'nope'")
     assert (tmp_path / "out" / "s.png").read_bytes()[:8] == PNG_MAGIC
+    # A partial run (--only) writes its own files and leaves the full report alone.
+    partial = run_suite(suite, output_dir=tmp_path / "out", only="trec", progress=False)
+    assert partial["report_name"] == "s--only-trec" and partial["only"] == ["trec"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "s--only-trec.json", "s--only-trec.md", "s--only-trec.png", "s.json", "s.md", "s.png"]
 
 
 def test_a_failure_inside_the_child_becomes_an_error_record():
@@ -173,9 +178,18 @@ dataset = "mr"
 models = ["tfidf-lr", "fasttext"]
 seeds = [7]
 max_per_split = 100
+[[entry]]
+dataset = "mr"
+model = "fasttext"
+name = "fasttext-tutorial"
+overrides = { epoch = 25, lr = 1.0 }
 """)
     suite = load_suite(path)
-    assert [e.id for e in suite.entries] == ["mr:kim-cnn-static", "trec:kim-cnn-static", "mr:tfidf-lr", "mr:fasttext"]
+    assert [e.id for e in suite.entries] == ["mr:kim-cnn-static", "trec:kim-cnn-static", "mr:tfidf-lr", "mr:fasttext",
+                                             "mr:fasttext-tutorial"]
+    tutorial = suite.entries[4]
+    assert (tutorial.model, tutorial.name, tutorial.overrides) == ("fasttext", "fasttext-tutorial",
+                                                                  {"epochs": 2, "epoch": 25, "lr": 1.0})
     first, second, third = suite.entries[:3]
     assert first.seeds == [0, 1] and first.overrides == {"epochs": 2, "lr": 0.5}
     assert (first.paper, second.paper) == (79.38, 90.84) and second.paper_source == "spe_cnn Table 3"
@@ -191,6 +205,8 @@ max_per_split = 100
      "one model's number"),
     ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\nseed = [0]\n', "unknown key 'seed'; did you mean: seeds?"),
     ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\nseeds = []\n', "non-empty list of integers"),
+    ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\noverrides = { seed = 1 }\n', "list the seeds in seeds"),
+    ('[[entry]]\ndataset = "mr"\nmodels = ["tfidf-lr", "fasttext"]\nname = "x"\n', "'name' names one model"),
     ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\npaper = 180\npaper_source = "x"\n', "accuracy in percent"),
     ('[[entry]]\ndataset = "mr"\n', "exactly one of 'model' and 'models'"),
     ('[suite]\nname = "a"\n', "has no [[entry]] tables"),

@@ -213,6 +213,30 @@ def list_datasets_cmd():
         typer.echo(f"{info.name:28s} {info.classes:>3} classes  {local:5s}  {info.description}")
 
 
+@app.command()
+def benchmark(
+    suite: str = typer.Option(..., "--suite", "-s", help="Suite name (benchmarks/suites/<name>.toml) or a .toml file."),
+    output_dir: Path = typer.Option(Path("benchmarks/results"), "--output-dir", help="Where <suite>.json, .md and .png go."),
+    only: List[str] = typer.Option([], "--only", help="Run only the entries of this model, dataset or entry id (repeatable)."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the named datasets (default: $TEXTCLS_DATA_DIR)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Torch/BLAS threads per run (default: every available CPU)."),
+    progress: bool = typer.Option(True, help="Print one line per run on stderr."),
+):
+    """Run a benchmark suite: textcls models and peers side by side on the same splits."""
+    from .benchmark import run_suite
+    from .benchmark.report import format_tables
+
+    result = run_suite(suite, output_dir=output_dir, data_dir=data_dir, only=list(only) or None,
+                       progress=progress, threads=threads)
+    typer.echo(format_tables(result))
+    files = result["files"]
+    typer.echo(f"wrote {files['json']}, {files['markdown']} and {files['plot']}")
+    if result["failed"]:
+        typer.echo(f"error: {result['failed']} entr{'y' if result['failed'] == 1 else 'ies'} failed: "
+                   f"{', '.join(result['failed_entries'])} (errors in {files['markdown']})", err=True)
+        raise typer.Exit(1)
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     try:
         app(args=argv, standalone_mode=False)

@@ -19,8 +19,12 @@ DASH = "–"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
 
 
+def _stem(result: dict) -> str:
+    return result.get("report_name") or result["suite"]
+
+
 def write_json(result: dict, output_dir: str | Path) -> Path:
-    path = Path(output_dir) / f"{result['suite']}.json"
+    path = Path(output_dir) / f"{_stem(result)}.json"
     _write_json_file(path, result)
     return path
 
@@ -28,10 +32,11 @@ def write_json(result: dict, output_dir: str | Path) -> Path:
 def write_report(result: dict, output_dir: str | Path) -> dict:
     """Write the JSON, Markdown and PNG of a suite result; returns their paths as strings."""
     output_dir = Path(output_dir)
+    stem = _stem(result)
     paths = {
-        "json": output_dir / f"{result['suite']}.json",
-        "markdown": output_dir / f"{result['suite']}.md",
-        "plot": output_dir / f"{result['suite']}.png",
+        "json": output_dir / f"{stem}.json",
+        "markdown": output_dir / f"{stem}.md",
+        "plot": output_dir / f"{stem}.png",
     }
     files = {k: str(v) for k, v in paths.items()}
     result["files"] = files
@@ -108,9 +113,14 @@ def _embeddings(entry: dict) -> str:
     return f"{text} ({', '.join(parts)})" if parts else text
 
 
+def _shown_name(entry: dict) -> str:
+    """The entry's name: its model, or the ``name`` the suite gave it."""
+    return entry.get("name") or entry["model"]
+
+
 def _model_cell(entry: dict) -> str:
     text = entry["model"]
-    name = entry["id"].split(":", 1)[1] if ":" in entry["id"] else entry["id"]
+    name = _shown_name(entry)
     if name != entry["model"]:
         text = f"{name} [{entry['model']}]"
     if entry.get("overrides"):
@@ -236,7 +246,7 @@ def format_markdown(result: dict) -> str:
         lines.append(f"- **failed entries**: {', '.join(failed)}")
     lines += ["", format_tables(result).rstrip(), "", "## How to read the tables", ""]
     lines += [f"- {note}" for note in result.get("notes", [])]
-    lines += ["", f"![accuracy against training time]({result['suite']}.png)", ""]
+    lines += ["", f"![accuracy against training time]({_stem(result)}.png)", ""]
     return "\n".join(lines)
 
 
@@ -251,8 +261,8 @@ def plot_accuracy_vs_time(result: dict, path: str | Path) -> Path:
     datasets = _datasets(result) or ["(no entries)"]
     models = []
     for entry in result["entries"]:
-        if entry["model"] not in models:
-            models.append(entry["model"])
+        if _shown_name(entry) not in models:
+            models.append(_shown_name(entry))
     colors = [f"C{i % 10}" for i in range(len(models))]
     style = {m: (colors[i], MARKERS[i % len(MARKERS)]) for i, m in enumerate(models)}
 
@@ -269,14 +279,15 @@ def plot_accuracy_vs_time(result: dict, path: str | Path) -> Path:
             s = entry.get("summary", {})
             if entry["dataset"] != dataset or "accuracy" not in s or "train_seconds" not in s:
                 continue
-            color, marker = style[entry["model"]]
+            shown = _shown_name(entry)
+            color, marker = style[shown]
             x = max(s["train_seconds"]["mean"], 1e-3)
             y = 100 * s["accuracy"]["mean"]
             yerr = 100 * s["accuracy"]["std"] if s["accuracy"]["n"] > 1 else None
-            label = entry["model"] if entry["model"] not in drawn else None
+            label = shown if shown not in drawn else None
             ax.errorbar([x], [y], yerr=None if yerr is None else [yerr], fmt=marker, color=color,
                         markersize=7, capsize=3, label=label)
-            drawn.add(entry["model"])
+            drawn.add(shown)
             plotted += 1
         ax.set_xscale("log")
         ax.set_title(dataset)

@@ -5,6 +5,7 @@ A suite is a TOML file (``benchmarks/suites/<name>.toml``)::
     [suite]
     name = "quick"
     description = "..."
+    infer_b1 = 200             # documents of the batch-1 inference-speed sample (default 200)
 
     [dataset_notes]            # optional; shown under each dataset's table
     mr = "no official split: a seeded stratified 90/10 split"
@@ -12,7 +13,8 @@ A suite is a TOML file (``benchmarks/suites/<name>.toml``)::
     [defaults]                 # optional; applies to every entry that does not say otherwise
     seeds = [0]
     max_per_split = 2000
-    overrides = {}             # merged under each entry's overrides
+    overrides = {}             # merged under each entry's overrides (peers included)
+    paper_source = "..."
 
     [[entry]]
     dataset = "mr"             # or datasets = ["mr", "trec"]: one entry per dataset x model
@@ -46,7 +48,7 @@ import tomllib
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from ..errors import ConfigError, TextclsError, close_names
 from . import system
@@ -56,13 +58,12 @@ __all__ = ["Entry", "Suite", "load_suite", "find_suite", "list_suites", "run_sui
 SUITES_DIR_ENV = "TEXTCLS_SUITES_DIR"
 # Inference speed is measured on the same documents for every model of a dataset.
 INFER_SAMPLE_B1 = 200
-INFER_SAMPLE_B256 = 2048
 INFER_BATCH = 256
 INFER_SAMPLE_SEED = 12345
 
 _ENTRY_KEYS = {"dataset", "datasets", "model", "models", "seeds", "overrides", "max_per_split", "paper",
                "paper_source", "label_view", "notes", "name"}
-_SUITE_KEYS = {"name", "description", "infer_b1", "infer_b256"}
+_SUITE_KEYS = {"name", "description", "infer_b1"}
 _DEFAULT_KEYS = {"seeds", "overrides", "max_per_split", "paper_source"}
 # Per-run numbers that are averaged over seeds.
 SUMMARY_METRICS = ("accuracy", "macro_f1", "best_epoch", "epochs_run", "train_documents", "train_seconds",
@@ -84,6 +85,8 @@ class Entry:
     paper_source: str | None = None
     label_view: str | None = None
     notes: str | None = None
+    # What the tables and the plot call it: the model, or the suite's `name` for this entry.
+    name: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -97,9 +100,8 @@ class Suite:
     entries: list[Entry]
     # A note per dataset (how its split or labels differ from the papers'), shown under its table.
     dataset_notes: dict[str, str] = field(default_factory=dict)
-    # Documents of the inference-speed samples (batch 1, and batches of INFER_BATCH).
+    # Documents of the batch-1 inference-speed sample.
     infer_b1: int = INFER_SAMPLE_B1
-    infer_b256: int = INFER_SAMPLE_B256
 
 
 # --------------------------------------------------------------------------- suite files
@@ -198,12 +200,9 @@ def load_suite(name_or_path: str | os.PathLike) -> Suite:
     bad = [k for k in header if k not in _SUITE_KEYS]
     if bad:
         raise ConfigError(f"{path}: [suite] key '{bad[0]}' is unknown; {close_names(bad[0], _SUITE_KEYS)}")
-    infer = {}
-    for key in ("infer_b1", "infer_b256"):
-        value = header.get(key, INFER_SAMPLE_B1 if key == "infer_b1" else INFER_SAMPLE_B256)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{path}: [suite] {key} = {value!r} must be a positive number of documents")
-        infer[key] = value
+    infer = {"infer_b1": header.get("infer_b1", INFER_SAMPLE_B1)}
+    if isinstance(infer["infer_b1"], bool) or not isinstance(infer["infer_b1"], int) or infer["infer_b1"] < 1:
+        raise ConfigError(f"{path}: [suite] infer_b1 = {infer['infer_b1']!r} must be a positive number of documents")
     name = header.get("name", path.stem)
     if not isinstance(name, str) or not name or any(c in name for c in "/\\ "):
         raise ConfigError(f"{path}: [suite] name = {name!r} must be a non-empty name without spaces or slashes")
@@ -230,6 +229,8 @@ def load_suite(name_or_path: str | os.PathLike) -> Suite:
         overrides = {**defaults.get("overrides", {}), **raw.get("overrides", {})}
         if not isinstance(overrides, dict):
             raise ConfigError(f"{where}: 'overrides' must be a table, e.g. overrides = {{epochs = 5}}")
+        if "seed" in overrides:
+            raise ConfigError(f"{where}: 'overrides' sets 'seed'; list the seeds in seeds = [...] instead")
         max_per_split = raw.get("max_per_split", defaults.get("max_per_split"))
         if max_per_split is not None and (isinstance(max_per_split, bool) or not isinstance(max_per_split, int)
                                           or max_per_split < 1):
@@ -254,7 +255,7 @@ def load_suite(name_or_path: str | os.PathLike) -> Suite:
                     paper_source=source if paper is not None else None,
                     label_view=_per_dataset(raw.get("label_view"), dataset, "label_view", where,
                                             several_models=False),
-                    notes=raw.get("notes"),
+                    notes=raw.get("notes"), name=name_key or model,
                 ))
     seen = set()
     for entry in entries:
@@ -292,13 +293,33 @@ def _limit_threads(threads: int) -> None:
         pass
 
 
-def _inference_speed(predict_proba, texts: list[str], batch: int) -> float:
-    """Documents per second of ``predict_proba`` over ``texts`` in calls of ``batch`` documents."""
-    predict_proba(texts[: min(len(texts), 8)])  # warm-up: lazy initialisation is not speed
-    start = time.perf_counter()
-    for i in range(0, len(texts), batch):
-        predict_proba(texts[i: i + batch])
-    return len(texts) / max(time.perf_counter() - start, 1e-9)
+def _timed_predict(predict_proba, texts: list[str], batch: int):
+    """(documents per second, probabilities) of ``predict_proba`` over ``texts`` in calls of
+    ``batch`` documents, after a warm-up call (lazy initialisation is not speed)."""
+    import numpy as np
+    import torch
+
+    with torch.inference_mode():
+        predict_proba(texts[: min(len(texts), batch, 8)])
+        start = time.perf_counter()
+        parts = [predict_proba(texts[i: i + batch]) for i in range(0, len(texts), batch)]
+        seconds = time.perf_counter() - start
+    return len(texts) / max(seconds, 1e-9), np.concatenate(parts, axis=0)
+
+
+def _targets(split, dataset):
+    """Gold labels as class indices, or a multi-hot matrix for multi-label data."""
+    import numpy as np
+
+    from ..data.prepare import label_targets
+
+    targets = label_targets(split, dataset.label_names, dataset.multi_label, f"{dataset.name}/test")
+    if not dataset.multi_label:
+        return np.asarray(targets, dtype=np.int64)
+    y = np.zeros((len(targets), len(dataset.label_names)), dtype=np.int64)
+    for row, labels in enumerate(targets):
+        y[row, labels] = 1
+    return y
 
 
 def _model_kind(model: str) -> str:
@@ -325,7 +346,6 @@ def _run_job(job: dict) -> dict:
     import torch
 
     from ..data import load_dataset
-    from ..data.prepare import label_targets
     from ..data.splits import ensure_dev
     from ..eval.metrics import compute_metrics
     from ..train.recipe import Recipe
@@ -371,10 +391,6 @@ def _run_job(job: dict) -> dict:
         record["best_epoch"] = None
         record["embeddings"] = model.embeddings_info_
         record["settings"] = model.settings()
-        predict_proba = model.predict_proba
-        targets = label_targets(test, dataset.label_names, False, f"{dataset.name}/test")
-        probs = predict_proba(list(test["text"]))
-        metrics = compute_metrics(np.asarray(targets, dtype=np.int64), probs, dataset.label_names)
     else:
         from ..api import Classifier
 
@@ -388,9 +404,14 @@ def _run_job(job: dict) -> dict:
         record["best_epoch"] = result.best_epoch if result is not None else None
         record["embeddings"] = (getattr(model, "data_report_", None) or {}).get("embeddings")
         record["settings"] = model.preset_.to_dict()
-        predict_proba = model.predict_proba
-        metrics = model.evaluate(test, where=f"{dataset.name}/test")
     record["precision"] = precision
+
+    # The test pass, in calls of INFER_BATCH documents, is also the batch-256 speed measurement.
+    texts = list(test["text"])
+    record["infer_docs_per_second_b256"], probs = _timed_predict(model.predict_proba, texts, INFER_BATCH)
+    record["infer_documents_b256"] = len(texts)
+    metrics = compute_metrics(_targets(test, dataset), probs, dataset.label_names,
+                              multi_label=dataset.multi_label)
     record["accuracy"] = metrics["accuracy"]
     record["macro_f1"] = metrics["macro_f1"]
     record["weighted_f1"] = metrics.get("weighted_f1")
@@ -398,15 +419,10 @@ def _run_job(job: dict) -> dict:
     record["train_docs_per_second"] = (record["train_documents"] * record["epochs_run"]
                                        / max(record["train_seconds"], 1e-9))
 
-    texts = list(test["text"])
     order = np.random.default_rng(INFER_SAMPLE_SEED).permutation(len(texts))
     sample_b1 = [texts[i] for i in order[: job["infer_b1"]]]
-    sample_b256 = [texts[i] for i in order[: job["infer_b256"]]]
-    with torch.inference_mode():
-        record["infer_docs_per_second_b1"] = _inference_speed(predict_proba, sample_b1, 1)
-        record["infer_docs_per_second_b256"] = _inference_speed(predict_proba, sample_b256, INFER_BATCH)
+    record["infer_docs_per_second_b1"], _ = _timed_predict(model.predict_proba, sample_b1, 1)
     record["infer_documents_b1"] = len(sample_b1)
-    record["infer_documents_b256"] = len(sample_b256)
     record["parameters"] = {k: int(v) for k, v in model.num_parameters().items()}
     record["threads"] = torch.get_num_threads()
     record["peak_rss_mb"] = system.peak_rss_mb()
@@ -517,10 +533,10 @@ def _notes(suite: Suite) -> list[str]:
         "Neural models select their epoch on dev; TF-IDF, fastText and MiniLM-LR do not use it.",
         "train s: wall time of the whole fit (text pipeline, embeddings, encoder pass and training); "
         "train docs/s = training documents x epochs run / train s (one epoch for TF-IDF and MiniLM-LR).",
-        f"infer docs/s: predict_proba on the same seeded sample of test documents for every model, "
-        f"{suite.infer_b1} calls of one document (b1) and calls of {INFER_BATCH} documents over up to "
-        f"{suite.infer_b256} documents (b256), after a warm-up call; the fitted model in memory, "
-        "text preprocessing included.",
+        f"infer docs/s: predict_proba of the fitted model in memory, text preprocessing included, "
+        f"after a warm-up call: b1 = {suite.infer_b1} calls of one document (the same seeded sample of "
+        f"test documents for every model); b{INFER_BATCH} = the whole test split in calls of "
+        f"{INFER_BATCH} documents (the pass that gives the accuracy).",
         "params: trainable / total (embedding tables included in total, shown apart).",
         "peak RSS: ru_maxrss of the run's own child process (imports, data and model included).",
         "fastText peer: supervised, wordNgrams=2, thread=1 (deterministic per seed), the library's "
@@ -573,6 +589,8 @@ def run_suite(
         "suite_file": str(suite.path),
         "command": command or _command_line(name_or_path),
         "only": [only] if isinstance(only, str) else (list(only) if only else None),
+        # Files are <report_name>.{json,md,png}: a partial run (--only) never overwrites the full one.
+        "report_name": _report_name(suite.name, only),
         "git": system.git_info(),
         "versions": system.library_versions(),
         "machine": system.machine_info(),
@@ -601,9 +619,10 @@ def run_suite(
             _checkpoint(result, output_dir, write, wall)
             continue
         runs = []
+        result["entries"].append(_entry_result(entry, kind, runs))
         for seed in entry.seeds:
             job = {"entry": entry.to_dict(), "seed": seed, "data_dir": data_dir, "threads": threads,
-                   "infer_b1": suite.infer_b1, "infer_b256": suite.infer_b256}
+                   "infer_b1": suite.infer_b1}
             started_run = time.perf_counter()
             run = _run_in_child(job)
             run["wall_seconds"] = time.perf_counter() - started_run
@@ -614,16 +633,25 @@ def run_suite(
                                     f"train {run['train_seconds']:.1f} s (run {run['wall_seconds']:.1f} s)")
             else:
                 _progress(progress, f"[{done}/{total}] {entry.id} seed {seed}: FAILED ({run['error']})")
-        result["entries"].append(_entry_result(entry, kind, runs))
-        _checkpoint(result, output_dir, write, wall)
+            # Written after every run: an interrupted suite keeps every run it finished.
+            result["entries"][-1] = _entry_result(entry, kind, runs)
+            _checkpoint(result, output_dir, write, wall)
 
     result["failed"] = sum(1 for e in result["entries"] if e["status"] != "ok")
     result["failed_entries"] = [e["id"] for e in result["entries"] if e["status"] != "ok"]
     result["wall_seconds"] = time.perf_counter() - wall
     result["complete"] = True
     if write:
-        result["files"] = report.write_report(result, output_dir)
+        report.write_report(result, output_dir)
     return result
+
+
+def _report_name(suite: str, only) -> str:
+    if not only:
+        return suite
+    wanted = [only] if isinstance(only, str) else list(only)
+    safe = "+".join("".join(c if c.isalnum() or c in "-_." else "-" for c in w) for w in wanted)
+    return f"{suite}--only-{safe}"
 
 
 def _checkpoint(result: dict, output_dir: Path, write: bool, wall: float) -> None:
