@@ -93,3 +93,13 @@ def test_list_commands():
     data = run("list-datasets")
     assert data.returncode == 0
     assert {"mr", "trec", "fdu_mtl/books", "fine-food", "dbpedia"} <= {l.split()[0] for l in data.stdout.splitlines()}
+
+
+def test_resume_needs_an_interrupted_run_and_a_partial_run_needs_resume(tmp_path):
+    run_dir = tmp_path / "r"
+    out = run("train", "--model", "fasttext-bag", "--data", "trec", "--run-dir", str(run_dir), "--resume")
+    assert out.returncode == 2 and "no interrupted run to resume" in out.stderr
+    (tmp_path / "r.partial").mkdir()
+    out = run("train", "--model", "fasttext-bag", "--data", "trec", "--run-dir", str(run_dir))
+    assert out.returncode == 2 and "pass --resume" in out.stderr
+    assert not run_dir.exists()

@@ -97,11 +97,16 @@ def train(
     if run_dir is None:
         safe_data = Path(str(data)).name.replace("/", "-").replace(":", "-")
         run_dir = Path("runs") / f"{model}_{safe_data}_{time.strftime('%Y%m%d-%H%M%S')}"
-    if run_dir.exists() and not resume:
-        raise ConfigError(f"{run_dir}: run directory already exists; choose another --run-dir or pass --resume")
-    # Train in a partial directory and rename at the end: a crash never leaves a run that looks complete.
+    # Train in a partial directory and rename at the end: a crash never leaves a run that looks
+    # complete, and the partial directory holds the checkpoint that --resume continues from.
     partial = run_dir.with_name(run_dir.name + ".partial")
-    work_dir = run_dir if (resume and run_dir.exists()) else partial
+    if run_dir.exists():
+        raise ConfigError(f"{run_dir}: run directory already exists; choose another --run-dir")
+    if resume and not partial.exists():
+        raise ConfigError(f"{partial}: no interrupted run to resume; drop --resume to start one")
+    if partial.exists() and not resume:
+        raise ConfigError(f"{partial}: an interrupted run is there; pass --resume to continue it or delete it")
+    work_dir = partial
     distributed.init_from_env()
     start = time.perf_counter()
     clf.fit_dataset(dataset, run_dir=work_dir, resume=resume)
@@ -116,6 +121,9 @@ def train(
         result["best_epoch"] = clf.fit_result_.best_epoch
         result["dev"] = clf.fit_result_.best_metrics
     work_dir.mkdir(parents=True, exist_ok=True)
+    # The resume checkpoint has served its purpose once training finished; the run keeps only
+    # what loading and reading it need.
+    shutil.rmtree(work_dir / "checkpoint", ignore_errors=True)
     clf.save_pretrained(work_dir)
     artifacts.write_json(work_dir / artifacts.METRICS, result)
     if confusion_png:

@@ -32,7 +32,8 @@ STATE_FORMAT = "textcls.tfidf/1"
 # scikit-learn's default pattern drops them.
 TOKEN_PATTERN = r"(?u)\b\w+\b"
 
-# The classic models are fitted once on the training split: only dev_fraction and seed apply.
+# The classic models are fitted once on the whole training split: there is no epoch to select,
+# so no dev split is carved and only the seed of the recipe applies.
 _CLASSIC_RECIPE = Recipe(epochs=1)
 _CLASSIC_INPUTS = {"shape": "flat", "embeddings": None, "lowercase": True}
 
