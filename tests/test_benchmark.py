@@ -101,10 +101,11 @@ def test_tiny_suite_writes_markdown_with_paper_column_and_png(tiny_run):
     result, out = tiny_run
     md = (out / "tiny.md").read_text(encoding="utf-8")
     assert "commit" in md and "command" in md and "machine" in md and result["date"] in md
-    header = next(line for line in md.splitlines() if line.startswith("| model"))
+    per_dataset = md.split("## Per dataset", 1)[1].splitlines()
+    header = next(line for line in per_dataset if line.startswith("| model"))
     columns = [c.strip() for c in header.strip("|").split("|")]
     assert columns[:4] == ["model", "accuracy %", "paper %", "macro-F1 %"]
-    kim_row = next(line for line in md.splitlines() if line.startswith("| kim-cnn-static"))
+    kim_row = next(line for line in per_dataset if line.startswith("| kim-cnn-static"))
     cells = [c.strip() for c in kim_row.strip("|").split("|")]
     assert cells[1] == f"{100 * result['entries'][1]['summary']['accuracy']['mean']:.2f}"
     assert cells[2] == "90.84"
@@ -112,6 +113,16 @@ def test_tiny_suite_writes_markdown_with_paper_column_and_png(tiny_run):
     assert "spe_cnn Table 3" in md
     png = (out / "tiny.png").read_bytes()
     assert png[:8] == PNG_MAGIC and len(png) > 5000
+
+
+def test_summary_pivots_accuracy_with_the_papers_figure_and_marks_peers(tiny_run):
+    result, out = tiny_run
+    summary = report_module.format_summary(result)
+    kim = next(line for line in summary.splitlines() if line.startswith("| kim-cnn-static"))
+    mean = 100 * result["entries"][1]["summary"]["accuracy"]["mean"]
+    assert kim == f"| kim-cnn-static | {mean:.2f} [90.84] |"
+    assert any(line.startswith("| fasttext † |") for line in summary.splitlines())
+    assert "## Summary" in (out / "tiny.md").read_text(encoding="utf-8")
 
 
 def test_paper_column_only_where_an_entry_declares_paper(tiny_run):

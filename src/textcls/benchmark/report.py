@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..artifacts import atomic_write_bytes, write_json as _write_json_file
 
-__all__ = ["write_report", "write_json", "format_markdown", "format_tables", "plot_accuracy_vs_time"]
+__all__ = ["write_report", "write_json", "format_markdown", "format_tables", "format_summary",
+           "plot_accuracy_vs_time"]
 
 DASH = "–"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
@@ -216,6 +217,46 @@ def format_tables(result: dict) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+def format_summary(result: dict) -> str:
+    """Two compact pivots (model x dataset): test accuracy, and training seconds.
+
+    Each cell is the mean over seeds (± std when there are several); a paper's figure follows
+    in brackets where the suite gives one. This is what the README shows."""
+    datasets = _datasets(result)
+    models = []
+    for entry in result["entries"]:
+        if _shown_name(entry) not in models:
+            models.append(_shown_name(entry))
+    cells = {(_shown_name(e), e["dataset"]): e for e in result["entries"]}
+    peer_rows = any(e.get("kind") == "peer" for e in result["entries"])
+
+    def table(title: str, render) -> list[str]:
+        out = [f"**{title}**", "", "| model | " + " | ".join(datasets) + " |",
+               "|---|" + "---|" * len(datasets)]
+        for model in models:
+            row = [render(cells.get((model, d))) for d in datasets]
+            peer = any(e.get("kind") == "peer" for (m, _), e in cells.items() if m == model)
+            out.append(f"| {model}{' †' if peer else ''} | " + " | ".join(row) + " |")
+        return out + ["", "† a peer (another tool), not a textcls model.", ""] if peer_rows else out + [""]
+
+    def accuracy(entry):
+        if entry is None or not entry.get("summary"):
+            return DASH if entry is None else "failed"
+        text = _pct(entry["summary"], "accuracy")
+        if entry.get("paper") is not None:
+            text += f" [{entry['paper']:.2f}]"
+        return text
+
+    def seconds(entry):
+        if entry is None or not entry.get("summary"):
+            return DASH
+        return _number(entry["summary"], "train_seconds")
+
+    lines = table("Test accuracy, % (mean ± std over seeds) [paper's figure]", accuracy)
+    lines += table("Training seconds (mean over seeds; whole fit, including vocabulary and vectors)", seconds)
+    return "\n".join(lines)
+
+
 def format_markdown(result: dict) -> str:
     git = result.get("git") or {}
     commit = git.get("commit") or "unknown (not a git checkout)"
@@ -244,7 +285,8 @@ def format_markdown(result: dict) -> str:
     failed = result.get("failed_entries") or []
     if failed:
         lines.append(f"- **failed entries**: {', '.join(failed)}")
-    lines += ["", format_tables(result).rstrip(), "", "## How to read the tables", ""]
+    lines += ["", "## Summary", "", format_summary(result).rstrip(), "", "## Per dataset", "",
+              format_tables(result).rstrip(), "", "## How to read the tables", ""]
     lines += [f"- {note}" for note in result.get("notes", [])]
     lines += ["", f"![accuracy against training time]({_stem(result)}.png)", ""]
     return "\n".join(lines)
