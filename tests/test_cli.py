@@ -103,3 +103,17 @@ def test_resume_needs_an_interrupted_run_and_a_partial_run_needs_resume(tmp_path
     out = run("train", "--model", "fasttext-bag", "--data", "trec", "--run-dir", str(run_dir))
     assert out.returncode == 2 and "pass --resume" in out.stderr
     assert not run_dir.exists()
+
+
+def test_headerless_tsv_with_chosen_columns_and_test_fraction(tmp_path):
+    rows = [("pos", "a fine and moving film"), ("neg", "a dull and tired film")] * 30
+    data = tmp_path / "reviews.txt"
+    data.write_text("".join(f"{label}\t{text}\n" for label, text in rows), encoding="utf-8")
+    run_dir = tmp_path / "run"
+    out = run("train", "--model", "tfidf-lr", "--data", str(data), "--format", "tsv", "--no-header",
+              "--label-column", "0", "--text-column", "1", "--test-fraction", "0.25",
+              "--run-dir", str(run_dir), "--no-progress")
+    assert out.returncode == 0, out.stderr
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["dataset"]["splits"] == {"train": 45, "test": 15}
+    assert metrics["test"]["accuracy"] == 1.0

@@ -67,6 +67,11 @@ def train(
     encoding: Optional[str] = typer.Option(None, help="Text encoding of a local file (e.g. latin-1)."),
     text_column: List[str] = typer.Option([], "--text-column", help="Text column(s) of a CSV/JSONL file (repeatable; joined)."),
     label_column: Optional[str] = typer.Option(None, "--label-column", help="Label column of a CSV/JSONL file."),
+    file_format: Optional[str] = typer.Option(None, "--format", help="Format of a local file when its extension does not say (csv, tsv, jsonl, parquet, fasttext, ...)."),
+    header: Optional[bool] = typer.Option(None, "--header/--no-header", help="Whether a CSV/TSV file has a header row."),
+    delimiter: Optional[str] = typer.Option(None, help="Field delimiter of a CSV-like file."),
+    test_fraction: Optional[float] = typer.Option(None, "--test-fraction", help="Held-out test share when the data has no test split."),
+    split_seed: int = typer.Option(0, "--split-seed", help="Seed of the test split drawn when the data has none."),
     on_bad_record: str = typer.Option("error", "--on-bad-record", help="error (stop) or skip (skip and count)."),
     device: str = typer.Option("cpu", help="cpu, cuda or auto."),
     resume: bool = typer.Option(False, help="Resume the interrupted run in --run-dir."),
@@ -83,9 +88,10 @@ def train(
     if on_bad_record not in ("error", "skip"):
         raise ConfigError(f"--on-bad-record '{on_bad_record}' is not one of error, skip")
     reader_options = {"encoding": encoding, "label_column": label_column,
-                      "text_columns": list(text_column) or None}
+                      "text_columns": list(text_column) or None, "format": file_format,
+                      "header": header, "delimiter": delimiter, "test_fraction": test_fraction}
     dataset = load_dataset(data, data_dir=data_dir, on_bad_record=on_bad_record,
-                           max_per_split=max_per_split,
+                           max_per_split=max_per_split, split_seed=split_seed,
                            **{k: v for k, v in reader_options.items() if v is not None})
     if dataset.skipped:
         typer.echo(f"skipped {len(dataset.skipped)} bad records (first: {dataset.skipped[0]})", err=True)
