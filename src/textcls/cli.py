@@ -235,13 +235,14 @@ def benchmark(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the named datasets (default: $TEXTCLS_DATA_DIR)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch/BLAS threads per run (default: every available CPU)."),
     progress: bool = typer.Option(True, help="Print one line per run on stderr."),
+    merge: bool = typer.Option(False, help="With --only: put the rerun entries into the suite's full report (recorded there as a rerun)."),
 ):
     """Run a benchmark suite: textcls models and peers side by side on the same splits."""
     from .benchmark import run_suite
     from .benchmark.report import format_tables
 
     result = run_suite(suite, output_dir=output_dir, data_dir=data_dir, only=list(only) or None,
-                       progress=progress, threads=threads)
+                       progress=progress, threads=threads, merge=merge)
     typer.echo(format_tables(result))
     files = result["files"]
     typer.echo(f"wrote {files['json']}, {files['markdown']} and {files['plot']}")

@@ -280,6 +280,10 @@ def format_markdown(result: dict) -> str:
     ]
     if result.get("only"):
         lines.append(f"- only: {', '.join(result['only'])}")
+    for rerun in result.get("reruns", []):
+        rerun_commit = (rerun.get("git") or {}).get("commit") or "unknown"
+        lines.append(f"- rerun on {rerun.get('date')} at commit `{rerun_commit}` with `{rerun.get('command')}`: "
+                     f"{', '.join(rerun['entries'])}")
     if not result.get("complete", True):
         lines.append("- **incomplete**: the suite was interrupted; the tables hold the entries that ran")
     failed = result.get("failed_entries") or []

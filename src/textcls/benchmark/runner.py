@@ -540,7 +540,8 @@ def _notes(suite: Suite) -> list[str]:
         "params: trainable / total (embedding tables included in total, shown apart).",
         "peak RSS: ru_maxrss of the run's own child process (imports, data and model included).",
         "fastText peer: supervised, wordNgrams=2, thread=1 (deterministic per seed), the library's "
-        "defaults otherwise (lr 0.1, dim 100, epoch 5, bucket 2,000,000); the tutorial's normalisation.",
+        "defaults otherwise (lr 0.1, dim 100, epoch 5, bucket 2,000,000); the tutorial's normalisation; "
+        "training lines in a seeded random order (fastText reads its file in order).",
         "minilm-lr peer: frozen all-MiniLM-L6-v2 (256 word pieces), scikit-learn LogisticRegression(C=1).",
     ]
 
@@ -555,6 +556,7 @@ def run_suite(
     threads: int | None = None,
     command: str | None = None,
     write: bool = True,
+    merge: bool = False,
 ) -> dict:
     """Run a suite and write ``<output_dir>/<suite>.json``, ``.md`` and ``.png``.
 
@@ -568,6 +570,8 @@ def run_suite(
 
     suite = load_suite(name_or_path)
     entries = suite.entries
+    if merge and not only:
+        raise ConfigError("--merge puts an --only rerun into the full report; give --only as well")
     if only:
         wanted = [only] if isinstance(only, str) else list(only)
         entries = [e for e in entries if e.model in wanted or e.dataset in wanted or e.id in wanted]
@@ -643,7 +647,42 @@ def run_suite(
     result["complete"] = True
     if write:
         report.write_report(result, output_dir)
+        if merge:
+            return merge_rerun(result, output_dir)
     return result
+
+
+def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
+    """Put the entries of an ``--only`` rerun into the suite's full report, in place.
+
+    Each rerun entry replaces the entry with the same id; the full report records which
+    entries were rerun, at which commit, when and with which command, so every number in it
+    still says where it came from."""
+    import json
+
+    from . import report
+
+    full_path = Path(output_dir) / f"{rerun['suite']}.json"
+    if not full_path.is_file():
+        raise ConfigError(f"{full_path}: no full report of suite '{rerun['suite']}' to merge into; "
+                          "run the whole suite first or drop --merge")
+    full = json.loads(full_path.read_text(encoding="utf-8"))
+    positions = {entry["id"]: i for i, entry in enumerate(full["entries"])}
+    for entry in rerun["entries"]:
+        if entry["id"] in positions:
+            full["entries"][positions[entry["id"]]] = entry
+        else:
+            full["entries"].append(entry)
+    full.setdefault("reruns", []).append({
+        "entries": [e["id"] for e in rerun["entries"]], "git": rerun.get("git"),
+        "date": rerun.get("date"), "command": rerun.get("command"),
+        "wall_seconds": rerun.get("wall_seconds")})
+    full["notes"] = rerun.get("notes", full.get("notes"))
+    full["failed_entries"] = [e["id"] for e in full["entries"] if e["status"] != "ok"]
+    full["failed"] = len(full["failed_entries"])
+    full.pop("files", None)
+    report.write_report(full, output_dir)
+    return full
 
 
 def _report_name(suite: str, only) -> str:
