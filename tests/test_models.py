@@ -12,8 +12,10 @@ from textcls.models import ClassicModel, create_model
 from textcls.models.layers import (
     AttentionPooling,
     build_embedding,
+    masked_attention,
     masked_max,
     masked_mean,
+    masked_rnn,
     masked_softmax,
     sinusoidal_encoding,
 )
@@ -73,6 +75,40 @@ def test_attention_pooling_puts_no_weight_on_padding():
     torch.testing.assert_close(weights.sum(dim=1), torch.ones(2))
     alone, _ = pool(hidden[:1, :3], mask[:1, :3])
     torch.testing.assert_close(pooled[:1], alone, atol=1e-6, rtol=0)
+
+
+def test_masked_attention_fused_equals_explicit_ignores_padding_and_zeroes_empty_rows():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, 2, 7, 8) for _ in range(3))
+    mask = torch.ones(3, 7, dtype=torch.bool)
+    mask[1, 4:] = False
+    mask[2] = False
+    fused, none = masked_attention(q, k, v, mask)
+    explicit, weights = masked_attention(q, k, v, mask, need_weights=True)
+    assert none is None
+    torch.testing.assert_close(fused, explicit, atol=1e-6, rtol=1e-5)
+    assert weights[1, :, :, 4:].abs().max() == 0 and torch.allclose(weights[1].sum(-1), torch.ones(2, 7))
+    assert fused[2].abs().max() == 0 and weights[2].abs().max() == 0
+    alone, _ = masked_attention(q[1:2, :, :4], k[1:2, :, :4], v[1:2, :, :4], mask[1:2, :4])
+    torch.testing.assert_close(alone, fused[1:2, :, :4], atol=1e-6, rtol=1e-5)
+    # The 1/sqrt(d) default scale: doubling the scale is sharper attention, not the same output.
+    sharper, _ = masked_attention(q, k, v, mask, scale=2 / 8**0.5)
+    assert (sharper[0] - fused[0]).abs().max() > 1e-3
+
+
+def test_masked_rnn_reads_each_document_to_its_true_end():
+    torch.manual_seed(0)
+    rnn = torch.nn.LSTM(8, 5, batch_first=True, bidirectional=True)
+    x = torch.randn(2, 6, 8)
+    mask = torch.tensor([[1] * 6, [1] * 3 + [0] * 3], dtype=torch.bool)
+    out, (h_n, _) = masked_rnn(rnn, x, mask)
+    alone, (h_alone, _) = masked_rnn(rnn, x[1:2, :3], mask[1:2, :3])
+    torch.testing.assert_close(out[1:2, :3], alone)
+    torch.testing.assert_close(h_n[:, 1:2], h_alone)
+    assert out[1, 3:].abs().max() == 0
+    # Without packing the backward direction would start at the padding: it must differ.
+    unpacked, _ = rnn(x[1:2])
+    assert (unpacked[0, :3, 5:] - out[1, :3, 5:]).abs().max() > 1e-4
 
 
 def test_build_embedding_copies_the_matrix_zeroes_pad_and_freezes():

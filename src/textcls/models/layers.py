@@ -11,7 +11,9 @@ import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..errors import ConfigError
 from ..train.recipe import range_check
@@ -21,6 +23,8 @@ __all__ = [
     "masked_max",
     "masked_mean",
     "AttentionPooling",
+    "masked_attention",
+    "masked_rnn",
     "sinusoidal_encoding",
     "build_embedding",
     "check_positive_int",
@@ -86,6 +90,61 @@ class AttentionPooling(nn.Module):
         weights = masked_softmax(scores, mask, dim=-1)
         pooled = torch.einsum("bl,bld->bd", weights, hidden)
         return pooled, weights
+
+
+def masked_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    key_mask: Tensor,
+    *,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """Scaled dot-product attention ``softmax(Q K^T * scale) V`` over unmasked keys only.
+
+    ``query [B, (H,) Lq, d]``, ``key``/``value [B, (H,) Lk, d]``, ``key_mask [B, Lk]`` bool
+    (True = real). ``scale`` defaults to ``1/sqrt(d)``. Without ``need_weights`` this is one
+    call to PyTorch's fused ``scaled_dot_product_attention`` (no ``[Lq, Lk]`` matrix is kept
+    for backward by the flash / memory-efficient kernels); with it the weights are computed
+    explicitly and returned (``[B, (H,) Lq, Lk]``, zero on padded keys), e.g. for attention
+    maps at inference. A row whose keys are all masked (an empty document or sentence) gives a
+    zero output and zero weights, never NaN. ``dropout_p`` is dropout on the weights.
+    """
+    mask = key_mask.bool()
+    has_key = mask.any(dim=-1)  # [B]
+    # [B, Lk] -> [B, 1, (1,) Lk]: broadcast over heads (if any) and query positions.
+    attn_mask = mask.view(mask.size(0), *([1] * (query.dim() - 2)), mask.size(-1))
+    if need_weights:
+        scale = query.size(-1) ** -0.5 if scale is None else scale
+        scores = torch.matmul(query, key.transpose(-1, -2)) * scale
+        weights = masked_softmax(scores, attn_mask, dim=-1)
+        dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+        return torch.matmul(dropped, value), weights
+    # SDPA gives NaN for a fully masked row; let such rows see every key, then zero them.
+    safe_mask = attn_mask | ~has_key.view(-1, *([1] * (attn_mask.dim() - 1)))
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=safe_mask, dropout_p=dropout_p, scale=scale)
+    keep = has_key.view(-1, *([1] * (out.dim() - 1))).to(out.dtype)
+    return out * keep, None
+
+
+def masked_rnn(rnn: nn.RNNBase, inputs: Tensor, mask: Tensor) -> tuple[Tensor, Tensor | tuple[Tensor, Tensor]]:
+    """Run a ``batch_first`` RNN/GRU/LSTM over ``inputs [B, L, D]`` reading only unmasked steps.
+
+    Sequences are packed by their true lengths (``mask [B, L]`` bool, real tokens first), so
+    a backward direction starts at each document's last real token and a padded batch gives
+    the same states as each document alone. Returns ``(outputs [B, L, H*dirs], final)``: the
+    outputs are zero at padded steps; ``final`` is what the module returns (``h_n`` or
+    ``(h_n, c_n)``), in the batch's original order. An empty row is read as one PAD step.
+    """
+    if not rnn.batch_first:
+        raise ConfigError(f"{type(rnn).__name__} must be built with batch_first=True for masked_rnn")
+    lengths = mask.bool().sum(dim=1).clamp_min(1).cpu()
+    packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
+    outputs, final = rnn(packed)
+    outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=inputs.size(1))
+    return outputs, final
 
 
 def sinusoidal_encoding(length: int, dim: int) -> Tensor:
