@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -249,6 +250,35 @@ def benchmark(
     if result["failed"]:
         typer.echo(f"error: {result['failed']} entr{'y' if result['failed'] == 1 else 'ies'} failed: "
                    f"{', '.join(result['failed_entries'])} (errors in {files['markdown']})", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def speed(
+    models: List[str] = typer.Option(..., "--model", "-m", help="Preset to time (repeatable); ratios are to the first."),
+    lengths: List[int] = typer.Option([256], "--length", "-l", help="Tokens per document (repeatable)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Path stem: writes <stem>.json, <stem>.md (and <stem>.png with 2+ lengths)."),
+    batch_size: int = typer.Option(32, "--batch-size", "-b"),
+    steps: int = typer.Option(5, help="Timed training steps per (model, length); the median is reported."),
+    warmup: int = typer.Option(2, help="Untimed steps first."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default: every available CPU)."),
+    sentence_length: int = typer.Option(25, help="Words per sentence for hierarchical presets."),
+    sets: List[str] = typer.Option([], "--set", help="MODEL:KEY=VALUE preset override, e.g. hcan:d=64 (repeatable)."),
+    timeout: float = typer.Option(900.0, help="Seconds allowed per (model, length) before it is recorded as failed."),
+):
+    """Time presets at a fixed batch size and length on synthetic batches (training and inference ms, peak memory)."""
+    from .benchmark.speed import format_speed_markdown, parse_overrides, run_speed, write_speed_report
+
+    result = run_speed(list(models), list(lengths), batch_size=batch_size, steps=steps, warmup=warmup,
+                       threads=threads, sentence_length=sentence_length, overrides=parse_overrides(list(sets)),
+                       timeout=timeout)
+    command = "textcls speed " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else None
+    files = write_speed_report(result, output, command)
+    typer.echo(format_speed_markdown(result, command))
+    typer.echo("wrote " + ", ".join(str(p) for p in files.values()))
+    failed = [f"{r['model']}@{r['length']}" for r in result["rows"] if r["status"] != "ok"]
+    if failed:
+        typer.echo(f"error: {len(failed)} measurement(s) failed: {', '.join(failed)}", err=True)
         raise typer.Exit(1)
 
 

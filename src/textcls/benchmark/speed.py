@@ -1,0 +1,299 @@
+"""Controlled speed and memory comparison of presets at fixed batch size and sequence length.
+
+The suites measure models on real data, where documents differ in length and early stopping
+differs in epochs. The papers' speed claims (CSPAN vs a Bi-LSTM, HCAN vs HAN, FCSR's linear
+growth, DASA vs DiSAN) compare models at the *same* batch size and length, so this module
+times exactly that: for each (preset, length), a fresh ``spawn`` child builds the model from
+the registry, feeds it synthetic batches of the preset's input shape (random token ids,
+every position real, the worst case at that length), and times ``steps`` training steps
+(forward, loss, backward, optimiser step, the preset's own optimiser) after ``warmup`` steps,
+plus inference batches. Each child's peak resident memory is its own; the report gives it
+and the peak minus the memory held before the first step (imports, model and optimiser
+state), which is what the forward/backward pass adds.
+
+Timings on shared machines are noisy: compare ratios measured in one run, never absolute
+numbers across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from . import system
+
+DEFAULT_VOCAB = 20_000
+DEFAULT_CLASSES = 4
+
+
+def synthetic_batch(preset, batch_size: int, length: int, vocab_size: int, num_classes: int,
+                    sentence_length: int, generator):
+    """A batch of random ids in the preset's input shape; every position is real.
+
+    Hierarchical presets get ``ceil(length / sentence_length)`` sentences of
+    ``sentence_length`` words (``length`` words in all); presets with hashed bigrams get one
+    bigram per adjacent pair.
+    """
+    import torch
+
+    inputs = preset.inputs
+    labels = torch.randint(0, num_classes, (batch_size,), generator=generator)
+    if inputs.get("shape") == "hierarchical":
+        sentences = math.ceil(length / sentence_length)
+        ids = torch.randint(2, vocab_size, (batch_size, sentences, sentence_length), generator=generator)
+        return {"input_ids": ids, "word_mask": torch.ones_like(ids, dtype=torch.bool),
+                "sentence_mask": torch.ones(batch_size, sentences, dtype=torch.bool), "labels": labels}
+    ids = torch.randint(2, vocab_size, (batch_size, length), generator=generator)
+    batch = {"input_ids": ids, "mask": torch.ones_like(ids, dtype=torch.bool), "labels": labels}
+    buckets = int(inputs.get("bigram_buckets") or 0)
+    if buckets > 0:
+        bigrams = torch.randint(1, buckets + 1, (batch_size, max(length - 1, 1)), generator=generator)
+        batch["bigram_ids"] = bigrams
+        batch["bigram_mask"] = torch.ones_like(bigrams, dtype=torch.bool)
+    return batch
+
+
+def _measure(job: dict) -> dict:
+    """One (preset, length) measurement; runs inside the spawned child."""
+    import numpy as np
+    import torch
+
+    from ..models.registry import create_model, get_preset
+    from ..train.optim import build_optimizer
+
+    torch.set_num_threads(job["threads"])
+    torch.manual_seed(0)
+    preset = get_preset(job["model"]).with_overrides(**job["overrides"])
+    if preset.kind == "classic":
+        raise ConfigError(f"model '{preset.name}' is a TF-IDF model; the speed comparison takes neural presets")
+    vocab, classes = job["vocab_size"], job["num_classes"]
+    embeddings = None
+    if preset.inputs.get("embeddings"):
+        dim = int(preset.inputs.get("embedding_dim") or 300)
+        embeddings = np.random.default_rng(0).normal(0, 0.3, (vocab, dim)).astype(np.float32)
+        embeddings[0] = 0
+    model = create_model(preset, num_classes=classes, vocab_size=vocab, embeddings=embeddings)
+    optimizer = build_optimizer(model, preset.recipe)
+    criterion = torch.nn.CrossEntropyLoss()
+    generator = torch.Generator().manual_seed(0)
+    batches = [synthetic_batch(preset, job["batch_size"], job["length"], vocab, classes,
+                               job["sentence_length"], generator) for _ in range(2)]
+
+    def step(batch):
+        loss = criterion(model(batch).logits.float(), batch["labels"])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        model.after_optimizer_step()
+
+    model.train()
+    rss_before = system.peak_rss_mb()
+    train_ms = []
+    for i in range(job["warmup"] + job["steps"]):
+        started = time.perf_counter()
+        step(batches[i % 2])
+        if i >= job["warmup"]:
+            train_ms.append(1000 * (time.perf_counter() - started))
+    rss_train = system.peak_rss_mb()
+    model.eval()
+    infer_ms = []
+    with torch.inference_mode():
+        for i in range(job["warmup"] + job["steps"]):
+            started = time.perf_counter()
+            model(batches[i % 2])
+            if i >= job["warmup"]:
+                infer_ms.append(1000 * (time.perf_counter() - started))
+    ms = statistics.median(train_ms)
+    return {
+        "model": job["model"], "length": job["length"], "batch_size": job["batch_size"], "status": "ok",
+        "train_ms_per_batch": ms, "train_ms_per_batch_all": train_ms,
+        "train_docs_per_second": 1000 * job["batch_size"] / ms,
+        "infer_ms_per_batch": statistics.median(infer_ms),
+        "peak_rss_mb": rss_train, "rss_before_first_step_mb": rss_before,
+        "training_peak_added_mb": rss_train - rss_before,
+        "parameters": model.num_parameters(), "trainable_parameters": model.num_parameters(trainable_only=True),
+        "input_shape": preset.inputs.get("shape", "flat"), "threads": torch.get_num_threads(),
+        "overrides": job["overrides"],
+    }
+
+
+def _child(job: dict, conn) -> None:
+    try:
+        result = _measure(job)
+    except BaseException as exc:  # noqa: BLE001 -- any failure is this measurement's error record
+        result = {"model": job["model"], "length": job["length"], "status": "failed",
+                  "error": f"{type(exc).__name__}: {' '.join(str(exc).split())}"}
+    conn.send(result)
+    conn.close()
+
+
+def _run_child(job: dict, timeout: float) -> dict:
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=_child, args=(job, child), daemon=True)
+    process.start()
+    child.close()
+    try:
+        if not parent.poll(timeout):
+            process.terminate()
+            return {"model": job["model"], "length": job["length"], "status": "failed",
+                    "error": f"took longer than {timeout:.0f} s (timeout); lower the length, batch or steps"}
+        try:
+            return parent.recv()
+        except EOFError:
+            process.join()
+            why = " (killed by the system: out of memory?)" if process.exitcode == -9 else ""
+            return {"model": job["model"], "length": job["length"], "status": "failed",
+                    "error": f"the child process died with exit code {process.exitcode}{why}"}
+    finally:
+        process.join(5)
+        parent.close()
+
+
+def run_speed(models: list[str], lengths: list[int], *, batch_size: int = 32, steps: int = 5, warmup: int = 2,
+              threads: int | None = None, vocab_size: int = DEFAULT_VOCAB, num_classes: int = DEFAULT_CLASSES,
+              sentence_length: int = 25, overrides: dict[str, dict] | None = None, timeout: float = 900.0,
+              progress: bool = True) -> dict:
+    """Time every model at every length (see the module docstring); returns the report dict.
+
+    ``overrides`` maps a model name to preset overrides for it (e.g. a CPU-sized ``d``).
+    """
+    from ..models.registry import get_preset
+
+    if not models or not lengths:
+        raise ConfigError("give at least one model and one length")
+    overrides = overrides or {}
+    for name in models:
+        get_preset(name).with_overrides(**overrides.get(name, {}))  # unknown names fail here, before any run
+    for name in overrides:
+        if name not in models:
+            raise ConfigError(f"overrides given for '{name}', which is not among the models {', '.join(models)}")
+    for what, value, hi in (("batch_size", batch_size, 1 << 16), ("steps", steps, 10_000),
+                            ("sentence_length", sentence_length, 1 << 16), ("vocab_size", vocab_size, 1 << 24)):
+        if not isinstance(value, int) or not 1 <= value <= hi:
+            raise ConfigError(f"parameter '{what}' = {value!r} must be an integer in [1, {hi}]")
+    for length in lengths:
+        if not isinstance(length, int) or length < 1:
+            raise ConfigError(f"length {length!r} must be a positive integer")
+    threads = threads or system.available_cpus()
+    rows = []
+    for length in lengths:
+        for name in models:
+            job = {"model": name, "length": length, "batch_size": batch_size, "steps": steps, "warmup": warmup,
+                   "threads": threads, "vocab_size": vocab_size, "num_classes": num_classes,
+                   "sentence_length": sentence_length, "overrides": overrides.get(name, {})}
+            row = _run_child(job, timeout)
+            rows.append(row)
+            if progress:
+                shown = (f"{row['train_ms_per_batch']:.1f} ms/batch, peak {row['peak_rss_mb']:.0f} MB"
+                         if row["status"] == "ok" else f"FAILED: {row['error']}")
+                print(f"[speed] {name} L={length}: {shown}", file=sys.stderr, flush=True)
+    return {
+        "kind": "speed", "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "settings": {"models": models, "lengths": lengths, "batch_size": batch_size, "steps": steps,
+                     "warmup": warmup, "threads": threads, "vocab_size": vocab_size, "num_classes": num_classes,
+                     "sentence_length": sentence_length, "overrides": overrides},
+        "machine": system.machine_info(), "git": system.git_info(), "libraries": system.library_versions(),
+        "rows": rows,
+    }
+
+
+def format_speed_markdown(result: dict, command: str | None = None) -> str:
+    """A table per length: ms per training batch, docs/s, ratio to the first model, memory."""
+    settings = result["settings"]
+    lines = [f"# Speed: {', '.join(settings['models'])}", ""]
+    if command:
+        lines += [f"Command: `{command}`", ""]
+    machine = result["machine"]
+    lines += [f"Batch {settings['batch_size']}, median of {settings['steps']} training steps after "
+              f"{settings['warmup']} warm-up steps, {settings['threads']} threads, synthetic batches (every "
+              f"position real), vocabulary {settings['vocab_size']}, {settings['num_classes']} classes. "
+              f"Machine: {machine.get('cpu_model')}, {machine.get('cpus_available')} CPUs. "
+              f"Commit {(result['git'].get('commit') or 'unknown')[:10]}. Ratios are to the first model at "
+              "the same length; peak memory is the child process's ru_maxrss, 'added' is the peak minus the "
+              "memory held before the first step.", ""]
+    by_length: dict[int, list[dict]] = {}
+    for row in result["rows"]:
+        by_length.setdefault(row["length"], []).append(row)
+    for length, rows in by_length.items():
+        lines += [f"## Length {length}", "",
+                  "| model | train ms/batch | x first | train docs/s | infer ms/batch | peak MB | added MB | x first | params |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        base = next((r for r in rows if r["status"] == "ok"), None)
+        for r in rows:
+            if r["status"] != "ok":
+                lines.append(f"| {r['model']} | failed: {r['error']} |  |  |  |  |  |  |  |")
+                continue
+            ratio = r["train_ms_per_batch"] / base["train_ms_per_batch"]
+            mem_ratio = r["training_peak_added_mb"] / max(base["training_peak_added_mb"], 1e-9)
+            lines.append(f"| {r['model']} | {r['train_ms_per_batch']:.1f} | {ratio:.2f} | {r['train_docs_per_second']:.1f} "
+                         f"| {r['infer_ms_per_batch']:.1f} | {r['peak_rss_mb']:.0f} | {r['training_peak_added_mb']:.0f} "
+                         f"| {mem_ratio:.2f} | {r['parameters']:,} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot_speed(result: dict, path: str | Path) -> Path | None:
+    """Training ms per batch against length, log-log, one line per model (needs 2+ lengths)."""
+    if len(result["settings"]["lengths"]) < 2:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in result["settings"]["models"]:
+        rows = [r for r in result["rows"] if r["model"] == name and r["status"] == "ok"]
+        if rows:
+            ax.plot([r["length"] for r in rows], [r["train_ms_per_batch"] for r in rows], marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length (tokens)")
+    ax.set_ylabel(f"training ms per batch of {result['settings']['batch_size']}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_speed_report(result: dict, output: str | Path, command: str | None = None) -> dict[str, Path]:
+    """``output`` is a path stem: writes ``<stem>.json``, ``<stem>.md`` and, with 2+ lengths, ``<stem>.png``."""
+    stem = Path(output)
+    stem = stem.with_suffix("") if stem.suffix in (".json", ".md", ".png") else stem
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    result = {**result, "command": command}
+    files = {"json": stem.with_suffix(".json"), "markdown": stem.with_suffix(".md")}
+    files["json"].write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    files["markdown"].write_text(format_speed_markdown(result, command), encoding="utf-8")
+    plot = plot_speed(result, stem.with_suffix(".png"))
+    if plot is not None:
+        files["plot"] = plot
+    return files
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, dict[str, Any]]:
+    """``["cspan-base:d=64", ...]`` -> ``{"cspan-base": {"d": 64}}``; values are JSON, else strings."""
+    out: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        model, sep, setting = pair.partition(":")
+        key, eq, raw = setting.partition("=")
+        if not sep or not eq or not model or not key:
+            raise ConfigError(f"--set '{pair}' must look like MODEL:KEY=VALUE, e.g. hcan:d=64")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(model, {})[key] = value
+    return out

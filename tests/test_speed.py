@@ -1,0 +1,53 @@
+"""The controlled speed tool (`textcls speed`): batch shapes, one real timing, bad input."""
+
+import json
+
+import pytest
+import torch
+
+from textcls.benchmark.speed import parse_overrides, run_speed, synthetic_batch, write_speed_report
+from textcls.cli import main
+from textcls.errors import ConfigError
+from textcls.models.registry import get_preset
+
+
+def test_synthetic_batches_follow_the_preset_input_shape():
+    gen = torch.Generator().manual_seed(0)
+    flat = synthetic_batch(get_preset("kim-cnn-static"), 3, 10, 50, 4, 25, gen)
+    assert flat["input_ids"].shape == (3, 10) and bool(flat["mask"].all())
+    assert int(flat["input_ids"].min()) >= 2 and int(flat["labels"].max()) < 4
+    bag = synthetic_batch(get_preset("fasttext-bag"), 3, 10, 50, 4, 25, gen)
+    assert bag["bigram_ids"].shape == (3, 9) and int(bag["bigram_ids"].min()) >= 1
+    hier = get_preset("kim-cnn-static").with_overrides(shape="hierarchical", max_sentences=8, max_sentence_length=4)
+    h = synthetic_batch(hier, 2, 10, 50, 4, 4, gen)
+    assert h["input_ids"].shape == (2, 3, 4) and h["sentence_mask"].shape == (2, 3)
+
+
+def test_run_speed_times_each_model_in_its_own_process_and_writes_the_report(tmp_path):
+    result = run_speed(["kim-cnn-static", "fasttext-bag"], [16], batch_size=4, steps=1, warmup=1, threads=1,
+                       vocab_size=100, overrides={"kim-cnn-static": {"feature_maps": 8}}, progress=False)
+    rows = {r["model"]: r for r in result["rows"]}
+    assert [r["status"] for r in result["rows"]] == ["ok", "ok"]
+    # 3 windows x 8 maps x 50-d + biases + a 24 -> 4 softmax layer + the 100 x 50 table.
+    assert rows["kim-cnn-static"]["parameters"] == 8 * 50 * (3 + 4 + 5) + 3 * 8 + 24 * 4 + 4 + 100 * 50
+    assert rows["kim-cnn-static"]["trainable_parameters"] == rows["kim-cnn-static"]["parameters"] - 100 * 50
+    assert rows["kim-cnn-static"]["train_docs_per_second"] == pytest.approx(
+        4000 / rows["kim-cnn-static"]["train_ms_per_batch"])
+    files = write_speed_report(result, tmp_path / "speed", "textcls speed ...")
+    assert json.loads(files["json"].read_text())["command"] == "textcls speed ..."
+    assert "| fasttext-bag |" in files["markdown"].read_text() and "plot" not in files
+
+
+def test_bad_speed_input_is_one_line_and_exit_2(tmp_path, capsys):
+    assert parse_overrides(["hcan:d=64", "hcan:mode=\"x\"", "kim-cnn-static:windows=[3]"]) == {
+        "hcan": {"d": 64, "mode": "x"}, "kim-cnn-static": {"windows": [3]}}
+    with pytest.raises(ConfigError, match="MODEL:KEY=VALUE"):
+        parse_overrides(["d=64"])
+    with pytest.raises(ConfigError, match="not among the models"):
+        run_speed(["kim-cnn-static"], [8], overrides={"fasttext-bag": {"dim": 2}}, progress=False)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["speed", "-m", "no-such-model", "-o", str(tmp_path / "x")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "no-such-model" in err and len(err.splitlines()) == 1
+    assert not list(tmp_path.iterdir())
