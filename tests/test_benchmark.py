@@ -23,7 +23,8 @@ TINY = REPO / "benchmarks" / "suites" / "tiny.toml"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 RUN_NUMBERS = ("accuracy", "macro_f1", "train_seconds", "train_docs_per_second", "infer_docs_per_second_b1",
-               "infer_docs_per_second_b256", "peak_rss_mb", "epochs_run", "train_documents", "test_documents")
+               "infer_docs_per_second_b256", "peak_rss_mb", "epochs_run", "train_documents", "test_documents",
+               "epoch_seconds", "train_ms_per_document", "roc_auc_macro", "roc_auc_micro")
 
 
 def _finite_number(value) -> bool:
@@ -69,6 +70,8 @@ def test_tiny_suite_writes_json_with_every_field(tiny_run):
         assert float(run["accuracy"] * 300) == pytest.approx(round(run["accuracy"] * 300))
         assert run["train_docs_per_second"] == pytest.approx(270 * run["epochs_run"] / run["train_seconds"])
         assert run["infer_documents_b1"] == 50 and run["infer_documents_b256"] == 300
+        assert run["train_ms_per_document"] == pytest.approx(1000 * run["epoch_seconds"] / 270)
+        assert 0.0 <= run["roc_auc_micro"] <= 1.0 and 0.0 <= run["roc_auc_macro"] <= 1.0
         assert run["peak_rss_mb"] > 50 and run["threads"] == 1 and run["precision"] == "fp32"
         params = run["parameters"]
         assert params["total"] == params["embedding"] + params["non_embedding"] >= params["trainable"] > 0
@@ -78,6 +81,8 @@ def test_tiny_suite_writes_json_with_every_field(tiny_run):
 
     kim, fasttext = raw["entries"][1]["runs"][0], raw["entries"][2]["runs"][0]
     assert kim["best_epoch"] == 1 and kim["epochs_run"] == 1
+    # Kim's epoch time is its training pass only: less than the whole fit (vocabulary, dev pass).
+    assert kim["epoch_seconds"] < kim["train_seconds"]
     assert kim["embeddings"]["source"] == "glove-6b-50d" and 0.5 < kim["embeddings"]["coverage"] <= 1.0
     # Kim CNN-static: the GloVe table is frozen, so it counts in total but not in trainable.
     assert kim["parameters"]["trainable"] == kim["parameters"]["non_embedding"]

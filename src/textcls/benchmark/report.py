@@ -69,6 +69,14 @@ def _number(summary: dict, key: str, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def _auc(summary: dict) -> str:
+    macro, micro = summary.get("roc_auc_macro"), summary.get("roc_auc_micro")
+    if macro is None and micro is None:
+        return DASH
+    shown = [f"{stat['mean']:.4f}" if stat is not None else DASH for stat in (macro, micro)]
+    return " / ".join(shown)
+
+
 def _epoch(summary: dict) -> str:
     stat = summary.get("best_epoch")
     if stat is None:
@@ -161,7 +169,8 @@ def format_tables(result: dict) -> str:
         entries = [e for e in result["entries"] if e["dataset"] == dataset]
         with_paper = any(e.get("paper") is not None for e in entries)
         header = ["model", "accuracy %"] + (["paper %"] if with_paper else []) + [
-            "macro-F1 %", "best epoch", "train s", "train docs/s", "infer docs/s b1", "infer docs/s b256",
+            "macro-F1 %", "ROC-AUC macro / micro", "best epoch", "train s", "s / epoch", "train ms / doc",
+            "train docs/s", "infer docs/s b1", "infer docs/s b256",
             "params trainable / total", "peak RSS MB", "embeddings", "precision", "seeds"]
         rows = []
         for entry in entries:
@@ -173,7 +182,8 @@ def format_tables(result: dict) -> str:
             row = [_model_cell(entry), accuracy]
             if with_paper:
                 row.append(f"{entry['paper']:.2f}" if entry.get("paper") is not None else DASH)
-            row += [_pct(s, "macro_f1"), _epoch(s), _number(s, "train_seconds"),
+            row += [_pct(s, "macro_f1"), _auc(s), _epoch(s), _number(s, "train_seconds"),
+                    _number(s, "epoch_seconds", 2), _number(s, "train_ms_per_document", 3),
                     _number(s, "train_docs_per_second", 0), _number(s, "infer_docs_per_second_b1", 0),
                     _number(s, "infer_docs_per_second_b256", 0), _params(entry.get("parameters")),
                     _number(s, "peak_rss_mb", 0), _embeddings(entry), entry.get("precision") or DASH, seed_cell]
