@@ -330,3 +330,28 @@ def test_make_loader_with_a_worker_process_gives_the_same_batches():
 def test_make_loader_rejects_non_encoded_dataset():
     with pytest.raises(ConfigError, match="EncodedDataset"):
         make_loader([[1, 2]], 2, shuffle=False)
+
+
+def test_task_ids_travel_from_the_dataset_into_every_batch():
+    data = EncodedDataset([[5, 6], [7], [8, 9, 10]], labels=[0, 1, 0], tasks=[2, 0, 1])
+    batch = data.collator()([data[2], data[0]])
+    assert batch["task_ids"].tolist() == [1, 2] and batch["index"].tolist() == [2, 0]
+    assert "task_ids" not in EncodedDataset([[5]], labels=[0]).collator()([EncodedDataset([[5]], labels=[0])[0]])
+    with pytest.raises(DataError, match="2 task ids for 3 documents"):
+        EncodedDataset([[5, 6], [7], [8]], tasks=[0, 1])
+    with pytest.raises(DataError, match="task id is negative"):
+        EncodedDataset([[5]], tasks=[-1])
+
+
+def test_prepare_gives_multi_task_batches_their_task_ids():
+    from textcls.data import load_dataset
+    from textcls.data.prepare import prepare
+
+    ds = load_dataset("fdu_mtl", max_per_split=64)
+    prepared = prepare(ds, {"shape": "flat", "lowercase": True})
+    assert prepared.num_tasks == 16
+    seen = []
+    for batch in prepared.loader("test", 16):
+        seen += list(zip(batch["index"].tolist(), batch["task_ids"].tolist()))
+    expected = ds.task_ids("test")
+    assert sorted(seen) == [(i, t) for i, t in enumerate(expected)]

@@ -216,7 +216,8 @@ def test_list_datasets(tmp_path):
     assert infos["trec-fine"].num_classes == 50 and infos["trec-fine"].classes == 50
     assert infos["ag_news"].hub_id == "fancyzhx/ag_news" and infos["ag_news"].splits == {"train": 6080, "test": 1520}
     assert infos["dbpedia"].hub_id == "fancyzhx/dbpedia_14"
-    assert all(i.hub_id for n, i in infos.items() if not n.startswith("fdu_mtl/") and n != "fine-food")
+    assert all(i.hub_id for n, i in infos.items() if not n.startswith("fdu_mtl") and n != "fine-food")
+    assert infos["fdu_mtl"].splits == {"train": 22179, "dev": 3200, "test": 6400} and infos["fdu_mtl"].local
     empty = {i.name: i.local for i in list_datasets(tmp_path)}
     assert empty["mr"] is False and empty["fine-food"] is True
 
@@ -386,3 +387,23 @@ def test_hub_dir_without_the_repo_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("TEXTCLS_HUB_DIR", str(tmp_path))
     with pytest.raises(DataError, match=r"yassiracharki/.*: no such folder, though TEXTCLS_HUB_DIR="):
         load_dataset("amazon-full", data_dir=tmp_path / "none")
+
+
+def test_fdu_mtl_all_domains_is_one_multi_task_dataset_with_each_domains_own_splits():
+    ds = load_dataset("fdu_mtl")
+    assert ds.task_names[0] == "apparel" and len(ds.task_names) == 16
+    books = load_dataset("fdu_mtl/books")
+    for split in ("train", "dev", "test"):
+        part = ds[split].filter(lambda r: r["task"] == "books")
+        assert part["text"] == books[split]["text"] and part["label"] == books[split]["label"]
+    assert len(ds["dev"]) == 16 * 200 and len(ds["test"]) == 16 * 400
+    # The one empty sports_outdoors line is skipped and listed, as in the domain's own dataset.
+    assert len(ds.skipped) == 1 and "sports_outdoors" in ds.skipped[0]
+    ids = ds.task_ids("test")
+    assert ids[:400] == [0] * 400 and ids[-1] == 15
+
+
+def test_fdu_mtl_subsample_keeps_every_task_and_its_class_balance():
+    ds = load_dataset("fdu_mtl", max_per_split=320)
+    counts = Counter(zip(ds["train"]["task"], ds["train"]["label"]))
+    assert len(ds["train"]) == 320 and len(counts) == 32 and set(counts.values()) <= {9, 10, 11}

@@ -24,7 +24,7 @@ from .data.records import TextDataset
 from .data.splits import ensure_dev
 from .errors import CheckpointError, ConfigError, DataError
 from .eval.metrics import compute_metrics
-from .models.registry import create_model, get_preset
+from .models.registry import accepts_arch_param, create_model, get_preset
 from .text.pipeline import TextPipeline
 from .train import distributed
 from .train.engine import fit as engine_fit
@@ -96,6 +96,11 @@ class Classifier(ClassifierMixin, BaseEstimator):
     def fit_dataset(self, dataset: TextDataset, *, run_dir: str | Path | None = None,
                     resume: bool = False) -> "Classifier":
         preset = get_preset(self.model).with_overrides(**self._overrides())
+        self.task_names_ = list(dataset.task_names) if dataset.task_names else None
+        if self.task_names_ and preset.kind != "classic" and accepts_arch_param(preset, "num_tasks"):
+            # Multi-task data and a model with per-task heads: one head per task. A model
+            # without them trains on the tasks pooled (the task ids reach it and are unused).
+            preset = preset.with_overrides(num_tasks=len(self.task_names_))
         self.preset_ = preset
         self.classes_ = np.array(dataset.label_names)
         self.multi_label_ = dataset.multi_label
@@ -142,22 +147,49 @@ class Classifier(ClassifierMixin, BaseEstimator):
         if not hasattr(self, "model_"):
             raise ConfigError("this Classifier is not fitted yet; call fit() or Classifier.from_pretrained(dir)")
 
-    def predict_proba(self, X: Sequence[str]) -> np.ndarray:
-        """Class probabilities [N, C] in ``classes_`` order (sigmoid per label for multi-label)."""
+    @property
+    def uses_tasks(self) -> bool:
+        """Whether the model has one classifier head per task (multi-task training)."""
+        return int(getattr(self, "preset_", None) and self.preset_.arch.get("num_tasks", 1) or 1) > 1
+
+    def _task_ids(self, tasks: Sequence[str] | None, n: int) -> list[int] | None:
+        if not self.uses_tasks:
+            if tasks is not None:
+                raise ConfigError(f"model '{self.model}' was not trained with per-task heads; drop tasks=")
+            return None
+        if tasks is None:
+            raise ConfigError(f"model '{self.model}' has one head per task ({', '.join(self.task_names_)}); "
+                              "pass tasks= with the task of every text")
+        tasks = list(tasks)
+        if len(tasks) != n:
+            raise DataError(f"got {len(tasks)} tasks for {n} texts; pass one task per text")
+        index = {name: i for i, name in enumerate(self.task_names_)}
+        for row, name in enumerate(tasks):
+            if name not in index:
+                raise DataError(f"text {row} has task {name!r}, which the model was not trained on "
+                                f"(tasks: {', '.join(self.task_names_)})")
+        return [index[name] for name in tasks]
+
+    def predict_proba(self, X: Sequence[str], tasks: Sequence[str] | None = None) -> np.ndarray:
+        """Class probabilities [N, C] in ``classes_`` order (sigmoid per label for multi-label).
+
+        ``tasks``: for a model trained on multi-task data with per-task heads, the task of
+        every text (one of ``task_names_``)."""
         self._check_fitted()
         texts = [str(t) for t in X]
+        task_ids = self._task_ids(tasks, len(texts))
         if self.preset_.kind == "classic":
             return self.model_.predict_proba(texts)
-        encoded, _ = encode_texts(self.pipeline_, texts, self.preset_.inputs.get("shape", "flat"))
+        encoded, _ = encode_texts(self.pipeline_, texts, self.preset_.inputs.get("shape", "flat"), tasks=task_ids)
         from .data.batching import make_loader
 
         loader = make_loader(encoded, _eval_batch(self.preset_.recipe.batch_size), shuffle=False)
         return engine_predict_proba(self.model_, loader, multi_label=self.multi_label_,
                                     precision=self.preset_.recipe.precision, device=self._device())
 
-    def predict(self, X: Sequence[str]):
-        """Class names (lists of names for multi-label, threshold 0.5)."""
-        probs = self.predict_proba(X)
+    def predict(self, X: Sequence[str], tasks: Sequence[str] | None = None):
+        """Class names (lists of names for multi-label, threshold 0.5); ``tasks`` as in predict_proba."""
+        probs = self.predict_proba(X, tasks=tasks)
         if self.multi_label_:
             return [list(self.classes_[row >= 0.5]) for row in probs]
         return self.classes_[probs.argmax(axis=1)]
@@ -166,7 +198,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
         """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns."""
         self._check_fitted()
         targets = label_targets(split, [str(c) for c in self.classes_], self.multi_label_, where)
-        probs = self.predict_proba(list(split["text"]))
+        tasks = list(split["task"]) if self.uses_tasks and "task" in split.column_names else None
+        probs = self.predict_proba(list(split["text"]), tasks=tasks)
         y = _as_target_array(targets, None, num_classes=len(self.classes_), multi_label=self.multi_label_)
         return compute_metrics(y, probs, [str(c) for c in self.classes_], multi_label=self.multi_label_)
 
@@ -199,6 +232,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
             "label_values": [_hashable(c) for c in self.classes_],
             "multi_label": bool(self.multi_label_),
             "dataset": self.dataset_name_,
+            "task_names": getattr(self, "task_names_", None),
             "estimator": self.get_params(),
         }
         if self.preset_.kind == "classic":
@@ -234,6 +268,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         clf.classes_ = np.array(config.get("label_values", config["label_names"]))
         clf.multi_label_ = bool(config.get("multi_label", False))
         clf.dataset_name_ = config.get("dataset")
+        clf.task_names_ = config.get("task_names")
         arrays = artifacts.read_arrays(run_dir / artifacts.WEIGHTS)
         if config["kind"] == "classic":
             from .models.classic import ClassicModel

@@ -188,6 +188,7 @@ def format_tables(result: dict) -> str:
                     _number(s, "infer_docs_per_second_b256", 0), _params(entry.get("parameters")),
                     _number(s, "peak_rss_mb", 0), _embeddings(entry), entry.get("precision") or DASH, seed_cell]
             rows.append(row)
+        per_task = _per_task_table(entries)
         lines = [f"### {dataset}", ""]
         described = _dataset_line(entries)
         note = (result.get("dataset_notes") or {}).get(dataset)
@@ -223,8 +224,38 @@ def format_tables(result: dict) -> str:
         if footnotes:
             lines.append("")
             lines += [f"- {_cell(f)}" for f in footnotes]
+        if per_task:
+            lines += ["", per_task]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
+
+
+def _per_task_table(entries: list[dict]) -> str:
+    """Multi-task data: test accuracy per task (mean over seeds), one column per entry."""
+    columns = []
+    for entry in entries:
+        runs = [r for r in entry.get("runs", []) if r.get("status") == "ok" and r.get("per_task_accuracy")]
+        if runs:
+            columns.append((entry, runs))
+    if not columns:
+        return ""
+    tasks = list(columns[0][1][0]["per_task_accuracy"])
+    header = ["task"] + [_shown_name(e) + (" (per-task heads)" if runs[0].get("per_task_heads") else " (pooled)")
+                         for e, runs in columns]
+    lines = ["Test accuracy % per task (mean over seeds):", "",
+             "| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    for task in tasks:
+        row = [task]
+        for _, runs in columns:
+            values = [r["per_task_accuracy"].get(task) for r in runs if r["per_task_accuracy"].get(task) is not None]
+            row.append(f"{100 * sum(values) / len(values):.2f}" if values else DASH)
+        lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    means = []
+    for _, runs in columns:
+        per_run = [sum(r["per_task_accuracy"].values()) / len(r["per_task_accuracy"]) for r in runs]
+        means.append(f"{100 * sum(per_run) / len(per_run):.2f}")
+    lines.append("| **average over tasks** | " + " | ".join(means) + " |")
+    return "\n".join(lines)
 
 
 def format_summary(result: dict) -> str:

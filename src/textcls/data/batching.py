@@ -110,14 +110,15 @@ class EncodedDataset(Dataset):
         num_classes: number of classes; required for multi-label (the multi-hot width), and
             used to check every label when given.
         hierarchical: force the shape; ``None`` detects it from the first non-empty document.
+        tasks: multi-task data: the task index of each document (batched as ``task_ids [B]``).
 
     ``dataset[i]`` is a dict with ``index`` (``i``), ``input_ids`` (a 1-D long tensor, or a
-    list of them, one per sentence), and ``labels`` / ``bigram_ids`` when present.
+    list of them, one per sentence), and ``labels`` / ``bigram_ids`` / ``task_ids`` when present.
     """
 
     def __init__(self, ids: Sequence, labels: Sequence | None = None, bigrams: Sequence | None = None,
                  *, multi_label: bool = False, num_classes: int | None = None,
-                 hierarchical: bool | None = None):
+                 hierarchical: bool | None = None, tasks: Sequence[int] | None = None):
         if hierarchical is None:
             hierarchical = _looks_hierarchical(ids)
         self.shape = "hierarchical" if hierarchical else "flat"
@@ -144,6 +145,13 @@ class EncodedDataset(Dataset):
             self._bigrams = [_id_row(row, f"bigram row of document {i}") for i, row in enumerate(bigrams)]
 
         self._labels = None if labels is None else self._check_labels(labels)
+        self._tasks = None
+        if tasks is not None:
+            if len(tasks) != len(self._docs):
+                raise DataError(f"got {len(tasks)} task ids for {len(self._docs)} documents; pass one task per document")
+            self._tasks = [_label_index(t, f"task id of document {i}") for i, t in enumerate(tasks)]
+            if any(t < 0 for t in self._tasks):
+                raise DataError("a task id is negative; task ids index the dataset's task_names")
 
     def _sentences(self, doc, i: int) -> list[torch.Tensor]:
         if isinstance(doc, torch.Tensor) or not hasattr(doc, "__len__"):
@@ -189,6 +197,8 @@ class EncodedDataset(Dataset):
             example["bigram_ids"] = self._bigrams[i]
         if self._labels is not None:
             example["labels"] = self._labels[i]
+        if self._tasks is not None:
+            example["task_ids"] = self._tasks[i]
         return example
 
     @property
@@ -237,6 +247,11 @@ def _collate_common(examples: Sequence[dict], batch: dict, multi_label: bool, nu
     if any("index" not in ex for ex in examples):
         raise DataError("an example has no 'index'; build examples with EncodedDataset so predictions can be put back in order")
     batch["index"] = torch.tensor([int(ex["index"]) for ex in examples], dtype=torch.long)
+    with_tasks = sum("task_ids" in ex for ex in examples)
+    if with_tasks and with_tasks != len(examples):
+        raise DataError(f"{with_tasks} of {len(examples)} examples in a batch have a task id; give every document one or none")
+    if with_tasks:
+        batch["task_ids"] = torch.tensor([int(ex["task_ids"]) for ex in examples], dtype=torch.long)
     with_labels = sum("labels" in ex for ex in examples)
     if with_labels and with_labels != len(examples):
         raise DataError(f"{with_labels} of {len(examples)} examples in a batch have labels; give every document a label or none")

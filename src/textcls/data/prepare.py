@@ -59,6 +59,11 @@ class PreparedData:
     def num_classes(self) -> int:
         return len(self.dataset.label_names)
 
+    @property
+    def num_tasks(self) -> int:
+        """Number of tasks of multi-task data (1 for single-task data)."""
+        return len(self.dataset.task_names or ()) or 1
+
     def class_counts(self) -> np.ndarray:
         train = self.encoded["train"]
         counts = np.zeros(self.num_classes, dtype=np.int64)
@@ -76,19 +81,20 @@ class PreparedData:
 
 
 def encode_texts(pipeline: TextPipeline, texts: list[str], shape: str, labels=None,
-                 *, multi_label: bool = False, num_classes: int | None = None, encoded=None):
+                 *, multi_label: bool = False, num_classes: int | None = None, encoded=None, tasks=None):
     """Encode raw texts into an EncodedDataset in the given shape; returns (dataset, report).
 
-    ``encoded`` lets the caller pass an encoding it already has (``fit_encode`` on train)."""
+    ``encoded`` lets the caller pass an encoding it already has (``fit_encode`` on train);
+    ``tasks`` (multi-task data) is the task index of each text."""
     if shape == "hierarchical":
         enc = encoded if encoded is not None else pipeline.encode_sentences(texts)
         return EncodedDataset(enc, labels, multi_label=multi_label, num_classes=num_classes,
-                              hierarchical=True), enc.stats()
+                              hierarchical=True, tasks=tasks), enc.stats()
     if shape != "flat":
         raise ConfigError(f"input shape '{shape}' is not one of flat, hierarchical")
     enc = encoded if encoded is not None else pipeline.encode(texts)
     dataset = EncodedDataset(enc.ids, labels, bigrams=enc.bigrams, multi_label=multi_label,
-                             num_classes=num_classes)
+                             num_classes=num_classes, tasks=tasks)
     return dataset, enc.stats()
 
 
@@ -111,7 +117,7 @@ def prepare(dataset: TextDataset, inputs: dict, *, seed: int = 0,
         encoded[name], report["splits"][name] = encode_texts(
             pipeline, train_texts if is_train else list(split["text"]), shape, targets,
             multi_label=dataset.multi_label, num_classes=len(dataset.label_names),
-            encoded=train_encoded if is_train else None)
+            encoded=train_encoded if is_train else None, tasks=dataset.task_ids(name))
     embeddings = None
     source = inputs.get("embeddings")
     if source:

@@ -83,6 +83,16 @@ def split_labels(split: datasets.Dataset) -> list:
     return split.with_format("arrow")[column].to_pylist()
 
 
+def split_strata(split: datasets.Dataset) -> list:
+    """What a split is stratified by: the class, or (multi-task data) the task and the class,
+    so that a subsample or a dev carve keeps every task's share and class balance."""
+    labels = split_labels(split)
+    if "task" not in split.column_names:
+        return labels
+    tasks = split.with_format("arrow")["task"].to_pylist()
+    return [f"{task}\t{_stratum(label)}" for task, label in zip(tasks, labels)]
+
+
 def _ordered(splits: dict[str, datasets.Dataset]) -> datasets.DatasetDict:
     names = sorted(splits, key=lambda s: SPLIT_ORDER.index(s) if s in SPLIT_ORDER else len(SPLIT_ORDER))
     return datasets.DatasetDict({s: splits[s] for s in names})
@@ -95,7 +105,7 @@ def carve_split(
     if new_split in ds.splits:
         raise DataError(f"dataset '{ds.name}' already has a '{new_split}' split; it is not carved again")
     base = ds[source]
-    keep, held = stratified_split(split_labels(base), fraction, seed)
+    keep, held = stratified_split(split_strata(base), fraction, seed)
     splits = dict(ds.splits)
     splits[source] = base.select(keep)
     splits[new_split] = base.select(held)
@@ -143,7 +153,7 @@ def subsample(ds: TextDataset, max_per_split: int, seed: int = 0) -> TextDataset
     for name, split in ds.splits.items():
         if len(split) <= max_per_split:
             continue
-        _, held = stratified_split(split_labels(split), int(max_per_split), seed)
+        _, held = stratified_split(split_strata(split), int(max_per_split), seed)
         splits[name] = split.select(held)
         notes[name] = (
             f"{notes.get(name, name)}; stratified subsample of {len(held)} of {len(split)} (split_seed={seed})"

@@ -184,6 +184,13 @@ def _forwarded_inputs(cls: type) -> list[str]:
     return [p for p in _constructor_params(cls) if p in INPUT_KEYS and p not in _FACTORY_ARGS]
 
 
+def accepts_arch_param(preset: "Preset | str", name: str) -> bool:
+    """Whether the preset's model family takes the architecture parameter ``name``
+    (e.g. ``num_tasks``: per-task classifier heads for multi-task data)."""
+    preset = preset if isinstance(preset, Preset) else get_preset(preset)
+    return name in _arch_params(get_family(preset.family))
+
+
 def _is_classic(cls: type) -> bool:
     return getattr(cls, "kind", "neural") == "classic"
 
