@@ -1,4 +1,5 @@
 import gzip
+import math
 
 import numpy as np
 import pytest
@@ -166,3 +167,70 @@ def test_parameter_errors():
         build_embeddings(VOCAB, "random", dim=0)
     with pytest.raises(ConfigError, match="token_counts has 2 entries but the vocabulary has 5"):
         build_embeddings(VOCAB, "random", dim=4, token_counts=[1, 2])
+
+
+# ---------------------------------------------------------------- word2vec on a real training split
+
+
+@pytest.fixture(scope="module")
+def trec_corpus(data_dir):
+    from textcls.data.catalog import load_dataset
+
+    texts = list(load_dataset("trec", data_dir=data_dir)["train"]["text"])
+    pipe = TextPipeline(lowercase=True).fit(texts)
+    return pipe, pipe.tokenize(texts)
+
+
+def _unit_rows(result, pipe, min_count=5):
+    """Unit vectors of the words word2vec trained (those with >= min_count occurrences)."""
+    counts = np.asarray(pipe.token_counts)
+    words = [i for i in range(2, pipe.vocab_size) if counts[i] >= min_count]
+    vectors = result.matrix[words]
+    return [pipe.vocab[i] for i in words], vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _nearest(words, unit, word, k=3):
+    sims = unit @ unit[words.index(word)]
+    return [words[i] for i in np.argsort(-sims)[1 : k + 1]]
+
+
+def test_word2vec_epochs_are_sized_to_the_corpus():
+    from textcls.text.embeddings import word2vec_epochs
+
+    assert word2vec_epochs(218_830) == 46  # MR's training split: ceil(10M / 218,830)
+    assert word2vec_epochs(57_933) == 173  # TREC's
+    assert word2vec_epochs(6_000_000) == 5  # IMDB-sized corpora keep gensim's 5 passes
+    assert word2vec_epochs(150) == 1000 and word2vec_epochs(0) == 1000
+
+
+def test_word2vec_vectors_of_a_small_training_split_tell_words_apart(trec_corpus):
+    # The bug this guards against: with gensim's 5 passes, TREC's 58k training tokens gave
+    # vectors that all pointed the same way (mean cosine 0.97), so a CNN over frozen vectors
+    # could not tell words apart and scored at chance.
+    pipe, tokens = trec_corpus
+    total = sum(len(t) for t in tokens)
+    result = build_embeddings(pipe.vocab, "word2vec", dim=50, train_texts=tokens, token_counts=pipe.token_counts)
+    assert result.settings == {"epochs": math.ceil(10_000_000 / total), "min_count": 5, "window": 5}
+    assert result.summary()["settings"]["epochs"] == 173
+    words, unit = _unit_rows(result, pipe)
+    assert result.found == len(words)
+    mean_cosine = float(np.square(unit.mean(axis=0)).sum())  # = mean of all pairwise cosines
+    assert mean_cosine < 0.1
+    assert "country" in _nearest(words, unit, "city") and "much" in _nearest(words, unit, "many")
+    # The same corpus with the old 5 passes fails both checks: the test can tell.
+    old = build_embeddings(pipe.vocab, "word2vec", dim=50, train_texts=tokens, epochs=5)
+    old_words, old_unit = _unit_rows(old, pipe)
+    assert float(np.square(old_unit.mean(axis=0)).sum()) > 0.9
+    assert "country" not in _nearest(old_words, old_unit, "city")
+
+
+def test_word2vec_rows_are_gensims_vectors_for_the_same_words(trec_corpus):
+    from gensim.models import Word2Vec
+
+    pipe, tokens = trec_corpus
+    result = build_embeddings(pipe.vocab, "word2vec", dim=16, train_texts=tokens, epochs=5, seed=7)
+    model = Word2Vec(sentences=tokens, vector_size=16, window=5, min_count=5, epochs=5, seed=7, workers=1)
+    index = {word: row for row, word in enumerate(pipe.vocab)}
+    assert result.found == len(model.wv.key_to_index)
+    for word in model.wv.key_to_index:
+        np.testing.assert_array_equal(result.matrix[index[word]], model.wv[word])

@@ -380,3 +380,19 @@ def test_classic_absent_class_gets_zero_probability_and_bad_state_is_refused():
         ClassicModel.from_state(arrays, {**meta, "format": "pickle"})
     with pytest.raises(CheckpointError, match="inconsistent"):
         ClassicModel.from_state({**arrays, "bias": arrays["bias"][:2]}, meta)
+
+
+def test_attention_maps_switch_skips_maps_without_changing_logits():
+    torch.manual_seed(0)
+    model = create_model("cspan-base", num_classes=3, vocab_size=VOCAB,
+                         embeddings=np.random.default_rng(0).normal(size=(VOCAB, 50)).astype(np.float32)).eval()
+    batch = {"input_ids": torch.randint(2, VOCAB, (2, 7)), "mask": torch.ones(2, 7, dtype=torch.bool)}
+    batch["mask"][1, 4:] = False
+    with torch.no_grad():
+        with_maps = model(batch)
+        with model.attention_maps(False):
+            assert not model.wants_attention_maps
+            without = model(batch)
+    assert with_maps.attentions and not without.attentions and model.wants_attention_maps
+    torch.testing.assert_close(with_maps.logits, without.logits, atol=1e-5, rtol=1e-5)
+    assert not model.train().wants_attention_maps

@@ -128,6 +128,7 @@ def prepare(dataset: TextDataset, inputs: dict, *, seed: int = 0,
             train_texts=corpus, token_counts=pipeline.token_counts)
         report["embeddings"] = {"source": embeddings.source, "dim": embeddings.dim,
                                 "coverage": embeddings.coverage,
-                                "token_coverage": embeddings.token_coverage}
+                                "token_coverage": embeddings.token_coverage,
+                                **({"settings": embeddings.settings} if embeddings.settings else {})}
     report["vocab_size"] = pipeline.vocab_size
     return PreparedData(dataset, pipeline, encoded, shape, embeddings, report)

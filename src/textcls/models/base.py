@@ -15,6 +15,7 @@ the same logits (in eval mode), and each model's tests say so.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from torch import Tensor, nn
@@ -48,6 +49,26 @@ class TextModel(nn.Module):
 
     def forward(self, batch: dict[str, Tensor]) -> Output:  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__} must implement forward(batch) -> Output")
+
+    #: Whether ``forward`` fills ``Output.attentions`` in eval mode. Attention maps need the
+    #: explicit (unfused) attention path; prediction that wants only labels turns them off
+    #: with ``attention_maps(False)`` and runs on the fused kernels.
+    _attention_maps_on: bool = True
+
+    @property
+    def wants_attention_maps(self) -> bool:
+        """True in eval mode unless maps were turned off; models compute maps only then."""
+        return not self.training and self._attention_maps_on
+
+    @contextmanager
+    def attention_maps(self, enabled: bool):
+        """``with model.attention_maps(False): ...`` runs forward passes without the maps."""
+        previous = self._attention_maps_on
+        self._attention_maps_on = bool(enabled)
+        try:
+            yield self
+        finally:
+            self._attention_maps_on = previous
 
     def after_optimizer_step(self) -> None:
         """Hook run by the engine after each optimiser step (constraints, EMA, ...)."""

@@ -364,7 +364,7 @@ class DualAxialSelfAttentionClassifier(_AttentionClassifier):
     def forward(self, batch: dict[str, Tensor]) -> Output:
         x, mask, positions = self.embed(batch)
         pooled, maps = self.attention(x, mask, positions)
-        return Output(logits=self.classify(pooled), attentions={} if self.training else maps)
+        return Output(logits=self.classify(pooled), attentions=maps if self.wants_attention_maps else {})
 
 
 @register_model("self-attention")
@@ -418,9 +418,10 @@ class SelfAttentionClassifier(_AttentionClassifier):
             if self.score == "general":
                 query = self.score_query(query)
             scale = None if self.score == "scaled-dot" else 1.0  # None: masked_attention's 1/sqrt(d)
-            h, weights = masked_attention(query, key, value, mask, scale=scale, need_weights=not self.training)
+            h, weights = masked_attention(query, key, value, mask, scale=scale,
+                                          need_weights=self.wants_attention_maps)
         logits = self.classify(_masked_sum_tanh(h, mask))
-        if self.training:
+        if not self.wants_attention_maps:
             return Output(logits=logits)
         return Output(logits=logits, attentions={"text": weights * mask.unsqueeze(-1).to(weights.dtype)})
 
@@ -468,7 +469,7 @@ class DiSANToken2TokenClassifier(_AttentionClassifier):
         fusion = torch.sigmoid(self.fusion_context(context) + self.fusion_input(h))
         fused = fusion * h + (1 - fusion) * context
         logits = self.classify(_masked_sum_tanh(fused, mask))
-        if self.training:
+        if not self.wants_attention_maps:
             return Output(logits=logits)
         token2token = weights.mean(dim=-1) * mask.unsqueeze(-1).to(weights.dtype)
         return Output(logits=logits, attentions={"token2token": token2token})

@@ -346,24 +346,29 @@ def _evaluate(model, loader, criterion, multi_label, precision, device):
     """(probs [N,C] float32 in dataset order, labels in dataset order or None, mean loss or None)."""
     was_training = model.training
     model.eval()
+    # Only the probabilities are used here: forward passes skip the explicit attention maps
+    # (TextModel.attention_maps; any other nn.Module runs as it is).
+    switch = getattr(model, "attention_maps", None)
+    maps_off = switch(False) if callable(switch) else contextlib.nullcontext()
     indices, prob_rows, label_rows = [], [], []
     loss_sum, count = 0.0, 0
     try:
-        for batch in loader:
-            batch = _to_device(batch, device)
-            if "index" not in batch:
-                raise DataError("a batch has no 'index'; build the loader with data.batching.make_loader so predictions can be put back in dataset order")
-            with _autocast(precision, device):
-                output = model(batch)
-            logits = _logits(output).float()
-            probs = torch.sigmoid(logits) if multi_label else torch.softmax(logits, dim=-1)
-            indices.append(batch["index"].cpu())
-            prob_rows.append(probs.cpu())
-            if criterion is not None:
-                labels = _labels(batch, "dev")
-                loss_sum += float(criterion(logits, labels)) * labels.shape[0]
-                count += labels.shape[0]
-                label_rows.append(labels.cpu())
+        with maps_off:
+            for batch in loader:
+                batch = _to_device(batch, device)
+                if "index" not in batch:
+                    raise DataError("a batch has no 'index'; build the loader with data.batching.make_loader so predictions can be put back in dataset order")
+                with _autocast(precision, device):
+                    output = model(batch)
+                logits = _logits(output).float()
+                probs = torch.sigmoid(logits) if multi_label else torch.softmax(logits, dim=-1)
+                indices.append(batch["index"].cpu())
+                prob_rows.append(probs.cpu())
+                if criterion is not None:
+                    labels = _labels(batch, "dev")
+                    loss_sum += float(criterion(logits, labels)) * labels.shape[0]
+                    count += labels.shape[0]
+                    label_rows.append(labels.cpu())
     finally:
         model.train(was_training)
     if not indices:

@@ -1,0 +1,300 @@
+"""SingleCNN-SPE (Oh and Kim 2020): equations, masking, parameter counts, presets, learning."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from textcls.errors import ConfigError
+from textcls.models import create_model, get_preset, list_models
+from textcls.models.layers import sinusoidal_encoding
+from textcls.models.spe_cnn import SingleCNN
+from textcls.train import build_optimizer
+
+VOCAB = 40
+PRESETS = ["spe-cnn", "single-cnn-static", "single-cnn-nonstatic", "single-cnn-bow", "spe-cnn-bow"]
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    # Two OpenMP threads on the 2 shared cores spin-wait: one epoch went from 0.3 s to 20 s.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _pad(docs, length=None):
+    length = length or max(1, max(len(d) for d in docs))
+    ids = torch.zeros(len(docs), length, dtype=torch.long)
+    for row, doc in enumerate(docs):
+        ids[row, : len(doc)] = torch.tensor(doc)
+    return ids
+
+
+def _batch(ids):
+    return {"input_ids": ids, "mask": ids > 0}
+
+
+def _docs(lengths, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(2, VOCAB, size=n).tolist() for n in lengths]
+
+
+def _vectors(dim=8, seed=0):
+    matrix = np.random.default_rng(seed).normal(size=(VOCAB, dim)).astype(np.float32)
+    matrix[0] = 0.0
+    return matrix
+
+
+def _model(name, num_classes=3, dim=8, **overrides):
+    torch.manual_seed(0)
+    if get_preset(name).inputs["embeddings"] is None:
+        return create_model(name, num_classes=num_classes, vocab_size=VOCAB, **overrides)
+    return create_model(name, num_classes=num_classes, embeddings=_vectors(dim), embedding_dim=dim, **overrides)
+
+
+# ---------------------------------------------------------------- eq. 1-3
+
+
+def test_sinusoidal_table_matches_eq_1_and_2_with_the_2i_over_dim_exponent():
+    dim, length = 10, 7
+    pe = sinusoidal_encoding(length, dim)
+    # Known values: pos 3, i = 2 -> angle 3 / 10000^(4/10) = 3 / 39.8107...
+    assert pe[3, 4].item() == pytest.approx(math.sin(3 / 10000 ** 0.4), abs=1e-7)
+    assert pe[3, 5].item() == pytest.approx(math.cos(3 / 10000 ** 0.4), abs=1e-7)
+    assert pe[1, 2].item() == pytest.approx(math.sin(1 / 10000 ** 0.2), abs=1e-7)  # 1 / 6.30957 -> sin 0.157827
+    assert pe[1, 2].item() == pytest.approx(0.157827, abs=1e-6)
+    # Not the literal typesetting pos / (10000^(2i) / dim), which is ~0 for i >= 1.
+    assert pe[1, 2].item() != pytest.approx(math.sin(1 / (10000 ** 2 / dim)), abs=1e-3)
+    assert pe[0].tolist() == [0.0, 1.0] * 5  # position 0: sin 0, cos 0
+    # Every (pos, i) against eq. 1-2 written out, at the paper's 300 dimensions.
+    pos = np.arange(50)[:, None]
+    i = np.arange(150)[None, :]
+    angle = pos / np.power(10000.0, 2 * i / 300)
+    expected = np.empty((50, 300))
+    expected[:, 0::2], expected[:, 1::2] = np.sin(angle), np.cos(angle)
+    np.testing.assert_allclose(sinusoidal_encoding(50, 300).numpy(), expected, atol=1e-6, rtol=0)
+
+
+def test_the_model_adds_the_encoding_to_each_word_vector_from_position_zero():
+    model = _model("spe-cnn").eval()
+    torch.testing.assert_close(model.positions(9), sinusoidal_encoding(9, 8))
+    doc = [5, 9, 7, 3, 11]
+    ids = torch.tensor([doc])
+    with torch.no_grad():
+        logits = model(_batch(ids)).logits
+        # Eq. 3-5 by hand: x~_t = x_t + p_t, linear conv over the 3 windows, layer norm,
+        # [max, mean] over windows, softmax layer.
+        words = model.embedding.weight[doc] + sinusoidal_encoding(5, 8)
+        windows = torch.stack([words[t : t + 3].reshape(-1) for t in range(3)])  # [3, 3*8]
+        weight = model.conv.weight.permute(0, 2, 1).reshape(model.filters, -1)  # [128, 3*8] in window order
+        feature_map = windows @ weight.T + model.conv.bias
+        mu = feature_map.mean(dim=1, keepdim=True)
+        sigma = feature_map.var(dim=1, unbiased=False, keepdim=True)
+        normed = (feature_map - mu) / torch.sqrt(sigma + 1e-6) * model.norm.weight + model.norm.bias
+        z = torch.cat([normed.max(dim=0).values, normed.mean(dim=0)])
+        torch.testing.assert_close(logits[0], model.output(z), atol=1e-5, rtol=0)
+        # Without SPE the same weights give other logits: the positions really enter.
+        model.position_encoding = False
+        assert (model(_batch(ids)).logits - logits).abs().max() > 1e-3
+
+
+def test_activation_is_linear_and_layer_norm_has_the_paper_epsilon():
+    model = _model("spe-cnn")
+    assert model.norm.eps == 1e-6 and model.norm.normalized_shape == (128,)
+    assert model.conv.kernel_size == (3,) and model.conv.out_channels == 128
+    assert model.dropout.p == 0.1
+    # Linear: the feature map of -x is the negated map (less the bias twice) before the norm.
+    x = torch.randn(1, 8, 6)
+    torch.testing.assert_close(model.conv(-x) - model.conv.bias[:, None], -(model.conv(x) - model.conv.bias[:, None]))
+
+
+# ---------------------------------------------------------------- frozen vectors
+
+
+def test_spe_cnn_embedding_stays_frozen_through_an_adam_step_with_weight_decay():
+    model = _model("spe-cnn")
+    before = model.embedding.weight.detach().clone()
+    torch.testing.assert_close(before, torch.from_numpy(_vectors()))
+    assert not model.embedding.weight.requires_grad
+    conv_before = model.conv.weight.detach().clone()
+    recipe = get_preset("spe-cnn").recipe
+    assert (recipe.optimizer, recipe.lr, recipe.weight_decay, recipe.batch_size) == ("adam", 1e-4, 1e-4, 40)
+    optimizer = build_optimizer(model, recipe)
+    assert all(p is not model.embedding.weight for group in optimizer.param_groups for p in group["params"])
+    model.train()
+    ids = _pad(_docs([6, 4, 3]))
+    F.cross_entropy(model(_batch(ids)).logits, torch.tensor([0, 1, 2])).backward()
+    optimizer.step()
+    assert model.embedding.weight.grad is None
+    assert torch.equal(model.embedding.weight, before)
+    assert not torch.equal(model.conv.weight, conv_before)
+    # Table 2 counts frozen vectors out of the trainable parameters.
+    assert model.num_parameters() - model.num_parameters(trainable_only=True) == VOCAB * 8
+
+
+# ---------------------------------------------------------------- masking
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_padded_batch_gives_the_same_logits_as_each_document_alone(name):
+    model = _model(name).eval()
+    # Shorter than the window (1, 2), exactly the window (3), longer, and extra padding.
+    docs = _docs([11, 2, 6, 3, 1, 7], seed=1)
+    ids = _pad(docs, length=15)
+    with torch.no_grad():
+        batched = model(_batch(ids)).logits
+        for row, doc in enumerate(docs):
+            alone = model(_batch(torch.tensor([doc]))).logits
+            torch.testing.assert_close(batched[row : row + 1], alone, atol=1e-5, rtol=0)
+
+
+def test_padding_enters_neither_pool_nor_an_edge_window():
+    model = _model("spe-cnn").eval()
+    doc = [4, 8, 15, 16, 23]
+    ids = _pad([doc, _docs([12])[0]])  # the first document gets 7 padding positions
+    with torch.no_grad():
+        logits = model(_batch(ids)).logits[0]
+        words = (model.embedding.weight[ids[0]] + sinusoidal_encoding(12, 8)) * (ids[0] > 0)[:, None].float()
+        feature_map = model.norm(model.conv(words.T.unsqueeze(0))[0].T)  # all 10 windows
+        inside = feature_map[:3]  # windows 0..n-j: the only ones made of the document alone
+        expected = model.output(torch.cat([inside.max(dim=0).values, inside.mean(dim=0)]))
+        torch.testing.assert_close(logits, expected, atol=1e-5, rtol=0)
+        # The windows at the edge (4-5 + padding) or in the padding would change the average.
+        leaky = model.output(torch.cat([feature_map.max(dim=0).values, feature_map.mean(dim=0)]))
+        edge = model.output(torch.cat([feature_map[:4].max(dim=0).values, feature_map[:4].mean(dim=0)]))
+        assert (leaky - logits).abs().max() > 1e-3 and (edge - logits).abs().max() > 1e-3
+
+
+def test_a_document_shorter_than_the_window_is_read_with_zero_vectors_after_it():
+    model = _model("spe-cnn").eval()
+    doc = [5, 9]
+    with torch.no_grad():
+        logits = model(_batch(torch.tensor([doc]))).logits[0]
+        words = torch.zeros(3, 8)
+        words[:2] = model.embedding.weight[doc] + sinusoidal_encoding(2, 8)  # no position on the zero pad
+        feature_map = model.norm(model.conv(words.T.unsqueeze(0))[0].T)  # one window
+        expected = model.output(torch.cat([feature_map[0], feature_map[0]]))
+        torch.testing.assert_close(logits, expected, atol=1e-5, rtol=0)
+
+
+# ---------------------------------------------------------------- one-hot (Table 4)
+
+
+@pytest.mark.parametrize("position_encoding", [False, True])
+def test_one_hot_lookup_equals_a_convolution_over_explicit_one_hot_vectors(position_encoding):
+    model = _model("spe-cnn-bow", filters=4, position_encoding=position_encoding).eval()
+    docs = _docs([7, 2], seed=5)
+    ids = _pad(docs, length=9)
+    with torch.no_grad():
+        logits = model(_batch(ids)).logits
+        table = model.conv_table.weight  # [V, 3 * 4]: row v = [W_0[:, v], W_1[:, v], W_2[:, v]]
+        weight = table.view(VOCAB, 3, 4).permute(2, 0, 1)  # Conv1d layout [filters, V, window]
+        for row, doc in enumerate(docs):
+            x = F.one_hot(torch.tensor(doc), VOCAB).float()
+            if position_encoding:
+                x = x + sinusoidal_encoding(len(doc), VOCAB)  # |V|-dimensional SPE
+            x = F.pad(x, (0, 0, 0, max(0, 3 - len(doc))))
+            feature_map = model.norm(F.conv1d(x.T.unsqueeze(0), weight, model.conv_bias)[0].T)
+            valid = feature_map[: max(len(doc) - 2, 1)]
+            expected = model.output(torch.cat([valid.max(dim=0).values, valid.mean(dim=0)]))
+            torch.testing.assert_close(logits[row], expected, atol=1e-5, rtol=0)
+
+
+# ---------------------------------------------------------------- parameter counts (Table 2)
+
+
+@pytest.mark.parametrize("num_classes, table_2", [(2, 116), (6, 117), (10, 118), (20, 121)])
+def test_parameter_count_is_the_closed_form_of_the_paper_shapes(num_classes, table_2):
+    k, j, m, c = 300, 3, 128, num_classes
+    closed_form = j * k * m + m + 2 * m + 2 * m * c + c  # conv + layer norm (gain, bias) + softmax
+    for name in ("spe-cnn", "single-cnn-static"):
+        model = _model(name, num_classes=c, dim=k)
+        assert model.num_parameters(trainable_only=True) == closed_form
+        assert model.num_parameters() == closed_form + VOCAB * k
+    assert round(closed_form / 1000) == table_2  # IMDB/MR/MPQA, TREC, Reuters, 20news
+    nonstatic = _model("single-cnn-nonstatic", num_classes=c, dim=k)
+    assert nonstatic.num_parameters(trainable_only=True) == closed_form + VOCAB * k
+    one_hot = _model("spe-cnn-bow", num_classes=c)
+    assert one_hot.num_parameters(trainable_only=True) == j * VOCAB * m + m + 2 * m + 2 * m * c + c
+
+
+# ---------------------------------------------------------------- presets
+
+
+def test_the_presets_are_the_rows_of_tables_3_and_4():
+    assert set(PRESETS) <= set(list_models("*cnn*"))
+    arch = {name: get_preset(name).arch for name in PRESETS}
+    assert arch["spe-cnn"] == {"embedding_mode": "static", "position_encoding": True}
+    assert arch["single-cnn-static"] == {"embedding_mode": "static", "position_encoding": False}
+    assert arch["single-cnn-nonstatic"] == {"embedding_mode": "nonstatic", "position_encoding": False}
+    assert arch["single-cnn-bow"] == {"embedding_mode": "one-hot", "position_encoding": False}
+    assert arch["spe-cnn-bow"] == {"embedding_mode": "one-hot", "position_encoding": True}
+    for name in PRESETS:
+        recipe = get_preset(name).recipe
+        assert (recipe.optimizer, recipe.lr, recipe.weight_decay, recipe.batch_size, recipe.dev_fraction) == (
+            "adam", 1e-4, 1e-4, 40, 0.1)
+        assert recipe.patience is not None  # "we use only early stops"
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_each_preset_takes_one_optimiser_step(name):
+    model = _model(name, num_classes=4)
+    assert isinstance(model, SingleCNN)
+    trainable = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    optimizer = build_optimizer(model, model.preset.recipe)
+    model.train()
+    ids = _pad(_docs([9, 5, 2, 4], seed=3))
+    loss = F.cross_entropy(model(_batch(ids)).logits, torch.tensor([0, 1, 2, 3]))
+    loss.backward()
+    optimizer.step()
+    assert math.isfinite(loss.item()) and loss.item() == pytest.approx(math.log(4), abs=0.7)
+    moved = [n for n, p in model.named_parameters() if p.requires_grad and not torch.equal(p, trainable[n])]
+    assert {"conv.weight" if "conv.weight" in trainable else "conv_table.weight", "output.weight"} <= set(moved)
+    if name == "single-cnn-nonstatic":
+        assert "embedding.weight" in moved
+        assert torch.equal(model.embedding.weight[0], torch.zeros(8))  # PAD never trains
+
+
+def test_bad_parameters_are_one_line_config_errors():
+    with pytest.raises(ConfigError, match="'embedding_mode' = 'rand' is not one of static, nonstatic, one-hot"):
+        _model("spe-cnn", embedding_mode="rand")
+    with pytest.raises(ConfigError, match="'one-hot' takes no pretrained matrix"):
+        SingleCNN(VOCAB, 2, _vectors(), embedding_dim=8, embedding_mode="one-hot")
+    with pytest.raises(ConfigError, match=r"'window' = 0 is outside"):
+        _model("spe-cnn", window=0)
+    with pytest.raises(ConfigError, match=r"'dropout' = 1.0 is outside"):
+        _model("spe-cnn", dropout=1.0)
+    with pytest.raises(ConfigError, match=r"'layer_norm_eps' = 0.0 is outside"):
+        _model("spe-cnn", layer_norm_eps=0.0)
+    with pytest.raises(ConfigError, match="'position_encoding' = 'yes' must be true or false"):
+        _model("spe-cnn", position_encoding="yes")
+
+
+# ---------------------------------------------------------------- learning on real data
+
+
+def test_spe_cnn_learns_trec_from_a_small_slice():
+    from textcls.data.catalog import load_dataset
+    from textcls.data.prepare import prepare
+    from textcls.data.splits import ensure_dev
+    from textcls.train import fit
+
+    torch.manual_seed(0)
+    # lr 3e-3 instead of the paper's 1e-4, so that a few epochs on 1,100 questions show learning.
+    preset = get_preset("spe-cnn").with_overrides(lr=3e-3, epochs=8, patience=None)
+    dataset = ensure_dev(load_dataset("trec", max_per_split=1500), fraction=0.25, seed=0)
+    data = prepare(dataset, preset.inputs)
+    assert data.embeddings.dim == 50 and data.embeddings.coverage > 0.9  # real GloVe 6B 50-d
+    model = create_model(preset, num_classes=data.num_classes, embeddings=data.embeddings.matrix)
+    result = fit(model, data.loader("train", preset.recipe.batch_size, shuffle=True), data.loader("dev", 64),
+                 preset.recipe, num_classes=data.num_classes, label_names=data.label_names, progress=False)
+    losses = [row["train_loss"] for row in result.history]
+    majority = np.bincount(data.encoded["dev"].labels).max() / len(data.encoded["dev"])
+    assert losses[-1] < 0.5 * losses[0]
+    assert majority < 0.3 and result.best_metrics["accuracy"] > majority + 0.35
