@@ -9,7 +9,9 @@ SHARED_DATA = (REPO / ".." / "shared" / "datasets").resolve()
 
 # Tests read the real shared datasets; a user may point elsewhere before running pytest.
 os.environ.setdefault("TEXTCLS_DATA_DIR", str(SHARED_DATA))
-torch.set_num_threads(min(2, torch.get_num_threads()))
+# The test models are tiny: a second intra-op thread barely speeds them up, and on a shared
+# 2-core machine OpenMP threads spinning against other processes made test files 5-10x slower.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

@@ -21,15 +21,6 @@ CSPAN_PRESETS = list_models("cspan*")
 DISTINCT_PRESETS = [n for n in CSPAN_PRESETS if not n.startswith("cspan-l")]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    # CSPAN's ops are small (d = 8..50, a 25-unit LSTM): a second thread does not speed them up,
-    # and on the shared 2-core machine two threads spin against other processes.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def _docs(lengths, seed=0):
     rng = np.random.default_rng(seed)

@@ -18,14 +18,6 @@ VOCAB = 40
 TINY = {"embedding_dim": 6, "hidden_size": 4, "attention_dim": 5}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny models: on shared cores a second intra-op thread mostly waits.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def _matrix(dim, seed=0):
     matrix = np.random.default_rng(seed).normal(size=(VOCAB, dim)).astype(np.float32)

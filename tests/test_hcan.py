@@ -25,15 +25,6 @@ VARIANTS = [
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny models: on shared cores a second intra-op thread mostly waits (the learning test
-    # took 89 s with two threads and 16 s with one under load).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def _matrix(dim, seed=0):
     matrix = np.random.default_rng(seed).normal(size=(VOCAB, dim)).astype(np.float32)
