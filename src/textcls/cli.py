@@ -263,6 +263,8 @@ def speed(
     warmup: int = typer.Option(2, help="Untimed steps first."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default: every available CPU)."),
     sentence_length: int = typer.Option(25, help="Words per sentence for hierarchical presets."),
+    vocab_size: int = typer.Option(20_000, help="Vocabulary size (a fine-tuned embedding table's update cost grows with it)."),
+    num_classes: int = typer.Option(4, help="Number of classes."),
     sets: List[str] = typer.Option([], "--set", help="MODEL:KEY=VALUE preset override, e.g. hcan:d=64 (repeatable)."),
     timeout: float = typer.Option(900.0, help="Seconds allowed per (model, length) before it is recorded as failed."),
 ):
@@ -271,6 +273,7 @@ def speed(
 
     result = run_speed(list(models), list(lengths), batch_size=batch_size, steps=steps, warmup=warmup,
                        threads=threads, sentence_length=sentence_length, overrides=parse_overrides(list(sets)),
+                       vocab_size=vocab_size, num_classes=num_classes,
                        timeout=timeout)
     command = "textcls speed " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else None
     files = write_speed_report(result, output, command)
