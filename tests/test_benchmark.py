@@ -351,3 +351,12 @@ def test_minilm_peer_on_a_small_slice(data_dir):
     assert params["trainable"] == 384 * 6 + 6
     assert params["total"] == 22_713_216 + params["trainable"] and params["embedding"] == 11_917_824
     assert peer.embeddings_info_["dim"] == 384 and peer.epochs_run_ == 1
+
+
+def test_a_long_only_list_gets_a_short_report_name():
+    from textcls.benchmark.runner import _report_name
+
+    wanted = [f"dataset-{i}:some-long-model-name-{i}" for i in range(12)]
+    name = _report_name("dasa", wanted)
+    assert len(name) < 120 and name.startswith("dasa--only-dataset-0-some-long")
+    assert name != _report_name("dasa", wanted[:11]) and _report_name("dasa", ["trec"]) == "dasa--only-trec"

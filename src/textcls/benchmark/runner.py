@@ -38,6 +38,7 @@ when the dataset has none; models without epoch selection simply do not use dev.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import math
 import multiprocessing
 import os
@@ -721,6 +722,10 @@ def _report_name(suite: str, only) -> str:
         return suite
     wanted = [only] if isinstance(only, str) else list(only)
     safe = "+".join("".join(c if c.isalnum() or c in "-_." else "-" for c in w) for w in wanted)
+    if len(safe) > 80:
+        # File names stop at 255 bytes: a long --only list is named by its first item and a digest.
+        digest = hashlib.sha1("\n".join(wanted).encode()).hexdigest()[:10]
+        safe = f"{safe[:40]}+{len(wanted) - 1}-more-{digest}"
     return f"{suite}--only-{safe}"
 
 
