@@ -228,7 +228,8 @@ def format_speed_markdown(result: dict, command: str | None = None) -> str:
         by_length.setdefault(row["length"], []).append(row)
     for length, rows in by_length.items():
         lines += [f"## Length {length}", "",
-                  "| model | train ms/batch | x first | train docs/s | infer ms/batch | peak MB | added MB | x first | params |",
+                  "| model | train ms/batch | x first | train docs/s | infer ms/batch | peak MB | added MB | x first "
+                  "| params trainable / total |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         base = next((r for r in rows if r["status"] == "ok"), None)
         for r in rows:
@@ -239,7 +240,7 @@ def format_speed_markdown(result: dict, command: str | None = None) -> str:
             mem_ratio = r["training_peak_added_mb"] / max(base["training_peak_added_mb"], 1e-9)
             lines.append(f"| {r['model']} | {r['train_ms_per_batch']:.1f} | {ratio:.2f} | {r['train_docs_per_second']:.1f} "
                          f"| {r['infer_ms_per_batch']:.1f} | {r['peak_rss_mb']:.0f} | {r['training_peak_added_mb']:.0f} "
-                         f"| {mem_ratio:.2f} | {r['parameters']:,} |")
+                         f"| {mem_ratio:.2f} | {r['trainable_parameters']:,} / {r['parameters']:,} |")
         lines.append("")
     return "\n".join(lines)
 
