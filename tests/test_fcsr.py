@@ -9,6 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from flat_batches import pad_documents, random_documents, random_matrix
+
 from textcls.data import load_dataset
 from textcls.data.prepare import prepare
 from textcls.data.splits import ensure_dev
@@ -22,22 +24,15 @@ VOCAB = 40
 
 
 def _pad(docs, length=None):
-    length = length or max(1, max(len(d) for d in docs))
-    ids = torch.zeros(len(docs), length, dtype=torch.long)
-    for row, doc in enumerate(docs):
-        ids[row, : len(doc)] = torch.tensor(doc, dtype=torch.long)
-    return {"input_ids": ids, "mask": ids > 0}
+    return pad_documents(docs, length)
 
 
 def _docs(lengths, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.integers(2, VOCAB, size=n).tolist() for n in lengths]
+    return random_documents(lengths, VOCAB, seed)
 
 
 def _matrix(dim=8, seed=0):
-    matrix = np.random.default_rng(seed).normal(size=(VOCAB, dim)).astype(np.float32)
-    matrix[0] = 0
-    return matrix
+    return random_matrix(VOCAB, dim, seed)
 
 
 def _fcsr(name="fcsr", dim=8, num_classes=3, **overrides):
