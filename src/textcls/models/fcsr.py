@@ -252,6 +252,15 @@ FCSR_PRESETS = [
         "Adam 3e-3 with eq. 16." + _GLOVE_NOTE,
         paper=_PAPER + ", Tables 3-4",
     ),
+    Preset(
+        "fcsr-mtl",
+        "fcsr",
+        recipe=FCSR_RECIPE,
+        inputs=FCSR_INPUTS,
+        description="FCSR multi-task (Table 5): train it on `fdu_mtl`; one FCSR body shared by the 16 domains and "
+        "one classifier head per domain (num_tasks is set from the data's tasks)." + _GLOVE_NOTE,
+        paper=_PAPER + ", Table 5",
+    ),
 ] + [
     Preset(
         f"fcsr-window-{k}",
