@@ -19,7 +19,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from . import artifacts
-from .data.prepare import PreparedData, encode_texts, label_targets, pipeline_settings, prepare
+from .data.prepare import encode_texts, label_targets, prepare
 from .data.records import TextDataset
 from .data.splits import ensure_dev
 from .errors import CheckpointError, ConfigError, DataError

@@ -58,6 +58,8 @@ from ..train.recipe import Recipe
 from .base import Output, TextModel
 from .layers import (
     build_embedding,
+    check_choice,
+    check_flag,
     check_positive_int,
     masked_attention,
     masked_mean,
@@ -202,13 +204,11 @@ class CSPAN(TextModel):
         check_positive_int("embedding_dim", embedding_dim, 1 << 16)
         check_positive_int("queries", queries, 1 << 16)
         check_positive_int("relative_clip", relative_clip, 1 << 16)
-        for name, value, allowed in (("fusion", fusion, FUSIONS), ("pooling", pooling, POOLINGS)):
-            if value not in allowed:
-                raise ConfigError(f"parameter '{name}' = {value!r} is not one of {', '.join(allowed)}")
-        for name, value in (("semantic_attention", semantic_attention),
-                            ("positional_attention", positional_attention), ("residual", residual)):
-            if not isinstance(value, bool):
-                raise ConfigError(f"parameter '{name}' = {value!r} must be true or false")
+        check_choice("fusion", fusion, FUSIONS)
+        check_choice("pooling", pooling, POOLINGS)
+        check_flag("semantic_attention", semantic_attention)
+        check_flag("positional_attention", positional_attention)
+        check_flag("residual", residual)
         recurrent = fusion in RECURRENT_FUSIONS
         if recurrent:
             check_positive_int("lstm_layers", lstm_layers, 64)

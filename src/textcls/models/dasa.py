@@ -70,7 +70,15 @@ from torch import Tensor, nn
 from ..errors import ConfigError
 from ..train.recipe import Recipe, range_check
 from .base import Output, TextModel
-from .layers import build_embedding, check_positive_int, check_probability, masked_attention, masked_softmax
+from .layers import (
+    build_embedding,
+    check_choice,
+    check_flag,
+    check_positive_int,
+    check_probability,
+    masked_attention,
+    masked_softmax,
+)
 from .registry import Preset, register_model, register_preset
 
 __all__ = [
@@ -155,11 +163,6 @@ def _glorot_embedding(rows: int, dim: int, embeddings: np.ndarray | None = None)
     return build_embedding(rows, dim, embeddings, uniform_range=math.sqrt(6.0 / (rows + dim)))
 
 
-def _check_choice(name: str, value, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ConfigError(f"parameter '{name}' = {value!r} is not one of {', '.join(choices)}")
-
-
 # --------------------------------------------------------------------------- DASA modules
 
 
@@ -174,7 +177,7 @@ class TextAxialAttention(nn.Module):
                  attenuation_w: float = math.e, attenuation_c: float = math.e):
         super().__init__()
         check_positive_int("embedding_dim", dim, 1 << 16)
-        _check_choice("alpha", alpha, ALPHAS)
+        check_choice("alpha", alpha, ALPHAS)
         self.alpha, self.attenuation, self.normalise = alpha, attenuation, normalise
         self.attenuation_w, self.attenuation_c = attenuation_w, attenuation_c
         self.query = _glorot_linear(dim, dim)
@@ -202,7 +205,7 @@ class FeatureAxialAttention(nn.Module):
     def __init__(self, dim: int, *, alpha: str = "softplus"):
         super().__init__()
         check_positive_int("embedding_dim", dim, 1 << 16)
-        _check_choice("alpha", alpha, ALPHAS)
+        check_choice("alpha", alpha, ALPHAS)
         self.alpha = alpha
         # Reading: d x d maps on each token, as on the text axis; eqs. 2-4 on X^T would need
         # N x N maps, impossible for texts of varying length (see the module docstring).
@@ -270,7 +273,7 @@ class _AttentionClassifier(TextModel):
         check_positive_int("hidden_dim", hidden_dim, 1 << 16)
         if bigram_buckets != 0:
             check_positive_int("bigram_buckets", bigram_buckets)
-        _check_choice("bigram_combine", bigram_combine, BIGRAM_COMBINES)
+        check_choice("bigram_combine", bigram_combine, BIGRAM_COMBINES)
         check_probability("dropout", dropout)
         self.bigram_combine = bigram_combine
         self.words = _glorot_embedding(vocab_size, embedding_dim, embeddings)
@@ -350,10 +353,9 @@ class DualAxialSelfAttentionClassifier(_AttentionClassifier):
         super().__init__(vocab_size, num_classes, embeddings, embedding_dim=embedding_dim,
                          bigram_buckets=bigram_buckets, bigram_combine=bigram_combine,
                          hidden_dim=hidden_dim, dropout=dropout)
-        _check_choice("axes", axes, AXES)
-        _check_choice("alpha", alpha, ALPHAS)
-        if not isinstance(attenuation, bool):
-            raise ConfigError(f"parameter 'attenuation' = {attenuation!r} must be true or false")
+        check_choice("axes", axes, AXES)
+        check_choice("alpha", alpha, ALPHAS)
+        check_flag("attenuation", attenuation)
         range_check("attenuation_w", attenuation_w, 0.0, 1e6)
         # zeta_ii = 1 / log(c) must be finite and positive: c > 1.
         range_check("attenuation_c", attenuation_c, 1.0, 1e6, low_open=True)
@@ -391,7 +393,7 @@ class SelfAttentionClassifier(_AttentionClassifier):
         super().__init__(vocab_size, num_classes, embeddings, embedding_dim=embedding_dim,
                          bigram_buckets=bigram_buckets, bigram_combine=bigram_combine,
                          hidden_dim=hidden_dim, dropout=dropout)
-        _check_choice("score", score, SCORES)
+        check_choice("score", score, SCORES)
         self.score = score
         dim = embedding_dim
         self.query = _glorot_linear(dim, dim)

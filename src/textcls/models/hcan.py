@@ -70,7 +70,15 @@ from torch import Tensor, nn
 from ..errors import ConfigError
 from ..train.recipe import Recipe
 from .base import Output, TextModel
-from .layers import build_embedding, check_positive_int, check_probability, masked_attention, masked_max
+from .layers import (
+    build_embedding,
+    check_choice,
+    check_flag,
+    check_positive_int,
+    check_probability,
+    masked_attention,
+    masked_max,
+)
 from .registry import Preset, register_model
 
 POOLINGS = ("target", "max")
@@ -336,10 +344,8 @@ class HCAN(TextModel):
         keep_self_attention: bool = False,
     ):
         super().__init__()
-        if shape not in SHAPES:
-            raise ConfigError(f"parameter 'shape' = {shape!r} is not one of {', '.join(SHAPES)}")
-        if pooling not in POOLINGS:
-            raise ConfigError(f"parameter 'pooling' = {pooling!r} is not one of {', '.join(POOLINGS)}")
+        check_choice("shape", shape, SHAPES)
+        check_choice("pooling", pooling, POOLINGS)
         if self_attentions not in (1, 2):
             raise ConfigError(f"parameter 'self_attentions' = {self_attentions!r} must be 1 or 2 (Table 2)")
         check_positive_int("embedding_dim", embedding_dim, 1 << 16)
@@ -350,8 +356,7 @@ class HCAN(TextModel):
         check_probability("dropout", dropout)
         check_probability("attention_dropout", attention_dropout)
         check_probability("document_dropout", document_dropout)
-        if not isinstance(keep_self_attention, bool):
-            raise ConfigError(f"parameter 'keep_self_attention' = {keep_self_attention!r} must be true or false")
+        check_flag("keep_self_attention", keep_self_attention)
         caps = {"max_sentences": max_sentences, "max_sentence_length": max_sentence_length} \
             if shape == "hierarchical" else {"max_length": max_length}
         for name, value in caps.items():

@@ -36,7 +36,7 @@ from torch import Tensor, nn
 from ..errors import ConfigError
 from ..train.recipe import Recipe, range_check
 from .base import Output, TextModel
-from .layers import build_embedding, check_positive_int, check_probability, masked_max
+from .layers import build_embedding, check_choice, check_positive_int, check_probability, masked_max
 from .registry import Preset, register_model
 
 EMBEDDING_MODES = ("rand", "static", "nonstatic", "multichannel")
@@ -110,10 +110,7 @@ class KimCNN(TextModel):
         max_norm: float | None = 3.0,
     ):
         super().__init__()
-        if embedding_mode not in EMBEDDING_MODES:
-            raise ConfigError(
-                f"parameter 'embedding_mode' = {embedding_mode!r} is not one of {', '.join(EMBEDDING_MODES)}"
-            )
+        check_choice("embedding_mode", embedding_mode, EMBEDDING_MODES)
         if isinstance(windows, (int, str)) or not windows:
             raise ConfigError(f"parameter 'windows' = {windows!r} must be a non-empty list of window widths")
         for width in windows:

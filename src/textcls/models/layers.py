@@ -29,6 +29,8 @@ __all__ = [
     "build_embedding",
     "check_positive_int",
     "check_probability",
+    "check_choice",
+    "check_flag",
 ]
 
 
@@ -206,3 +208,15 @@ def check_probability(name: str, value) -> None:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value) or value >= 1:
         raise ConfigError(f"parameter '{name}' = {value!r} is outside its allowed range [0, 1)")
     range_check(name, value, 0.0, 1.0)
+
+
+def check_choice(name: str, value, choices) -> None:
+    """``value`` must be one of ``choices`` (mode switches such as ``pooling``)."""
+    if value not in choices:
+        raise ConfigError(f"parameter '{name}' = {value!r} is not one of {', '.join(map(str, choices))}")
+
+
+def check_flag(name: str, value) -> None:
+    """``value`` must be a real bool (1 or "yes" from a config file is refused, not guessed)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"parameter '{name}' = {value!r} must be true or false")

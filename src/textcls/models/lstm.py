@@ -26,10 +26,18 @@ from __future__ import annotations
 import numpy as np
 from torch import Tensor, nn
 
-from ..errors import ConfigError
 from ..train.recipe import Recipe
 from .base import Output, TextModel
-from .layers import build_embedding, check_positive_int, check_probability, masked_max, masked_mean, masked_rnn
+from .layers import (
+    build_embedding,
+    check_choice,
+    check_flag,
+    check_positive_int,
+    check_probability,
+    masked_max,
+    masked_mean,
+    masked_rnn,
+)
 from .registry import Preset, register_model
 
 POOLINGS = ("last", "max", "mean")
@@ -74,10 +82,8 @@ class LSTMClassifier(TextModel):
         check_positive_int("hidden_size", hidden_size, 1 << 16)
         check_positive_int("num_layers", num_layers, 64)
         check_probability("dropout", dropout)
-        if pooling not in POOLINGS:
-            raise ConfigError(f"parameter 'pooling' = {pooling!r} is not one of {', '.join(POOLINGS)}")
-        if not isinstance(bidirectional, bool):
-            raise ConfigError(f"parameter 'bidirectional' = {bidirectional!r} must be true or false")
+        check_choice("pooling", pooling, POOLINGS)
+        check_flag("bidirectional", bidirectional)
         self.pooling = pooling
         self.directions = 2 if bidirectional else 1
         self.embedding = build_embedding(vocab_size, embedding_dim, embeddings, freeze=freeze_embeddings)

@@ -68,6 +68,8 @@ from ..train.recipe import Recipe, range_check
 from .base import Output, TextModel
 from .layers import (
     build_embedding,
+    check_choice,
+    check_flag,
     check_positive_int,
     check_probability,
     masked_max,
@@ -184,12 +186,8 @@ class SingleCNN(TextModel):
         dropout: float = 0.1,
     ):
         super().__init__()
-        if embedding_mode not in EMBEDDING_MODES:
-            raise ConfigError(
-                f"parameter 'embedding_mode' = {embedding_mode!r} is not one of {', '.join(EMBEDDING_MODES)}"
-            )
-        if not isinstance(position_encoding, bool):
-            raise ConfigError(f"parameter 'position_encoding' = {position_encoding!r} must be true or false")
+        check_choice("embedding_mode", embedding_mode, EMBEDDING_MODES)
+        check_flag("position_encoding", position_encoding)
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("embedding_dim", embedding_dim, 1 << 16)
         check_positive_int("window", window, 64)

@@ -13,7 +13,7 @@ Learning-rate schedules are named so a checkpoint never stores code:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Callable
 
 from ..errors import ConfigError, close_names
