@@ -150,7 +150,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
     @property
     def uses_tasks(self) -> bool:
         """Whether the model has one classifier head per task (multi-task training)."""
-        return int(getattr(self, "preset_", None) and self.preset_.arch.get("num_tasks", 1) or 1) > 1
+        preset = getattr(self, "preset_", None)
+        return preset is not None and preset.arch.get("num_tasks", 1) > 1
 
     def _task_ids(self, tasks: Sequence[str] | None, n: int) -> list[int] | None:
         if not self.uses_tasks:
