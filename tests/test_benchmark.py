@@ -14,7 +14,7 @@ import torch
 from textcls.benchmark import load_suite, run_suite
 from textcls.benchmark import report as report_module
 from textcls.benchmark.peers import create_peer
-from textcls.benchmark.runner import SUITES_DIR_ENV, _child_main, summarize_entry
+from textcls.benchmark.runner import SUITES_DIR_ENV, _child_main, _run_job, summarize_entry
 from textcls.data import load_dataset
 from textcls.errors import ConfigError
 
@@ -244,6 +244,10 @@ overrides = { epoch = 25, lr = 1.0 }
     ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\noverrides = { seed = 1 }\n', "list the seeds in seeds"),
     ('[[entry]]\ndataset = "mr"\nmodels = ["tfidf-lr", "fasttext"]\nname = "x"\n', "'name' names one model"),
     ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\npaper = 180\npaper_source = "x"\n', "accuracy in percent"),
+    ('[[entry]]\ndataset = "fdu_mtl"\nmodel = "fcsr-mtl"\npaper_per_task = { books = 88.0 }\n',
+     "'paper_per_task' is one model's numbers"),
+    ('[[entry]]\ndataset = "fdu_mtl"\nmodel = "fcsr-mtl"\npaper_per_task = { books = 188 }\npaper_source = "x"\n',
+     "paper_per_task.books"),
     ('[[entry]]\ndataset = "mr"\n', "exactly one of 'model' and 'models'"),
     ('[suite]\nname = "a"\n', "has no [[entry]] tables"),
     ('[[entry]\n', "not valid TOML"),
@@ -253,6 +257,39 @@ def test_bad_suite_files_name_the_file_and_the_problem(tmp_path, body, message):
     with pytest.raises(ConfigError) as err:
         load_suite(path)
     assert message in str(err.value) and str(path) in str(err.value)
+
+
+def test_per_task_table_puts_the_papers_figure_per_task_beside_ours(tmp_path):
+    path = _write(tmp_path, """
+[[entry]]
+dataset = "fdu_mtl"
+model = "fcsr-mtl"
+paper_per_task = { books = 88.0, dvd = 87.25 }
+paper_source = "fcsr Table 5"
+""")
+    entry = load_suite(path).entries[0].to_dict()
+    assert entry["paper_per_task"] == {"books": 88.0, "dvd": 87.25} and entry["paper_source"] == "fcsr Table 5"
+    entry["runs"] = [{"status": "ok", "per_task_heads": True, "per_task_accuracy": {"books": 0.80, "dvd": 0.90}},
+                     {"status": "ok", "per_task_heads": True, "per_task_accuracy": {"books": 0.70, "dvd": 0.80}}]
+    table = report_module._per_task_table([entry]).splitlines()
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in table if line.startswith("|")]
+    assert cells[0] == ["task", "fcsr-mtl (per-task heads)", "fcsr-mtl: paper %"]
+    assert cells[2] == ["books", "75.00", "88.00"] and cells[3] == ["dvd", "85.00", "87.25"]
+    assert cells[4] == ["**average over tasks**", "80.00", "87.62"]
+
+
+def test_paper_per_task_naming_a_task_the_dataset_lacks_fails_the_run(tmp_path):
+    path = _write(tmp_path, """
+[[entry]]
+dataset = "fdu_mtl"
+model = "tfidf-lr"
+max_per_split = 64
+paper_per_task = { bookz = 88.0 }
+paper_source = "fcsr Table 5"
+""")
+    entry = load_suite(path).entries[0]
+    with pytest.raises(ConfigError, match="paper_per_task names task 'bookz'.*did you mean: books"):
+        _run_job({"entry": entry.to_dict(), "seed": 0, "data_dir": None, "threads": 1})
 
 
 def test_suites_are_found_by_name_and_unknown_names_suggest(monkeypatch, tmp_path):

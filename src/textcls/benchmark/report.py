@@ -202,7 +202,7 @@ def format_tables(result: dict) -> str:
         footnotes = []
         sources = {}
         for entry in entries:
-            if entry.get("paper") is not None:
+            if entry.get("paper") is not None or entry.get("paper_per_task"):
                 sources.setdefault(entry["paper_source"], []).append(entry["model"])
         for source, models in sources.items():
             footnotes.append(f"paper %: {source} ({', '.join(models)}); the paper's number, not ours.")
@@ -231,7 +231,8 @@ def format_tables(result: dict) -> str:
 
 
 def _per_task_table(entries: list[dict]) -> str:
-    """Multi-task data: test accuracy per task (mean over seeds), one column per entry."""
+    """Multi-task data: test accuracy per task (mean over seeds), one column per entry, and
+    the paper's figure per task beside an entry that gives ``paper_per_task``."""
     columns = []
     for entry in entries:
         runs = [r for r in entry.get("runs", []) if r.get("status") == "ok" and r.get("per_task_accuracy")]
@@ -240,20 +241,29 @@ def _per_task_table(entries: list[dict]) -> str:
     if not columns:
         return ""
     tasks = list(columns[0][1][0]["per_task_accuracy"])
-    header = ["task"] + [_shown_name(e) + (" (per-task heads)" if runs[0].get("per_task_heads") else " (pooled)")
-                         for e, runs in columns]
+    header = ["task"]
+    for entry, runs in columns:
+        header.append(_shown_name(entry) + (" (per-task heads)" if runs[0].get("per_task_heads") else " (pooled)"))
+        if entry.get("paper_per_task"):
+            header.append(f"{_shown_name(entry)}: paper %")
     lines = ["Test accuracy % per task (mean over seeds):", "",
              "| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
     for task in tasks:
         row = [task]
-        for _, runs in columns:
+        for entry, runs in columns:
             values = [r["per_task_accuracy"].get(task) for r in runs if r["per_task_accuracy"].get(task) is not None]
             row.append(f"{100 * sum(values) / len(values):.2f}" if values else DASH)
+            if entry.get("paper_per_task"):
+                paper = entry["paper_per_task"].get(task)
+                row.append(f"{paper:.2f}" if paper is not None else DASH)
         lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
     means = []
-    for _, runs in columns:
+    for entry, runs in columns:
         per_run = [sum(r["per_task_accuracy"].values()) / len(r["per_task_accuracy"]) for r in runs]
         means.append(f"{100 * sum(per_run) / len(per_run):.2f}")
+        if entry.get("paper_per_task"):
+            papers = list(entry["paper_per_task"].values())
+            means.append(f"{sum(papers) / len(papers):.2f}")
     lines.append("| **average over tasks** | " + " | ".join(means) + " |")
     return "\n".join(lines)
 

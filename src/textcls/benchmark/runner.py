@@ -24,6 +24,7 @@ A suite is a TOML file (``benchmarks/suites/<name>.toml``)::
     max_per_split = 500        # seeded stratified subsample of each split (load_dataset)
     paper = 79.38              # accuracy in %, from the papers (one number, or {mr = 79.38, ...})
     paper_source = "spe_cnn Table 3"
+    paper_per_task = {books = 88.0, ...}  # multi-task data: the paper's accuracy % per task
     label_view = "..."         # how our labels/splits differ from the paper's (text, or per dataset)
     name = "..."               # optional display name (one model): entry id "<dataset>:<name>"
                                # instead of "<dataset>:<model>", e.g. for a second set of overrides
@@ -63,7 +64,7 @@ INFER_BATCH = 256
 INFER_SAMPLE_SEED = 12345
 
 _ENTRY_KEYS = {"dataset", "datasets", "model", "models", "seeds", "overrides", "max_per_split", "paper",
-               "paper_source", "label_view", "notes", "name"}
+               "paper_source", "paper_per_task", "label_view", "notes", "name"}
 _SUITE_KEYS = {"name", "description", "infer_b1"}
 _DEFAULT_KEYS = {"seeds", "overrides", "max_per_split", "paper_source"}
 # Per-run numbers that are averaged over seeds.
@@ -85,6 +86,8 @@ class Entry:
     max_per_split: int | None = None
     paper: float | None = None
     paper_source: str | None = None
+    # Multi-task data (FCSR Table 5): the paper's accuracy per task, shown beside ours per task.
+    paper_per_task: dict[str, float] | None = None
     label_view: str | None = None
     notes: str | None = None
     # What the tables and the plot call it: the model, or the suite's `name` for this entry.
@@ -182,6 +185,14 @@ def _check_paper(value, where: str):
     return float(value)
 
 
+def _check_paper_per_task(value, where: str) -> dict[str, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f"{where}: 'paper_per_task' must be a table of task = accuracy %, e.g. {{books = 88.0}}")
+    return {str(task): _check_paper(acc, f"{where}: paper_per_task.{task}") for task, acc in value.items()}
+
+
 def load_suite(name_or_path: str | os.PathLike) -> Suite:
     """Parse and validate a suite file; errors name the file and the entry."""
     path = find_suite(name_or_path)
@@ -237,6 +248,11 @@ def load_suite(name_or_path: str | os.PathLike) -> Suite:
         if max_per_split is not None and (isinstance(max_per_split, bool) or not isinstance(max_per_split, int)
                                           or max_per_split < 1):
             raise ConfigError(f"{where}: 'max_per_split' = {max_per_split!r} must be a positive integer")
+        paper_per_task = _check_paper_per_task(raw.get("paper_per_task"), where)
+        if paper_per_task is not None and (len(models) > 1 or not (raw.get("paper_source")
+                                                                     or defaults.get("paper_source"))):
+            raise ConfigError(f"{where}: 'paper_per_task' is one model's numbers; give it on an entry with a "
+                              "single model and a 'paper_source'")
         name_key = raw.get("name")
         if name_key is not None:
             if len(models) > 1:
@@ -254,7 +270,8 @@ def load_suite(name_or_path: str | os.PathLike) -> Suite:
                 entries.append(Entry(
                     id=f"{dataset}:{name_key or model}", dataset=dataset, model=model, seeds=seeds,
                     overrides=dict(overrides), max_per_split=max_per_split, paper=paper,
-                    paper_source=source if paper is not None else None,
+                    paper_source=source if paper is not None or paper_per_task is not None else None,
+                    paper_per_task=paper_per_task,
                     label_view=_per_dataset(raw.get("label_view"), dataset, "label_view", where,
                                             several_models=False),
                     notes=raw.get("notes"), name=name_key or model,
@@ -368,6 +385,11 @@ def _run_job(job: dict) -> dict:
     record["load_seconds"] = time.perf_counter() - start
     if "test" not in dataset.splits:
         raise ConfigError(f"dataset '{entry.dataset}' has no test split; benchmark entries need one")
+    if entry.paper_per_task:
+        unknown = [t for t in entry.paper_per_task if t not in (dataset.task_names or ())]
+        if unknown:
+            raise ConfigError(f"entry '{entry.id}': paper_per_task names task '{unknown[0]}', which dataset "
+                              f"'{entry.dataset}' does not have; {close_names(unknown[0], dataset.task_names or [])}")
     peer = is_peer(entry.model)
     if peer:
         dev_fraction = Recipe().dev_fraction
