@@ -157,16 +157,18 @@ def _summary_entry(dataset: str, model: str, accuracy: float, paper: float | Non
             "paper": paper, "summary": {"accuracy": stat(accuracy), "train_seconds": stat(1.0)}}
 
 
-def test_summary_averages_full_rows_over_three_or_more_datasets():
+def test_summary_averages_each_row_over_the_datasets_it_ran_on_with_their_count():
     full = [_summary_entry(d, "a", acc, paper) for d, acc, paper in
             (("d1", 0.80, 90.0), ("d2", 0.70, 80.0), ("d3", 0.60, 70.0))]
     no_paper = [_summary_entry(d, "b", 0.5) for d in ("d1", "d2", "d3")]
-    missing = [_summary_entry(d, "c", 0.9) for d in ("d1", "d2")]
-    summary = report_module.format_summary({"entries": full + no_paper + missing})
+    partial = [_summary_entry("d1", "c", 0.9, 95.0), _summary_entry("d2", "c", 0.8)]
+    single = [_summary_entry("d3", "e", 0.4)]
+    summary = report_module.format_summary({"entries": full + no_paper + partial + single})
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
             for line in summary.split("**Training seconds")[0].splitlines() if line.startswith("| ")}
-    assert rows["model"] == ["model", "d1", "d2", "d3", "average"]
-    assert rows["a"][-1] == "70.00 [80.00]" and rows["b"][-1] == "50.00" and rows["c"][-1] == "–"
+    assert rows["model"] == ["model", "d1", "d2", "d3", "average (datasets)"]
+    assert rows["a"][-1] == "70.00 [80.00] (3)" and rows["b"][-1] == "50.00 (3)"
+    assert rows["c"][-1] == "85.00 (2)" and rows["e"][-1] == "–"
     two = report_module.format_summary({"entries": full[:2]})
     assert "average" not in two
 

@@ -268,7 +268,7 @@ def _per_task_table(entries: list[dict]) -> str:
     return "\n".join(lines)
 
 
-AVERAGE_COLUMN = "average"
+AVERAGE_COLUMN = "average (datasets)"
 MIN_DATASETS_FOR_AVERAGE = 3
 
 
@@ -277,9 +277,9 @@ def format_summary(result: dict) -> str:
 
     Each cell is the mean over seeds (± std when there are several); a paper's figure follows
     in brackets where the suite gives one. With three datasets or more, the accuracy pivot ends
-    in an average over the datasets for each model that ran on all of them (with the paper's
-    average where the suite gives the paper's figure for every one). This is what the README
-    shows."""
+    in each model's average over the datasets it ran on (two at least), with their count and the
+    paper's average where the suite gives the paper's figure for every one of them. This is what
+    the README shows."""
     datasets = _datasets(result)
     models = []
     for entry in result["entries"]:
@@ -314,13 +314,15 @@ def format_summary(result: dict) -> str:
         return _number(entry["summary"], "train_seconds")
 
     def mean_accuracy(entries):
-        # Like the papers' "Average" rows (FCSR Table 4): only over a model's full row.
-        if any(e is None or not e.get("summary") for e in entries):
+        # Like the papers' "Average" rows (FCSR Table 4), over the datasets the model ran on,
+        # with their count, since a partial row's average is not comparable to a full one.
+        ran = [e for e in entries if e is not None and e.get("summary")]
+        if len(ran) < 2:
             return DASH
-        text = f"{100 * sum(e['summary']['accuracy']['mean'] for e in entries) / len(entries):.2f}"
-        if all(e.get("paper") is not None for e in entries):
-            text += f" [{sum(e['paper'] for e in entries) / len(entries):.2f}]"
-        return text
+        text = f"{100 * sum(e['summary']['accuracy']['mean'] for e in ran) / len(ran):.2f}"
+        if all(e.get("paper") is not None for e in ran):
+            text += f" [{sum(e['paper'] for e in ran) / len(ran):.2f}]"
+        return f"{text} ({len(ran)})"
 
     lines = table("Test accuracy, % (mean ± std over seeds) [paper's figure]", accuracy,
                   mean_accuracy if len(datasets) >= MIN_DATASETS_FOR_AVERAGE else None)
