@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from textcls.benchmark import load_suite, run_suite
+from textcls.benchmark import load_suite, render_report, run_suite
 from textcls.benchmark import report as report_module
 from textcls.benchmark.peers import create_peer
 from textcls.benchmark.runner import SUITES_DIR_ENV, _child_main, _run_job, summarize_entry
@@ -148,6 +149,43 @@ def test_an_only_rerun_merges_into_the_full_report(tiny_run, tmp_path):
     assert "rerun on" in (folder / "tiny.md").read_text(encoding="utf-8")
     with pytest.raises(ConfigError, match="--merge"):
         run_suite(suite_file, output_dir=folder, merge=True)
+
+
+def _summary_entry(dataset: str, model: str, accuracy: float, paper: float | None = None) -> dict:
+    stat = lambda value: {"mean": value, "std": 0.0, "n": 1}  # noqa: E731
+    return {"id": f"{dataset}:{model}", "dataset": dataset, "model": model, "name": model, "kind": "model",
+            "paper": paper, "summary": {"accuracy": stat(accuracy), "train_seconds": stat(1.0)}}
+
+
+def test_summary_averages_each_row_over_the_datasets_it_ran_on_with_their_count():
+    full = [_summary_entry(d, "a", acc, paper) for d, acc, paper in
+            (("d1", 0.80, 90.0), ("d2", 0.70, 80.0), ("d3", 0.60, 70.0))]
+    no_paper = [_summary_entry(d, "b", 0.5) for d in ("d1", "d2", "d3")]
+    partial = [_summary_entry("d1", "c", 0.9, 95.0), _summary_entry("d2", "c", 0.8)]
+    single = [_summary_entry("d3", "e", 0.4)]
+    summary = report_module.format_summary({"entries": full + no_paper + partial + single})
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
+            for line in summary.split("**Training seconds")[0].splitlines() if line.startswith("| ")}
+    assert rows["model"] == ["model", "d1", "d2", "d3", "average (datasets)"]
+    assert rows["a"][-1] == "70.00 [80.00] (3)" and rows["b"][-1] == "50.00 (3)"
+    assert rows["c"][-1] == "85.00 (2)" and rows["e"][-1] == "–"
+    two = report_module.format_summary({"entries": full[:2]})
+    assert "average" not in two
+
+
+def test_render_rewrites_the_markdown_and_plot_from_the_json_alone(tiny_run, tmp_path):
+    _, out = tiny_run
+    copy = tmp_path / "results"
+    shutil.copytree(out, copy)
+    before = (copy / "tiny.md").read_text(encoding="utf-8")
+    (copy / "tiny.md").unlink()
+    (copy / "tiny.png").unlink()
+    rendered = render_report(out.parent / "tiny.toml", output_dir=copy)
+    assert (copy / "tiny.md").read_text(encoding="utf-8") == before
+    assert (copy / "tiny.png").read_bytes()[:8] == PNG_MAGIC
+    assert rendered["files"]["markdown"] == str(copy / "tiny.md")
+    with pytest.raises(ConfigError, match="no results of suite 'tiny' to render"):
+        render_report(out.parent / "tiny.toml", output_dir=tmp_path / "empty")
 
 
 def test_paper_column_only_where_an_entry_declares_paper(tiny_run):

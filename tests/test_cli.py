@@ -65,6 +65,8 @@ def test_evaluate_a_saved_run(trained_run, tmp_path):
     (("train", "--set", "nonsense_param=3", "--data", "trec"), "nonsense_param"),
     (("predict", "/no/such/run", "text"), "/no/such/run"),
     (("train", "--no-such-option"), "no-such-option"),
+    (("benchmark", "--suite", "tiny", "--render", "--only", "trec"), "drop --only and --merge"),
+    (("benchmark", "--suite", "tiny", "--render", "--output-dir", "/no/such/dir"), "no results of suite 'tiny'"),
 ])
 def test_errors_are_one_line_with_status_2(args, expected):
     out = run(*args)

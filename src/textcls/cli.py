@@ -237,11 +237,18 @@ def benchmark(
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch/BLAS threads per run (default: every available CPU)."),
     progress: bool = typer.Option(True, help="Print one line per run on stderr."),
     merge: bool = typer.Option(False, help="With --only: put the rerun entries into the suite's full report (recorded there as a rerun)."),
+    render: bool = typer.Option(False, "--render", help="Run nothing: rewrite <suite>.md and .png from the existing <suite>.json."),
 ):
     """Run a benchmark suite: textcls models and peers side by side on the same splits."""
-    from .benchmark import run_suite
+    from .benchmark import render_report, run_suite
     from .benchmark.report import format_tables
 
+    if render:
+        if only or merge:
+            raise ConfigError("--render rewrites the whole report from its JSON; drop --only and --merge")
+        files = render_report(suite, output_dir=output_dir)["files"]
+        typer.echo(f"wrote {files['markdown']} and {files['plot']} from {files['json']}")
+        return
     result = run_suite(suite, output_dir=output_dir, data_dir=data_dir, only=list(only) or None,
                        progress=progress, threads=threads, merge=merge)
     typer.echo(format_tables(result))

@@ -2,10 +2,11 @@
 
 ``run_suite("quick")`` runs ``benchmarks/suites/quick.toml`` (each run in its own child
 process) and writes ``benchmarks/results/quick.{json,md,png}``; ``textcls benchmark --suite
-quick`` does the same from the shell. Peers (fastText, MiniLM + logistic regression) live in
+quick`` does the same from the shell, and ``render_report`` (``--render``) rewrites the
+Markdown and plot from the JSON without running anything. Peers (fastText, MiniLM + logistic regression) live in
 ``peers``; the machine and version stamp in ``system``; tables and plots in ``report``.
 """
 
-from .runner import Entry, Suite, find_suite, list_suites, load_suite, run_suite
+from .runner import Entry, Suite, find_suite, list_suites, load_suite, render_report, run_suite
 
-__all__ = ["Entry", "Suite", "find_suite", "list_suites", "load_suite", "run_suite"]
+__all__ = ["Entry", "Suite", "find_suite", "list_suites", "load_suite", "render_report", "run_suite"]

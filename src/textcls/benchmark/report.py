@@ -268,11 +268,18 @@ def _per_task_table(entries: list[dict]) -> str:
     return "\n".join(lines)
 
 
+AVERAGE_COLUMN = "average (datasets)"
+MIN_DATASETS_FOR_AVERAGE = 3
+
+
 def format_summary(result: dict) -> str:
     """Two compact pivots (model x dataset): test accuracy, and training seconds.
 
     Each cell is the mean over seeds (± std when there are several); a paper's figure follows
-    in brackets where the suite gives one. This is what the README shows."""
+    in brackets where the suite gives one. With three datasets or more, the accuracy pivot ends
+    in each model's average over the datasets it ran on (two at least), with their count and the
+    paper's average where the suite gives the paper's figure for every one of them. This is what
+    the README shows."""
     datasets = _datasets(result)
     models = []
     for entry in result["entries"]:
@@ -281,11 +288,14 @@ def format_summary(result: dict) -> str:
     cells = {(_shown_name(e), e["dataset"]): e for e in result["entries"]}
     peer_rows = any(e.get("kind") == "peer" for e in result["entries"])
 
-    def table(title: str, render) -> list[str]:
-        out = [f"**{title}**", "", "| model | " + " | ".join(datasets) + " |",
-               "|---|" + "---|" * len(datasets)]
+    def table(title: str, render, average=None) -> list[str]:
+        extra = [AVERAGE_COLUMN] if average else []
+        out = [f"**{title}**", "", "| model | " + " | ".join(datasets + extra) + " |",
+               "|---|" + "---|" * (len(datasets) + len(extra))]
         for model in models:
             row = [render(cells.get((model, d))) for d in datasets]
+            if average:
+                row.append(average([cells.get((model, d)) for d in datasets]))
             peer = any(e.get("kind") == "peer" for (m, _), e in cells.items() if m == model)
             out.append(f"| {model}{' †' if peer else ''} | " + " | ".join(row) + " |")
         return out + ["", "† a peer (another tool), not a textcls model.", ""] if peer_rows else out + [""]
@@ -303,7 +313,19 @@ def format_summary(result: dict) -> str:
             return DASH
         return _number(entry["summary"], "train_seconds")
 
-    lines = table("Test accuracy, % (mean ± std over seeds) [paper's figure]", accuracy)
+    def mean_accuracy(entries):
+        # Like the papers' "Average" rows (FCSR Table 4), over the datasets the model ran on,
+        # with their count, since a partial row's average is not comparable to a full one.
+        ran = [e for e in entries if e is not None and e.get("summary")]
+        if len(ran) < 2:
+            return DASH
+        text = f"{100 * sum(e['summary']['accuracy']['mean'] for e in ran) / len(ran):.2f}"
+        if all(e.get("paper") is not None for e in ran):
+            text += f" [{sum(e['paper'] for e in ran) / len(ran):.2f}]"
+        return f"{text} ({len(ran)})"
+
+    lines = table("Test accuracy, % (mean ± std over seeds) [paper's figure]", accuracy,
+                  mean_accuracy if len(datasets) >= MIN_DATASETS_FOR_AVERAGE else None)
     lines += table("Training seconds (mean over seeds; whole fit, including vocabulary and vectors)", seconds)
     return "\n".join(lines)
 

@@ -706,6 +706,28 @@ def run_suite(
     return result
 
 
+def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike = "benchmarks/results") -> dict:
+    """Rewrite a suite's Markdown and plot from its JSON, running nothing (after a change to
+    how reports are formatted). Returns the result with its ``files``."""
+    import json
+
+    from . import report
+
+    suite = load_suite(name_or_path)
+    path = Path(output_dir) / f"{suite.name}.json"
+    if not path.is_file():
+        raise ConfigError(f"{path}: no results of suite '{suite.name}' to render; run the suite first")
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not a suite result ({exc}); rerun the suite") from None
+    if result.get("suite") != suite.name or not isinstance(result.get("entries"), list):
+        raise ConfigError(f"{path}: not a result of suite '{suite.name}'; rerun the suite")
+    result.pop("files", None)
+    report.write_report(result, output_dir)
+    return result
+
+
 def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
     """Put the entries of an ``--only`` rerun into the suite's full report, in place.
 
