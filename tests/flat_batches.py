@@ -26,3 +26,12 @@ def random_matrix(vocab: int, dim: int, seed: int = 0) -> np.ndarray:
     matrix = np.random.default_rng(seed).normal(size=(vocab, dim)).astype(np.float32)
     matrix[0] = 0
     return matrix
+
+
+def assert_padded_batch_matches_each_alone(model, docs: list[list[int]], length: int, atol: float = 1e-5) -> None:
+    """Masking invariance: the logits of ``docs`` padded together to ``length`` equal each
+    document's logits when it runs alone, unpadded."""
+    with torch.no_grad():
+        batched = model(pad_documents(docs, length)).logits
+        for row, doc in enumerate(docs):
+            torch.testing.assert_close(batched[row : row + 1], model(pad_documents([doc])).logits, atol=atol, rtol=0)

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from flat_batches import pad_documents, random_documents, random_matrix
+from flat_batches import assert_padded_batch_matches_each_alone, pad_documents, random_documents, random_matrix
 
 from textcls.data import load_dataset
 from textcls.data.prepare import prepare
@@ -61,10 +61,7 @@ def test_lstm_presets_have_the_closed_form_size(name, layers, directions):
 def test_lstm_padded_batch_gives_the_same_logits_as_each_document_alone(name, pooling):
     model = _model(name, pooling=pooling).eval()
     docs = _docs([9, 2, 1, 5], seed=1)
-    with torch.no_grad():
-        batched = model(_pad(docs, length=12)).logits
-        for row, doc in enumerate(docs):
-            torch.testing.assert_close(batched[row : row + 1], model(_pad([doc])).logits, atol=1e-5, rtol=0)
+    assert_padded_batch_matches_each_alone(model, docs, length=12)
 
 
 def test_bilstm_last_state_is_forward_end_and_backward_start():
@@ -113,10 +110,7 @@ def test_transformer_presets_have_their_layers_heads_and_size(name, layers, head
 def test_transformer_padded_batch_gives_the_same_logits_as_each_document_alone(name):
     model = _model(name).eval()
     docs = _docs([10, 3, 1, 6], seed=4)
-    with torch.no_grad():
-        batched = model(_pad(docs, length=14)).logits
-        for row, doc in enumerate(docs):
-            torch.testing.assert_close(batched[row : row + 1], model(_pad([doc])).logits, atol=1e-5, rtol=0)
+    assert_padded_batch_matches_each_alone(model, docs, length=14)
 
 
 def test_transformer_one_layer_matches_a_hand_written_encoder_layer():
