@@ -34,4 +34,4 @@ def assert_padded_batch_matches_each_alone(model, docs: list[list[int]], length:
     with torch.no_grad():
         batched = model(pad_documents(docs, length)).logits
         for row, doc in enumerate(docs):
-            torch.testing.assert_close(batched[row : row + 1], model(pad_documents([doc])).logits, atol=atol, rtol=0)
+            torch.testing.assert_close(batched[row : row + 1], model(pad_documents([doc])).logits, atol=atol, rtol=1e-5)  # tests/tolerance.py: KERNEL

@@ -21,6 +21,7 @@ from textcls.models.dasa import (
     multi_dimensional_self_attention,
 )
 from textcls.train.engine import fit
+from tolerance import FEW_OPS, KERNEL, approx32
 
 VOCAB = 60
 BUCKETS = 40
@@ -74,13 +75,13 @@ def test_attenuation_matrix_matches_eq_9_by_hand():
     by_distance = [1.0, 1 / (1 + math.log(2)), 1 / (1 + math.log(3)), 1 / (1 + math.log(4))]
     assert by_distance[1:] == pytest.approx([0.5906161, 0.4765053, 0.4190598], abs=1e-7)
     expected = torch.tensor([[by_distance[abs(i - j)] for j in range(4)] for i in range(4)])
-    torch.testing.assert_close(zeta, expected, atol=1e-7, rtol=0)
+    torch.testing.assert_close(zeta, expected, **FEW_OPS)
     # Other w and c, batched positions with a gap (appended bigrams continue the count).
     zeta = attenuation_matrix(torch.tensor([[0, 1, 5]]), w=2.0, c=3.0)
     assert zeta.shape == (1, 3, 3)
-    assert zeta[0, 0, 2].item() == pytest.approx(1 / math.log(2 * 5 + 3), abs=1e-7)
-    assert zeta[0, 1, 1].item() == pytest.approx(1 / math.log(3), abs=1e-7)
-    assert zeta[0, 2, 1].item() == pytest.approx(1 / math.log(2 * 4 + 3), abs=1e-7)
+    assert zeta[0, 0, 2].item() == approx32(1 / math.log(2 * 5 + 3))
+    assert zeta[0, 1, 1].item() == approx32(1 / math.log(3))
+    assert zeta[0, 2, 1].item() == approx32(1 / math.log(2 * 4 + 3))
 
 
 def _softplus(v):
@@ -94,8 +95,8 @@ def test_multi_dimensional_attention_eqs_6_to_8_by_hand_and_softmax_differs():
     w0 = _softplus(1) * 1 + _softplus(-1) * 3
     w1 = _softplus(2) * 1 + _softplus(-2) * 3
     assert w0 == pytest.approx(2.2530468, abs=1e-6) and w1 == pytest.approx(2.5077121, abs=1e-6)
-    torch.testing.assert_close(gate[0, :, 0], torch.tensor([_softplus(w0), _softplus(w1)]), atol=1e-6, rtol=0)
-    torch.testing.assert_close(h[0, :, 0], torch.tensor([_softplus(w0) * 2, _softplus(w1) * 4]), atol=1e-6, rtol=0)
+    torch.testing.assert_close(gate[0, :, 0], torch.tensor([_softplus(w0), _softplus(w1)]), **FEW_OPS)
+    torch.testing.assert_close(h[0, :, 0], torch.tensor([_softplus(w0) * 2, _softplus(w1) * 4]), **FEW_OPS)
 
     # The ablation: softmax over j (rows sum to 1) in eq. 6 only; eq. 8's softplus stays.
     h_max, gate_max = multi_dimensional_self_attention(q, k, v, x, alpha="softmax")
@@ -108,9 +109,9 @@ def test_multi_dimensional_attention_eqs_6_to_8_by_hand_and_softmax_differs():
     zeta = torch.tensor([[1.0, 0.5], [0.25, 1.0]])
     h_att, _ = multi_dimensional_self_attention(q, k, v, x, attenuation=zeta, normaliser=torch.tensor(0.5))
     w0 = _softplus(1) + 0.5 * _softplus(-1) * 3
-    assert h_att[0, 0, 0].item() == pytest.approx(_softplus(w0) * 2 * 0.5, abs=1e-6)
+    assert h_att[0, 0, 0].item() == approx32(_softplus(w0) * 2 * 0.5)
     h_masked, _ = multi_dimensional_self_attention(q, k, v, x, key_mask=torch.tensor([[True, False]]))
-    assert h_masked[0, 1, 0].item() == pytest.approx(_softplus(_softplus(2)) * 4, abs=1e-6)
+    assert h_masked[0, 1, 0].item() == approx32(_softplus(_softplus(2)) * 4)
     with pytest.raises(ConfigError, match="parameter 'alpha' = 'relu' is not one of softplus, softmax"):
         multi_dimensional_self_attention(q, k, v, x, alpha="relu")
 
@@ -125,14 +126,14 @@ def test_text_axial_mu_is_one_over_the_true_length_and_padding_changes_nothing()
     with torch.no_grad():
         h_alone, gate_alone = module(x, torch.ones(1, 3, dtype=torch.bool), positions[:, :3])
         h_padded, _ = module(padded, mask, positions)
-        torch.testing.assert_close(h_padded[:, :3], h_alone, atol=1e-6, rtol=0)
+        torch.testing.assert_close(h_padded[:, :3], h_alone, **KERNEL)
         assert h_padded[:, 3:].abs().max() == 0
         # mu = 1/3 (the true length), not 1/6 (the padded one).
-        torch.testing.assert_close(h_alone, gate_alone * x / 3, atol=1e-6, rtol=0)
+        torch.testing.assert_close(h_alone, gate_alone * x / 3, **FEW_OPS)
         q, k, v = module.query(x), module.key(x), module.value(x)
         zeta = attenuation_matrix(torch.arange(3))
         w = (F.softplus(q @ k.transpose(1, 2)) * zeta) @ v
-        torch.testing.assert_close(h_alone, F.softplus(w) * x / 3, atol=1e-6, rtol=0)
+        torch.testing.assert_close(h_alone, F.softplus(w) * x / 3, **KERNEL)
         assert (h_alone - F.softplus(w) * x / 6).abs().max() > 1e-3
 
 
@@ -170,11 +171,11 @@ def test_feature_axial_with_projections_matches_the_formula_and_ignores_padding(
         # Features i, j: score = sum over tokens n of Q[n, i] K[n, j]; w[n, i] = sum_j a_ij V[n, j].
         alpha = F.softplus(q.T @ k)  # [d, d]
         w = v @ alpha.T
-        torch.testing.assert_close(gate[0], F.softplus(w), atol=1e-6, rtol=0)
-        torch.testing.assert_close(h[0], F.softplus(w) * x[0], atol=1e-6, rtol=0)
+        torch.testing.assert_close(gate[0], F.softplus(w), **KERNEL)
+        torch.testing.assert_close(h[0], F.softplus(w) * x[0], **KERNEL)
         padded = torch.cat([x, torch.randn(1, 2, 3)], dim=1)  # garbage at padding must not leak
         h_padded, _ = module(padded, torch.tensor([[True] * 4 + [False] * 2]))
-    torch.testing.assert_close(h_padded[:, :4], h, atol=1e-6, rtol=0)
+    torch.testing.assert_close(h_padded[:, :4], h, **KERNEL)
 
 
 def test_fusion_gate_and_pooling_follow_eqs_12_and_13():
@@ -191,7 +192,7 @@ def test_fusion_gate_and_pooling_follow_eqs_12_and_13():
         u = torch.tanh(torch.stack([fused[0, :5].sum(0), fused[1, :3].sum(0)]))
         expected = model.output(torch.sigmoid(model.hidden(u)))
         out = model(batch)
-    torch.testing.assert_close(out.logits, expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.logits, expected, **KERNEL)
     torch.testing.assert_close(out.attentions["fusion_gate"][1, :3], f[1, :3])
     assert out.attentions["fusion_gate"][1, 3:].abs().max() == 0
 
@@ -279,9 +280,9 @@ def test_conventional_self_attention_scores_follow_table_1(score):
         weights = torch.softmax(scores, dim=-1)
         h = weights @ v
         expected = model.output(torch.sigmoid(model.hidden(torch.tanh(h.sum(0)))))
-    torch.testing.assert_close(out.attentions["text"][1, :3, :3], weights, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.attentions["text"][1, :3, :3], weights, **KERNEL)
     assert out.attentions["text"][1, 3:].abs().max() == 0 and out.attentions["text"][1, :, 3:].abs().max() == 0
-    torch.testing.assert_close(out.logits[1], expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.logits[1], expected, **KERNEL)
 
 
 def test_disan_weights_are_a_softmax_per_feature_over_the_real_tokens():
@@ -295,7 +296,7 @@ def test_disan_weights_are_a_softmax_per_feature_over_the_real_tokens():
     scores = captured["scores"]
     assert scores.shape == (2, 5, 5, 4)  # the b x N x N x d tensor of the previous MDSA
     per_feature = torch.softmax(scores[1, :3, :3], dim=1)  # over keys j, for each (i, feature)
-    torch.testing.assert_close(out.attentions["token2token"][1, :3, :3], per_feature.mean(-1), atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.attentions["token2token"][1, :3, :3], per_feature.mean(-1), **KERNEL)
 
 
 def _saved_tensor_shapes(model, batch):

@@ -19,6 +19,7 @@ from textcls.models import create_model, get_preset, list_models
 from textcls.models.fcsr import FCSR_INPUTS, FIGURE3_WINDOWS, fofe_contexts
 from textcls.train import fit
 from textcls.train.recipe import get_lr_lambda
+from tolerance import KERNEL
 
 VOCAB = 40
 
@@ -95,8 +96,8 @@ def test_windowed_fofe_equals_the_recursion_over_the_k_nearest_words(window):
     left, right = fofe_contexts(words, mask, alpha=0.2, window=window)
     for row, length in enumerate(lengths):
         ref_left, ref_right = _fofe_reference(words[row], length, 0.2, window=window)
-        torch.testing.assert_close(left[row, :length].double(), ref_left, atol=1e-6, rtol=1e-6)
-        torch.testing.assert_close(right[row, :length].double(), ref_right, atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(left[row, :length].double(), ref_left, **KERNEL)
+        torch.testing.assert_close(right[row, :length].double(), ref_right, **KERNEL)
     if window == 1:  # the neighbouring words themselves
         torch.testing.assert_close(left[0, 1:11], words[0, :10])
         torch.testing.assert_close(right[0, :10], words[0, 1:11])
@@ -137,7 +138,7 @@ def test_window_at_least_the_length_equals_full_context_in_the_model():
         for window in (9, 15, 100):
             windowed = _fcsr(context_window=window).eval()
             windowed.load_state_dict(full.state_dict())
-            torch.testing.assert_close(windowed(batch).logits, expected, atol=1e-6, rtol=1e-6)
+            torch.testing.assert_close(windowed(batch).logits, expected, **KERNEL)
         narrow = _fcsr(context_window=2).eval()
         narrow.load_state_dict(full.state_dict())
         assert (narrow(batch).logits[0] - expected[0]).abs().max() > 1e-3  # 9 words: window 2 differs

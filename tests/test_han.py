@@ -13,6 +13,7 @@ from textcls.data.batching import collate_hierarchical
 from textcls.data.catalog import load_dataset
 from textcls.errors import ConfigError
 from textcls.models import create_model, get_preset, han, hcan
+from tolerance import FEW_OPS, KERNEL
 
 VOCAB = 40
 TINY = {"embedding_dim": 6, "hidden_size": 4, "attention_dim": 5}
@@ -64,11 +65,11 @@ def test_forward_is_yangs_equations_sentence_by_sentence():
                 # Each sentence alone, unpadded: its GRU states are exactly Yang's h_it.
                 states, _ = model.word_gru(model.embedding(torch.tensor([sentence])))
                 vector, weights = _attend(model.word_attention, states[0])
-                torch.testing.assert_close(out.attentions["word"][row, j, : len(sentence)], weights, atol=1e-6, rtol=0)
+                torch.testing.assert_close(out.attentions["word"][row, j, : len(sentence)], weights, **KERNEL)
                 sentence_vectors.append(vector)
             states, _ = model.sentence_gru(torch.stack(sentence_vectors).unsqueeze(0))
             document, weights = _attend(model.sentence_attention, states[0])
-            torch.testing.assert_close(out.attentions["sentence"][row, : len(doc)], weights, atol=1e-6, rtol=0)
+            torch.testing.assert_close(out.attentions["sentence"][row, : len(doc)], weights, **KERNEL)
             expected = document @ model.output.weight.T + model.output.bias
             torch.testing.assert_close(out.logits[row], expected, atol=1e-5, rtol=0)
 
@@ -105,14 +106,14 @@ def test_an_empty_document_gives_the_output_bias():
     batch["sentence_mask"][1] = False
     with torch.no_grad():
         out = model(batch)
-    torch.testing.assert_close(out.logits[1], model.output.bias, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.logits[1], model.output.bias, **FEW_OPS)
     assert torch.isfinite(out.logits).all()
     # A batch of empty documents only (nothing to pack) gives the bias for each.
     empty = torch.zeros(2, 1, 1, dtype=torch.bool)
     with torch.no_grad():
         logits = model({"input_ids": torch.zeros(2, 1, 1, dtype=torch.long), "word_mask": empty,
                         "sentence_mask": empty.any(-1)}).logits
-    torch.testing.assert_close(logits, model.output.bias.expand(2, 3), atol=1e-6, rtol=0)
+    torch.testing.assert_close(logits, model.output.bias.expand(2, 3), **FEW_OPS)
 
 
 def test_paper_size_parameter_count_in_closed_form():

@@ -16,6 +16,7 @@ from textcls.data.catalog import load_dataset
 from textcls.errors import ConfigError
 from textcls.models import create_model, get_preset, list_models
 from textcls.models.hcan import HCAN, ConvSelfAttention, TargetAttention
+from tolerance import FEW_OPS, KERNEL, approx32
 
 VOCAB = 40
 TINY = {"d_model": 8, "heads": 2, "embedding_dim": 6}
@@ -87,7 +88,7 @@ def test_two_self_attentions_multiply_their_outputs_hand_computed():
         head_a = sum(w * v for w, v in zip(weights, elu))
         head_b = sum(w * v for w, v in zip(weights, tanh))
         expected.append(head_a * head_b)
-    assert out[0, :, 0].tolist() == pytest.approx(expected, abs=1e-6)
+    assert out[0, :, 0].tolist() == approx32(expected)
     # Position 0 by hand: weights 1/(1+e^-1.632) = 0.8365; a = 0.7331, b = 0.5125.
     assert expected[0] == pytest.approx(0.37573, abs=1e-4)
 
@@ -123,10 +124,10 @@ def test_multi_head_self_attention_matches_equations_2_and_3_written_out():
         for h in range(heads):
             part = slice(h * d // heads, (h + 1) * d // heads)
             weights = torch.softmax(q[:, part] @ k[:, part].T / math.sqrt(d // heads), dim=-1)
-            torch.testing.assert_close(maps[branch][0, h], weights, atol=1e-6, rtol=0)
+            torch.testing.assert_close(maps[branch][0, h], weights, **KERNEL)
             heads_out.append(weights @ v[:, part])
         expected = expected * torch.cat(heads_out, dim=-1)
-    torch.testing.assert_close(out[0], expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out[0], expected, **KERNEL)
 
 
 def test_target_attention_matches_equation_5_written_out():
@@ -142,8 +143,8 @@ def test_target_attention_matches_equation_5_written_out():
     for h in range(heads):
         part = slice(h * 2, h * 2 + 2)
         expected = torch.softmax(k[:, part] @ target[part] / math.sqrt(2), dim=0)
-        torch.testing.assert_close(weights[0, h, :4], expected, atol=1e-6, rtol=0)
-        torch.testing.assert_close(vector[0, part], expected @ v[:, part], atol=1e-6, rtol=0)
+        torch.testing.assert_close(weights[0, h, :4], expected, **KERNEL)
+        torch.testing.assert_close(vector[0, part], expected @ v[:, part], **KERNEL)
     assert torch.equal(weights[0, :, 4:], torch.zeros(heads, 2))
 
 
@@ -211,13 +212,13 @@ def test_an_empty_document_gives_finite_logits_and_no_sentence_leaks():
         others = model(_hier_batch([docs[0], docs[1], docs[3]])).logits
     assert torch.isfinite(out.logits).all()
     # No real sentence: the document vector is zero, so the logits are the output bias.
-    torch.testing.assert_close(out.logits[2], model.output.bias, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.logits[2], model.output.bias, **FEW_OPS)
     torch.testing.assert_close(out.logits[[0, 1, 3]], others, atol=1e-5, rtol=0)
     empty = torch.zeros(2, 1, 1, dtype=torch.bool)
     with torch.no_grad():
         logits = model({"input_ids": torch.zeros(2, 1, 1, dtype=torch.long), "word_mask": empty,
                         "sentence_mask": empty.any(-1)}).logits
-    torch.testing.assert_close(logits, model.output.bias.expand(2, 3), atol=1e-6, rtol=0)
+    torch.testing.assert_close(logits, model.output.bias.expand(2, 3), **FEW_OPS)
 
 
 # ----------------------------------------------------------------- presets

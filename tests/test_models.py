@@ -20,6 +20,7 @@ from textcls.models.layers import (
     sinusoidal_encoding,
 )
 from textcls.train.recipe import get_lr_lambda
+from tolerance import KERNEL, approx32
 
 VOCAB = 60
 
@@ -56,12 +57,12 @@ def test_masked_max_and_mean_ignore_padding_and_give_zero_for_empty_rows():
 def test_sinusoidal_encoding_matches_vaswani_at_known_positions():
     pe = sinusoidal_encoding(5, 8)
     assert pe.shape == (5, 8) and pe.dtype == torch.float32
-    assert pe[1, 0].item() == pytest.approx(math.sin(1.0), abs=1e-7)
-    assert pe[1, 1].item() == pytest.approx(math.cos(1.0), abs=1e-7)
+    assert pe[1, 0].item() == approx32(math.sin(1.0))
+    assert pe[1, 1].item() == approx32(math.cos(1.0))
     assert torch.equal(pe[0], torch.tensor([0.0, 1.0] * 4))
     # pos 3, i = 2: angle 3 / 10000^(4/8) = 0.03
-    assert pe[3, 4].item() == pytest.approx(math.sin(0.03), abs=1e-7)
-    assert pe[3, 5].item() == pytest.approx(math.cos(0.03), abs=1e-7)
+    assert pe[3, 4].item() == approx32(math.sin(0.03))
+    assert pe[3, 5].item() == approx32(math.cos(0.03))
     assert sinusoidal_encoding(2, 3)[1].tolist() == pytest.approx([math.sin(1.0), math.cos(1.0), math.sin(1 / 10000 ** (2 / 3))])
 
 
@@ -74,7 +75,7 @@ def test_attention_pooling_puts_no_weight_on_padding():
     assert torch.equal(weights[0, 3:], torch.zeros(2))
     torch.testing.assert_close(weights.sum(dim=1), torch.ones(2))
     alone, _ = pool(hidden[:1, :3], mask[:1, :3])
-    torch.testing.assert_close(pooled[:1], alone, atol=1e-6, rtol=0)
+    torch.testing.assert_close(pooled[:1], alone, **KERNEL)
 
 
 def test_masked_attention_fused_equals_explicit_ignores_padding_and_zeroes_empty_rows():
@@ -86,11 +87,11 @@ def test_masked_attention_fused_equals_explicit_ignores_padding_and_zeroes_empty
     fused, none = masked_attention(q, k, v, mask)
     explicit, weights = masked_attention(q, k, v, mask, need_weights=True)
     assert none is None
-    torch.testing.assert_close(fused, explicit, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(fused, explicit, **KERNEL)
     assert weights[1, :, :, 4:].abs().max() == 0 and torch.allclose(weights[1].sum(-1), torch.ones(2, 7))
     assert fused[2].abs().max() == 0 and weights[2].abs().max() == 0
     alone, _ = masked_attention(q[1:2, :, :4], k[1:2, :, :4], v[1:2, :, :4], mask[1:2, :4])
-    torch.testing.assert_close(alone, fused[1:2, :, :4], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(alone, fused[1:2, :, :4], **KERNEL)
     # The 1/sqrt(d) default scale: doubling the scale is sharper attention, not the same output.
     sharper, _ = masked_attention(q, k, v, mask, scale=2 / 8**0.5)
     assert (sharper[0] - fused[0]).abs().max() > 1e-3
@@ -265,10 +266,10 @@ def test_fasttext_bag_padded_batch_gives_the_same_logits_as_each_document_alone(
         batched = model(batch).logits
         for row in range(len(words)):
             alone = model(_fasttext_batch([words[row]], [bigrams[row]])).logits
-            torch.testing.assert_close(batched[row : row + 1], alone, atol=1e-6, rtol=0)
+            torch.testing.assert_close(batched[row : row + 1], alone, **KERNEL)
         # The document vector is one mean over words and bigrams together.
         expected = torch.cat([model.words.weight[words[0]], model.bigrams.weight[bigrams[0]]]).mean(dim=0)
-        torch.testing.assert_close(batched[0], model.output(expected), atol=1e-6, rtol=0)
+        torch.testing.assert_close(batched[0], model.output(expected), **KERNEL)
 
 
 def test_fasttext_bag_starts_at_zero_output_and_needs_bigrams_when_configured():

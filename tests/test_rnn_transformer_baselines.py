@@ -17,6 +17,7 @@ from textcls.errors import ConfigError
 from textcls.models import create_model, get_preset
 from textcls.models.layers import sinusoidal_encoding
 from textcls.train import fit
+from tolerance import KERNEL
 
 VOCAB = 40
 LSTM_PRESETS = ["lstm", "lstm-stacked", "bilstm", "bilstm-stacked"]
@@ -74,7 +75,7 @@ def test_bilstm_last_state_is_forward_end_and_backward_start():
         hidden = model.rnn.hidden_size
         # Forward direction after the last word, backward direction after reading back to the first.
         document = torch.cat([outputs[0, -1, :hidden], outputs[0, 0, hidden:]])
-        torch.testing.assert_close(logits[0], model.output(document), atol=1e-6, rtol=0)
+        torch.testing.assert_close(logits[0], model.output(document), **KERNEL)
 
 
 def test_lstm_pooling_choices_and_bad_settings():
@@ -83,7 +84,7 @@ def test_lstm_pooling_choices_and_bad_settings():
         last, pooled = _model("lstm").eval(), _model("lstm", pooling="mean").eval()
         pooled.load_state_dict(last.state_dict())
         outputs, _ = pooled.rnn(pooled.embedding.weight[docs[1]].unsqueeze(0))
-        torch.testing.assert_close(pooled(_pad(docs)).logits[1], pooled.output(outputs[0].mean(0)), atol=1e-6, rtol=0)
+        torch.testing.assert_close(pooled(_pad(docs)).logits[1], pooled.output(outputs[0].mean(0)), **KERNEL)
         assert (last(_pad(docs)).logits - pooled(_pad(docs)).logits).abs().max() > 1e-4
     with pytest.raises(ConfigError, match="'pooling' = 'attention' is not one of last, max, mean"):
         _model("lstm", pooling="attention")

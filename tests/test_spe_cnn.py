@@ -14,6 +14,7 @@ from textcls.models import create_model, get_preset, list_models
 from textcls.models.layers import sinusoidal_encoding
 from textcls.models.spe_cnn import SingleCNN
 from textcls.train import build_optimizer
+from tolerance import FEW_OPS, approx32
 
 VOCAB = 40
 PRESETS = ["spe-cnn", "single-cnn-static", "single-cnn-nonstatic", "single-cnn-bow", "spe-cnn-bow"]
@@ -65,9 +66,9 @@ def test_sinusoidal_table_matches_eq_1_and_2_with_the_2i_over_dim_exponent():
     dim, length = 10, 7
     pe = sinusoidal_encoding(length, dim)
     # Known values: pos 3, i = 2 -> angle 3 / 10000^(4/10) = 3 / 39.8107...
-    assert pe[3, 4].item() == pytest.approx(math.sin(3 / 10000 ** 0.4), abs=1e-7)
-    assert pe[3, 5].item() == pytest.approx(math.cos(3 / 10000 ** 0.4), abs=1e-7)
-    assert pe[1, 2].item() == pytest.approx(math.sin(1 / 10000 ** 0.2), abs=1e-7)  # 1 / 6.30957 -> sin 0.157827
+    assert pe[3, 4].item() == approx32(math.sin(3 / 10000 ** 0.4))
+    assert pe[3, 5].item() == approx32(math.cos(3 / 10000 ** 0.4))
+    assert pe[1, 2].item() == approx32(math.sin(1 / 10000 ** 0.2))  # 1 / 6.30957 -> sin 0.157827
     assert pe[1, 2].item() == pytest.approx(0.157827, abs=1e-6)
     # Not the literal typesetting pos / (10000^(2i) / dim), which is ~0 for i >= 1.
     assert pe[1, 2].item() != pytest.approx(math.sin(1 / (10000 ** 2 / dim)), abs=1e-3)
@@ -78,7 +79,7 @@ def test_sinusoidal_table_matches_eq_1_and_2_with_the_2i_over_dim_exponent():
     angle = pos / np.power(10000.0, 2 * i / 300)
     expected = np.empty((50, 300))
     expected[:, 0::2], expected[:, 1::2] = np.sin(angle), np.cos(angle)
-    np.testing.assert_allclose(sinusoidal_encoding(50, 300).numpy(), expected, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(sinusoidal_encoding(50, 300).numpy(), expected, **FEW_OPS)
 
 
 def test_the_model_adds_the_encoding_to_each_word_vector_from_position_zero():
