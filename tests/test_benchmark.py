@@ -393,11 +393,13 @@ def test_fasttext_peer_learns_trec_and_gives_probabilities(trec_1000):
     peer.fit(train["text"], train["label"], classes=trec_1000.label_names)
     probs = peer.predict_proba(test["text"])
     assert probs.shape == (500, 6)
+    # float64: the peers return float64 rows renormalised to sum to 1
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-9)
     accuracy = float((peer.classes_[probs.argmax(axis=1)] == np.array(test["label"])).mean())
     majority = max(test["label"].count(c) for c in trec_1000.label_names) / 500
     assert accuracy > majority + 0.3, (accuracy, majority)
     # Batch 1 gives the same numbers as a batch; thread=1 and a seed give the same model.
+    # float64: fastText predicts each line alone, so batch 1 and a batch are one computation
     np.testing.assert_allclose(peer.predict_proba(test["text"][:1]), probs[:1], rtol=1e-6)
     again = create_peer("fasttext", seed=1, epoch=25).fit(train["text"], train["label"],
                                                          classes=trec_1000.label_names)
@@ -419,6 +421,7 @@ def test_minilm_peer_on_a_small_slice(data_dir):
     ds = load_dataset("trec", data_dir=data_dir, max_per_split=240)
     peer = create_peer("minilm-lr", seed=0).fit(ds["train"]["text"], ds["train"]["label"], classes=ds.label_names)
     probs = peer.predict_proba(ds["test"]["text"][:120])
+    # float64: the peers return float64 rows renormalised to sum to 1
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-9)
     accuracy = float((peer.classes_[probs.argmax(axis=1)] == np.array(ds["test"]["label"][:120])).mean())
     assert accuracy > 0.5

@@ -73,6 +73,7 @@ def test_attenuation_matrix_matches_eq_9_by_hand():
     zeta = attenuation_matrix(torch.tensor([0, 1, 2, 3]))
     # w = c = e: 1 / log(e * k + e) = 1 / (1 + log(1 + k)) at distance k.
     by_distance = [1.0, 1 / (1 + math.log(2)), 1 / (1 + math.log(3)), 1 / (1 + math.log(4))]
+    # float64: Python floats against the 7-decimal literals
     assert by_distance[1:] == pytest.approx([0.5906161, 0.4765053, 0.4190598], abs=1e-7)
     expected = torch.tensor([[by_distance[abs(i - j)] for j in range(4)] for i in range(4)])
     torch.testing.assert_close(zeta, expected, **FEW_OPS)
@@ -94,6 +95,7 @@ def test_multi_dimensional_attention_eqs_6_to_8_by_hand_and_softmax_differs():
     h, gate = multi_dimensional_self_attention(q, k, v, x)
     w0 = _softplus(1) * 1 + _softplus(-1) * 3
     w1 = _softplus(2) * 1 + _softplus(-2) * 3
+    # float64: Python floats against the 7-decimal literals
     assert w0 == pytest.approx(2.2530468, abs=1e-6) and w1 == pytest.approx(2.5077121, abs=1e-6)
     torch.testing.assert_close(gate[0, :, 0], torch.tensor([_softplus(w0), _softplus(w1)]), **FEW_OPS)
     torch.testing.assert_close(h[0, :, 0], torch.tensor([_softplus(w0) * 2, _softplus(w1) * 4]), **FEW_OPS)

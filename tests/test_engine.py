@@ -188,6 +188,7 @@ def test_schedule_lr_per_epoch_matches_formula(schedule, factor):
         lrs.append(opt.param_groups[0]["lr"])
         opt.step()
         scheduler.step()
+    # float64: the scheduler's lr is a Python float, as is the formula
     assert lrs == pytest.approx([0.2 * factor(e) for e in range(8)], rel=1e-12)
 
 

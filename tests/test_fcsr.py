@@ -296,6 +296,7 @@ def test_eq16_learning_rate_is_the_papers_recursion():
     factor = get_lr_lambda("fcsr-eq16", epochs=40)
     lr = 0.01
     for epoch in range(41):
+        # float64: the scheduler's factor and the recursion are Python floats
         assert factor(epoch) * 0.01 == pytest.approx(lr, rel=1e-9, abs=1e-300)
         lr = 0.8 * lr * 0.01 ** ((epoch + 0.01) / (40 + 0.01))
     assert factor(1) == pytest.approx(0.8 * 0.01 ** (0.01 / 40.01))

@@ -327,6 +327,7 @@ def test_classic_models_learn_trec_and_round_trip_identically(trec, name, floor)
     model = create_model(name, num_classes=6).fit(train_texts, train_y)
     proba = model.predict_proba(test_texts)
     assert proba.shape == (500, 6)
+    # float64: scikit-learn's probabilities
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
     accuracy = (proba.argmax(axis=1) == test_y).mean()
     majority = np.bincount(test_y).max() / len(test_y)  # 0.276

@@ -69,7 +69,7 @@ def test_sinusoidal_table_matches_eq_1_and_2_with_the_2i_over_dim_exponent():
     assert pe[3, 4].item() == approx32(math.sin(3 / 10000 ** 0.4))
     assert pe[3, 5].item() == approx32(math.cos(3 / 10000 ** 0.4))
     assert pe[1, 2].item() == approx32(math.sin(1 / 10000 ** 0.2))  # 1 / 6.30957 -> sin 0.157827
-    assert pe[1, 2].item() == pytest.approx(0.157827, abs=1e-6)
+    assert pe[1, 2].item() == approx32(0.157827)
     # Not the literal typesetting pos / (10000^(2i) / dim), which is ~0 for i >= 1.
     assert pe[1, 2].item() != pytest.approx(math.sin(1 / (10000 ** 2 / dim)), abs=1e-3)
     assert pe[0].tolist() == [0.0, 1.0] * 5  # position 0: sin 0, cos 0
