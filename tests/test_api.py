@@ -1,15 +1,20 @@
 """The Classifier estimator and run directories: round trips, sklearn contracts, bad checkpoints."""
 
+import hashlib
 import json
 
 import numpy as np
 import pytest
+import sklearn.exceptions
+import torch
+from safetensors.numpy import load_file, save_file
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
+from sklearn.utils.validation import check_is_fitted
 
 import textcls
 from textcls import Classifier
-from textcls.errors import CheckpointError, ConfigError, DataError
+from textcls.errors import CheckpointError, ConfigError, DataError, ModelError, NotFittedError, TextclsError
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +32,23 @@ def fitted_lr(trec_small):
     return Classifier("tfidf-lr").fit_dataset(trec_small)
 
 
+@pytest.fixture(scope="module")
+def fitted_bag(trec_small):
+    return Classifier("fasttext-bag", epochs=1).fit_dataset(trec_small)
+
+
+# Two-class toy data for the input-validation tests (tfidf-lr fits it in milliseconds).
+TOY_TEXTS = ["good great fine", "bad awful poor", "great good", "awful bad"] * 5
+TOY_LABELS = ["pos", "neg"] * 10
+
+
+@pytest.fixture(scope="module")
+def fitted_toy():
+    return Classifier("tfidf-lr").fit(TOY_TEXTS, TOY_LABELS)
+
+
 def test_neural_save_load_predict_round_trip_identical(fitted_cnn, trec_small, tmp_path):
-    texts = list(trec_small["test"]["text"][:40]) + ["", "zzqx unseen words only"]
+    texts = list(trec_small["test"]["text"][:40]) + ["?", "zzqx unseen words only"]
     before = fitted_cnn.predict_proba(texts)
     fitted_cnn.save_pretrained(tmp_path / "run")
     names = sorted(p.name for p in (tmp_path / "run").iterdir())
@@ -120,3 +140,239 @@ def test_multi_label_reuters_slice(tmp_path):
     again = Classifier.from_pretrained(tmp_path / "ml")
     assert again.multi_label_
     np.testing.assert_array_equal(again.predict_proba(["wheat exports rose"]), clf.predict_proba(["wheat exports rose"]))
+
+
+# ----------------------------------------------------------------- checksums and non-finite weights
+
+
+def _rewrite_weights(run, change):
+    """Apply ``change`` to the arrays of run/model.safetensors, re-save it and record its new
+    checksum in config.json, so that only the checks after the checksum can object."""
+    weights = run / "model.safetensors"
+    arrays = {k: v.copy() for k, v in load_file(str(weights)).items()}
+    change(arrays)
+    save_file(arrays, str(weights))
+    config = json.loads((run / "config.json").read_text())
+    config["weights_sha256"] = hashlib.sha256(weights.read_bytes()).hexdigest()
+    (run / "config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize("which", ["fitted_bag", "fitted_lr"])
+def test_flipped_bits_in_the_weights_fail_the_checksum(which, request, tmp_path):
+    clf = request.getfixturevalue(which)
+    run = clf.save_pretrained(tmp_path / "run")
+    weights = run / "model.safetensors"
+    config = json.loads((run / "config.json").read_text())
+    assert config["weights_sha256"] == hashlib.sha256(weights.read_bytes()).hexdigest()
+    Classifier.from_pretrained(run)  # intact: loads
+    data = bytearray(weights.read_bytes())
+    data[-3] ^= 0x10  # one bit of the last tensor: still a valid safetensors file
+    weights.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError) as err:
+        Classifier.from_pretrained(run)
+    assert str(err.value) == (f"{weights} does not match the checksum in config.json; the file is corrupt or "
+                              "was changed, retrain or restore it")
+
+
+@pytest.mark.parametrize("which", ["fitted_bag", "fitted_lr"])
+def test_runs_saved_without_a_checksum_still_load(which, request, trec_small, tmp_path):
+    clf = request.getfixturevalue(which)
+    run = clf.save_pretrained(tmp_path / "run")
+    config = json.loads((run / "config.json").read_text())
+    del config["weights_sha256"]
+    (run / "config.json").write_text(json.dumps(config))
+    texts = list(trec_small["test"]["text"][:20])
+    np.testing.assert_array_equal(Classifier.from_pretrained(run).predict_proba(texts), clf.predict_proba(texts))
+    config["weights_sha256"] = "not a digest"
+    (run / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="config.json: 'weights_sha256' is not a SHA-256 hex digest"):
+        Classifier.from_pretrained(run)
+
+
+def test_non_finite_neural_weights_are_refused_on_load(fitted_bag, tmp_path):
+    run = fitted_bag.save_pretrained(tmp_path / "run")
+
+    def poison(arrays, value):
+        arrays["output.weight"][0, 0] = value
+
+    for value in (np.nan, np.inf):
+        _rewrite_weights(run, lambda arrays: poison(arrays, value))
+        with pytest.raises(CheckpointError) as err:
+            Classifier.from_pretrained(run)
+        assert str(err.value).startswith(f"{run / 'model.safetensors'}: tensor 'output.weight' holds NaN or Inf")
+        assert "retrain or restore" in str(err.value)
+
+
+def test_non_finite_classic_weights_are_refused_on_load(fitted_lr, trec_small, tmp_path):
+    run = fitted_lr.save_pretrained(tmp_path / "run")
+    # A bias of -inf is by design (a class absent from training gets probability 0): it loads.
+    _rewrite_weights(run, lambda arrays: arrays["bias"].__setitem__(0, -np.inf))
+    probs = Classifier.from_pretrained(run).predict_proba(list(trec_small["test"]["text"][:5]))
+    assert (probs[:, 0] == 0).all() and np.isfinite(probs).all()
+    _rewrite_weights(run, lambda arrays: arrays["bias"].__setitem__(0, np.nan))
+    with pytest.raises(CheckpointError, match=r"model.safetensors: tensor 'bias' holds NaN or Inf"):
+        Classifier.from_pretrained(run)
+    fitted_lr.save_pretrained(run)
+    _rewrite_weights(run, lambda arrays: arrays["weights"].__setitem__((1, 2), np.inf))
+    with pytest.raises(CheckpointError, match=r"model.safetensors: tensor 'weights' holds NaN or Inf"):
+        Classifier.from_pretrained(run)
+
+
+def test_non_finite_probabilities_name_the_text(trec_small, tmp_path):
+    clf = Classifier("fasttext-bag", epochs=1).fit_dataset(trec_small)
+    word = "capital"
+    token = clf.pipeline_.vocab.index(word)
+    with torch.no_grad():
+        clf.model_.words.weight[token] = float("nan")
+    texts = ["how many legs does a spider have ?", f"what is the {word} of france ?"]
+    with pytest.raises(ModelError) as err:
+        clf.predict_proba(texts)
+    assert str(err.value) == ("the model produced NaN or Inf probabilities for text 1; its weights are broken "
+                              "(training diverged?), retrain it (e.g. with a lower lr) or load a good run")
+    assert err.value.index == 1 and isinstance(err.value, TextclsError)
+    with pytest.raises(ModelError, match="for text 1"):
+        clf.predict(texts)
+    assert np.isfinite(clf.predict_proba(texts[:1])).all()  # text 0 never touches the broken row
+    # Such a model is not saved: from_pretrained would refuse it.
+    with pytest.raises(ModelError, match="tensor 'words.weight' holds NaN or Inf"):
+        clf.save_pretrained(tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_non_finite_classic_probabilities_are_refused(fitted_toy):
+    clf = clone(fitted_toy).fit(TOY_TEXTS, TOY_LABELS)
+    clf.model_.weights_[:] = np.nan
+    with pytest.raises(ModelError, match="NaN or Inf probabilities for text 0"):
+        clf.predict_proba(["good", "bad"])
+
+
+# ----------------------------------------------------------------- bad input: one line, naming the index
+
+
+@pytest.mark.parametrize("method", ["predict", "predict_proba"])
+def test_a_single_string_is_not_a_list_of_texts(fitted_toy, method):
+    with pytest.raises(DataError) as err:
+        getattr(fitted_toy, method)("good great")
+    assert str(err.value) == (f"Classifier.{method}(X): X is one string ('good great'), not a list of texts; "
+                              "pass a list with one entry per text, e.g. [text]")
+    assert isinstance(err.value, ValueError)
+
+
+def test_fit_refuses_a_single_string():
+    with pytest.raises(DataError, match=r"Classifier.fit\(X, y\): X is one string \('abcd'\), not a list of texts"):
+        Classifier("tfidf-lr").fit("abcd", ["a", "b", "a", "b"])
+    with pytest.raises(DataError, match=r"y is one string \('xy'\), not a list of labels; .* e.g. \[label\]"):
+        Classifier("tfidf-lr").fit(["good", "bad"], "xy")
+
+
+@pytest.mark.parametrize("labels, message", [
+    (TOY_LABELS[:7] + [None] + TOY_LABELS[8:],
+     "label 7 is None (missing); give text 7 a class name (str or int) or drop it"),
+    ([1.0, 0.0] * 4 + [float("nan")] + [0.0] * 11,
+     "label 8 is NaN (missing); give text 8 a class name (str or int) or drop it"),
+    (np.array([1.0, 0.0, np.nan] + [1.0] * 17),
+     "label 2 is NaN (missing); give text 2 a class name (str or int) or drop it"),
+    (TOY_LABELS[:3] + [7] + TOY_LABELS[4:],
+     "label 3 is int 7 but label 0 is str 'pos'; use one type for all labels (all str or all int)"),
+    (TOY_LABELS[:5] + [["pos"]] + TOY_LABELS[6:],
+     "label 5 is ['pos'] but label 0 is one class name; pass every label as one class name, or every label "
+     "as a list of class names (multi-label)"),
+    ([["pos"], ["neg"], None] + [["pos"]] * 17,
+     "label 2 is None (missing); give text 2 a class name (str or int) or drop it"),
+    ([["pos"], ["neg", None]] + [["pos"]] * 18,
+     "label 1 holds None, not a class name; pass a list of class names (str or int)"),
+])
+def test_missing_or_inconsistent_labels_name_the_record(labels, message):
+    with pytest.raises(DataError) as err:
+        Classifier("tfidf-lr").fit(TOY_TEXTS, labels)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("bad, message", [
+    (None, "text 4 is NoneType, not a string; pass every text as a str"),
+    (3, "text 4 is int, not a string; pass every text as a str"),
+    (b"good", "text 4 is bytes, not a string; pass every text as a str (decode bytes first)"),
+    ("", "text 4 is empty; a model cannot classify it, drop it or give it content"),
+    (" \t\n", "text 4 is only whitespace; a model cannot classify it, drop it or give it content"),
+])
+def test_bad_texts_name_their_index_in_fit_and_predict(fitted_toy, bad, message):
+    texts = TOY_TEXTS[:4] + [bad] + TOY_TEXTS[5:]
+    with pytest.raises(DataError) as err:
+        Classifier("tfidf-lr").fit(texts, TOY_LABELS)
+    assert str(err.value) == message and err.value.index == 4
+    for method in (fitted_toy.predict, fitted_toy.predict_proba):
+        with pytest.raises(DataError) as err:
+            method(texts[:6])
+        assert str(err.value) == message and err.value.index == 4
+
+
+def test_evaluate_names_the_split_of_an_empty_text(fitted_toy):
+    import datasets
+
+    split = datasets.Dataset.from_dict({"text": ["good", "bad", "  "], "label": ["pos", "neg", "pos"]})
+    with pytest.raises(DataError) as err:
+        fitted_toy.evaluate(split, where="toy/test")
+    assert str(err.value) == ("toy/test: text 2 is only whitespace; a model cannot classify it, drop it or give "
+                              "it content")
+
+
+def test_fit_accepts_iterators_and_numpy_arrays():
+    clf = Classifier("tfidf-lr").fit(iter(TOY_TEXTS), (label for label in TOY_LABELS))
+    assert list(clf.classes_) == ["neg", "pos"]
+    clf = Classifier("tfidf-lr").fit(np.array(TOY_TEXTS), np.array(TOY_LABELS))
+    assert list(clf.predict(np.array(["good great", "awful bad"]))) == ["pos", "neg"]
+
+
+# ----------------------------------------------------------------- scikit-learn conventions
+
+
+@pytest.mark.parametrize("call", [
+    lambda clf: clf.predict(["good"]),
+    lambda clf: clf.predict_proba(["good"]),
+    lambda clf: clf.evaluate(None),
+    lambda clf: clf.save_pretrained("unused-dir"),
+    lambda clf: clf.num_parameters(),
+    lambda clf: clf.score(["good"], ["pos"]),
+])
+def test_using_an_unfitted_classifier_is_sklearns_not_fitted_error(call, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(sklearn.exceptions.NotFittedError) as err:
+        call(Classifier("tfidf-lr"))
+    assert isinstance(err.value, NotFittedError) and isinstance(err.value, TextclsError)
+    assert isinstance(err.value, ValueError) and isinstance(err.value, AttributeError)
+    assert "was called before fit(); call fit(X, y) first" in str(err.value)
+    assert not (tmp_path / "unused-dir").exists()
+
+
+def test_error_classes_follow_sklearn():
+    for cls in (DataError, ConfigError, CheckpointError, ModelError):
+        assert issubclass(cls, TextclsError) and issubclass(cls, ValueError)
+    assert NotFittedError.__mro__[1:3] == (TextclsError, sklearn.exceptions.NotFittedError)
+    assert NotFittedError("a\nb").args == ("a b",)  # still one line
+
+
+def test_sklearn_fitted_checks_clone_and_get_params(fitted_toy):
+    unfitted = Classifier("tfidf-lr", epochs=3, params={"C": 2.0})
+    with pytest.raises(sklearn.exceptions.NotFittedError):
+        check_is_fitted(unfitted)
+    check_is_fitted(fitted_toy)
+    # The methods stay visible on an unfitted estimator (NotFittedError is an AttributeError,
+    # but it is only raised when a method is called).
+    for name in ("predict", "predict_proba", "score", "fit"):
+        assert hasattr(unfitted, name)
+    twin = clone(unfitted)
+    assert twin.get_params() == unfitted.get_params() and twin.params == {"C": 2.0}
+    refit = clone(fitted_toy)
+    assert not hasattr(refit, "model_")
+    with pytest.raises(sklearn.exceptions.NotFittedError):
+        check_is_fitted(refit)
+    assert refit.get_params() == fitted_toy.get_params()
+
+
+@pytest.mark.parametrize("check", ["check_estimators_unfitted", "check_estimator_cloneable",
+                                   "check_get_params_invariance", "check_set_params", "check_no_attributes_set_in_init",
+                                   "check_parameters_default_constructible", "check_estimator_repr"])
+def test_sklearn_estimator_checks(check):
+    from sklearn.utils import estimator_checks
+
+    getattr(estimator_checks, check)("Classifier", Classifier("tfidf-lr"))

@@ -22,7 +22,7 @@ from . import artifacts
 from .data.prepare import encode_texts, label_targets, prepare
 from .data.records import TextDataset
 from .data.splits import ensure_dev
-from .errors import CheckpointError, ConfigError, DataError
+from .errors import CheckpointError, ConfigError, DataError, ModelError
 from .eval.metrics import compute_metrics
 from .models.registry import accepts_arch_param, create_model, get_preset
 from .text.pipeline import TextPipeline
@@ -87,10 +87,12 @@ class Classifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ training
     def fit(self, X: Sequence[str], y: Sequence) -> "Classifier":
         """Train on texts ``X`` and labels ``y`` (class names, or lists of names for multi-label)."""
-        self.fit_dataset(dataset_from_lists(X, y))
+        texts = _as_list(X, "Classifier.fit(X, y)", "X", "texts")
+        labels = _as_list(y, "Classifier.fit(X, y)", "y", "labels")
+        self.fit_dataset(dataset_from_lists(texts, labels))
         if not self.multi_label_:
             # Keep the caller's label values (ints stay ints) so predict() returns the same kind.
-            self.classes_ = np.array(sorted(set(_hashable(v) for v in y)))
+            self.classes_ = np.array(_sorted_label_values(labels))
         return self
 
     def fit_dataset(self, dataset: TextDataset, *, run_dir: str | Path | None = None,
@@ -143,9 +145,15 @@ class Classifier(ClassifierMixin, BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ inference
-    def _check_fitted(self):
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "model_")
+
+    def _check_fitted(self, method: str):
         if not hasattr(self, "model_"):
-            raise ConfigError("this Classifier is not fitted yet; call fit() or Classifier.from_pretrained(dir)")
+            from .errors import NotFittedError  # built on first use: it subclasses scikit-learn's
+
+            raise NotFittedError(f"Classifier.{method}() was called before fit(); call fit(X, y) first, "
+                                 "or load a trained model with Classifier.from_pretrained(run_dir)")
 
     @property
     def uses_tasks(self) -> bool:
@@ -161,6 +169,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
         if tasks is None:
             raise ConfigError(f"model '{self.model}' has one head per task ({', '.join(self.task_names_)}); "
                               "pass tasks= with the task of every text")
+        if isinstance(tasks, (str, bytes)):
+            raise DataError(f"parameter 'tasks' is one string ({_short(tasks)}), not a list; "
+                            "pass one task name per text, e.g. tasks=[task] * len(X)")
         tasks = list(tasks)
         if len(tasks) != n:
             raise DataError(f"got {len(tasks)} tasks for {n} texts; pass one task per text")
@@ -174,40 +185,56 @@ class Classifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X: Sequence[str], tasks: Sequence[str] | None = None) -> np.ndarray:
         """Class probabilities [N, C] in ``classes_`` order (sigmoid per label for multi-label).
 
-        ``tasks``: for a model trained on multi-task data with per-task heads, the task of
-        every text (one of ``task_names_``)."""
-        self._check_fitted()
-        texts = [str(t) for t in X]
+        ``X`` is a list of texts (a single string is refused, as in scikit-learn's vectorizers);
+        an empty or whitespace-only text, or one that is not a string, is a DataError naming its
+        index (``err.index``). ``tasks``: for a model trained on multi-task data with per-task
+        heads, the task of every text (one of ``task_names_``)."""
+        self._check_fitted("predict_proba")
+        return self._proba(_inference_texts(X, "Classifier.predict_proba(X)"), tasks)
+
+    def _proba(self, texts: list[str], tasks, where: str | None = None) -> np.ndarray:
         task_ids = self._task_ids(tasks, len(texts))
         if self.preset_.kind == "classic":
-            return self.model_.predict_proba(texts)
-        encoded, _ = encode_texts(self.pipeline_, texts, self.preset_.inputs.get("shape", "flat"), tasks=task_ids)
-        from .data.batching import make_loader
+            probs = self.model_.predict_proba(texts)
+        else:
+            encoded, _ = encode_texts(self.pipeline_, texts, self.preset_.inputs.get("shape", "flat"),
+                                      tasks=task_ids)
+            from .data.batching import make_loader
 
-        loader = make_loader(encoded, _eval_batch(self.preset_.recipe.batch_size), shuffle=False)
-        return engine_predict_proba(self.model_, loader, multi_label=self.multi_label_,
-                                    precision=self.preset_.recipe.precision, device=self._device())
+            loader = make_loader(encoded, _eval_batch(self.preset_.recipe.batch_size), shuffle=False)
+            probs = engine_predict_proba(self.model_, loader, multi_label=self.multi_label_,
+                                         precision=self.preset_.recipe.precision, device=self._device())
+        finite = np.isfinite(probs).all(axis=1)
+        if not finite.all():
+            row = int(np.flatnonzero(~finite)[0])
+            raise ModelError(
+                f"{where + ': ' if where else ''}the model produced NaN or Inf probabilities for text {row}; "
+                "its weights are broken (training diverged?), retrain it (e.g. with a lower lr) or load a good run",
+                index=row)
+        return probs
 
     def predict(self, X: Sequence[str], tasks: Sequence[str] | None = None):
-        """Class names (lists of names for multi-label, threshold 0.5); ``tasks`` as in predict_proba."""
-        probs = self.predict_proba(X, tasks=tasks)
+        """Class names (lists of names for multi-label, threshold 0.5); ``X`` and ``tasks`` as in predict_proba."""
+        self._check_fitted("predict")
+        probs = self._proba(_inference_texts(X, "Classifier.predict(X)"), tasks)
         if self.multi_label_:
             return [list(self.classes_[row >= 0.5]) for row in probs]
         return self.classes_[probs.argmax(axis=1)]
 
     def evaluate(self, split: datasets.Dataset, *, where: str = "evaluation data") -> dict:
         """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns."""
-        self._check_fitted()
+        self._check_fitted("evaluate")
         targets = label_targets(split, [str(c) for c in self.classes_], self.multi_label_, where)
         tasks = list(split["task"]) if self.uses_tasks and "task" in split.column_names else None
-        probs = self.predict_proba(list(split["text"]), tasks=tasks)
+        texts = _check_texts(list(split["text"]), where)
+        probs = self._proba(texts, tasks, where=where)
         y = _as_target_array(targets, None, num_classes=len(self.classes_), multi_label=self.multi_label_)
         return compute_metrics(y, probs, [str(c) for c in self.classes_], multi_label=self.multi_label_)
 
     # ------------------------------------------------------------------ persistence
     def num_parameters(self) -> dict:
         """Trainable and total parameters, with the embedding tables counted apart."""
-        self._check_fitted()
+        self._check_fitted("num_parameters")
         if self.preset_.kind == "classic":
             n = int(self.model_.num_parameters())
             return {"total": n, "trainable": n, "embedding": 0, "non_embedding": n}
@@ -218,10 +245,12 @@ class Classifier(ClassifierMixin, BaseEstimator):
                 "non_embedding": total - embedding}
 
     def save_pretrained(self, run_dir: str | Path) -> Path:
-        """Write config.json, model.safetensors and tokenizer.json (no pickles)."""
-        self._check_fitted()
+        """Write config.json, model.safetensors and tokenizer.json (no pickles).
+
+        config.json records the SHA-256 of model.safetensors; weights holding NaN or Inf are
+        refused (ModelError) before anything is written."""
+        self._check_fitted("save_pretrained")
         run_dir = Path(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
         config = {
             "model": self.model,
             "family": self.preset_.family,
@@ -243,8 +272,16 @@ class Classifier(ClassifierMixin, BaseEstimator):
             arrays = {k: v.detach().cpu().contiguous().numpy() for k, v in self.model_.state_dict().items()}
             config["vocab_size"] = self.pipeline_.vocab_size
             config["pipeline"] = self.pipeline_.settings()
-            self.pipeline_.save(run_dir)
-        artifacts.write_arrays(run_dir / artifacts.WEIGHTS, arrays)
+        bad = artifacts.first_non_finite(arrays, _allow_inf(self.preset_.kind))
+        if bad is not None:
+            raise ModelError(f"cannot save to {run_dir}: tensor '{bad}' holds NaN or Inf values, so the model is "
+                             "broken (training diverged?); retrain it, e.g. with a lower lr")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if self.pipeline_ is not None:
+            artifacts.atomic_write_bytes(run_dir / artifacts.TOKENIZER,
+                                         self.pipeline_.tokenizer.to_str(pretty=True).encode("utf-8"))
+        # Weights first, config (with their checksum) last: a run is complete once config.json is.
+        config["weights_sha256"] = artifacts.write_arrays(run_dir / artifacts.WEIGHTS, arrays)
         artifacts.write_config(run_dir, config)
         return run_dir
 
@@ -270,14 +307,22 @@ class Classifier(ClassifierMixin, BaseEstimator):
         clf.multi_label_ = bool(config.get("multi_label", False))
         clf.dataset_name_ = config.get("dataset")
         clf.task_names_ = config.get("task_names")
-        arrays = artifacts.read_arrays(run_dir / artifacts.WEIGHTS)
+        weights = run_dir / artifacts.WEIGHTS
+        checksum = config.get("weights_sha256")  # absent from runs saved before it was recorded
+        if checksum is not None and not _is_sha256(checksum):
+            raise CheckpointError(f"{run_dir / artifacts.CONFIG}: 'weights_sha256' is not a SHA-256 hex digest; "
+                                  "the file is corrupt or was changed, retrain or restore it")
+        arrays = artifacts.read_arrays(weights, sha256=checksum)
+        artifacts.check_finite(weights, arrays, _allow_inf(config["kind"]))
         if config["kind"] == "classic":
             from .models.classic import ClassicModel
 
             try:
                 clf.model_ = ClassicModel.from_state(arrays, config["classic_state"])
-            except (KeyError, ValueError) as exc:
-                raise CheckpointError(f"{run_dir / artifacts.WEIGHTS}: does not match config.json ({exc})")
+            except CheckpointError as exc:
+                raise CheckpointError(f"{weights}: {exc}")
+            except (KeyError, ValueError, TypeError) as exc:
+                raise CheckpointError(f"{weights}: does not match config.json ({exc}); retrain or restore the run")
             clf.pipeline_ = None
             return clf
         tokenizer = run_dir / artifacts.TOKENIZER
@@ -294,7 +339,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
             clf.model_.load_state_dict(state, strict=True)
         except RuntimeError as exc:
             first = str(exc).splitlines()[0]
-            raise CheckpointError(f"{run_dir / artifacts.WEIGHTS}: does not match config.json ({first})")
+            raise CheckpointError(f"{weights}: does not match config.json ({first}); retrain or restore the run")
         clf.model_.eval()
         return clf
 
@@ -318,25 +363,127 @@ def _hashable(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _allow_inf(kind: str) -> tuple[str, ...]:
+    # A TF-IDF model's bias is -inf for a class absent from training (+inf for a multi-label
+    # class always on): probability exactly 0 (1) by design. NaN is never allowed.
+    return ("bias",) if kind == "classic" else ()
+
+
+def _is_sha256(value) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def _short(value, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _as_list(values, call: str, param: str, what: str) -> list:
+    """``values`` as a list; one string (which Python would iterate letter by letter) or a
+    non-iterable is a DataError, as scikit-learn's "Iterable over raw text documents expected"."""
+    if isinstance(values, np.ndarray) and values.ndim == 0:
+        values = values.item()
+    if isinstance(values, (str, bytes)):
+        raise DataError(f"{call}: {param} is one string ({_short(values)}), not a list of {what}; "
+                        f"pass a list with one entry per text, e.g. [{what[:-1]}]")
+    if values is None or isinstance(values, dict) or not hasattr(values, "__iter__"):
+        raise DataError(f"{call}: {param} is {type(values).__name__}, not a list of {what}; "
+                        f"pass a list with one entry per text")
+    return list(values)
+
+
+def _check_texts(texts: list, where: str | None = None) -> list:
+    """``texts`` unchanged when every one is a non-blank string; else a DataError naming the index."""
+    prefix = f"{where}: " if where else ""
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            hint = " (decode bytes first)" if isinstance(text, bytes) else ""
+            raise DataError(f"{prefix}text {i} is {type(text).__name__}, not a string; "
+                            f"pass every text as a str{hint}", index=i)
+        if not text or text.isspace():
+            raise DataError(f"{prefix}text {i} is {'empty' if not text else 'only whitespace'}; "
+                            "a model cannot classify it, drop it or give it content", index=i)
+    return texts
+
+
+def _inference_texts(X, call: str) -> list[str]:
+    return _check_texts(_as_list(X, call, "X", "texts"))
+
+
+def _is_missing(value) -> bool:
+    """None, NaN (pandas' empty cell) or pandas.NA / NaT."""
+    if value is None:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return bool(np.isnan(value))
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _check_labels(labels: list) -> bool:
+    """Whether ``labels`` are multi-label (lists of names); a DataError naming the first bad one."""
+    multi_label = None
+    for i, value in enumerate(labels):
+        if _is_missing(value):
+            shown = "NaN" if isinstance(value, (float, np.floating)) else str(value)
+            raise DataError(f"label {i} is {shown} (missing); give text {i} a class name (str or int) "
+                            "or drop it", index=i)
+        is_list = isinstance(value, (list, tuple, set, np.ndarray))
+        if multi_label is None:
+            multi_label = is_list
+        elif is_list != multi_label:
+            kind = "a list of class names" if multi_label else "one class name"
+            raise DataError(f"label {i} is {_short(value)} but label 0 is {kind}; pass every label as one class "
+                            "name, or every label as a list of class names (multi-label)", index=i)
+        if is_list:
+            for name in value:
+                if _is_missing(name) or isinstance(name, (list, tuple, set, dict, np.ndarray)):
+                    shown = "NaN" if isinstance(name, (float, np.floating)) else _short(name)
+                    raise DataError(f"label {i} holds {shown}, not a class name; "
+                                    "pass a list of class names (str or int)", index=i)
+        else:
+            try:
+                hash(_hashable(value))
+            except TypeError:
+                raise DataError(f"label {i} is a {type(value).__name__}, not a class name; "
+                                "pass a class name (str or int)", index=i) from None
+    return bool(multi_label)
+
+
+def _sorted_label_values(labels: list) -> list:
+    """The distinct label values in order (2 before 10); labels of unorderable mixed types
+    (int and str) are a DataError naming the first record whose type differs from record 0's."""
+    values = set(_hashable(v) for v in labels)
+    try:
+        return sorted(values)
+    except TypeError:
+        first = type(_hashable(labels[0]))
+        row = next((i for i, v in enumerate(labels) if not isinstance(_hashable(v), first)), None)
+        if row is None:
+            raise DataError(f"labels of type {first.__name__} cannot be ordered; pass class names as str or int",
+                            index=0) from None
+        raise DataError(
+            f"label {row} is {type(_hashable(labels[row])).__name__} {_short(labels[row])} but label 0 is "
+            f"{first.__name__} {_short(labels[0])}; use one type for all labels (all str or all int)",
+            index=row) from None
+
+
 def dataset_from_lists(texts: Sequence[str], labels: Sequence, name: str = "user-data") -> TextDataset:
     """A one-split TextDataset from Python lists (labels: names, or lists of names)."""
-    texts = list(texts)
-    labels = list(labels)
+    texts = _as_list(texts, "dataset_from_lists", "texts", "texts")
+    labels = _as_list(labels, "dataset_from_lists", "labels", "labels")
     if len(texts) != len(labels):
         raise DataError(f"got {len(texts)} texts but {len(labels)} labels; pass one label per text")
     if not texts:
         raise DataError("no training texts were given; pass at least one text per class")
-    multi_label = isinstance(labels[0], (list, tuple, set, np.ndarray))
-    for i, text in enumerate(texts):
-        if not isinstance(text, str) or not text.strip():
-            raise DataError(f"text {i} is empty or not a string; remove it or give it content")
+    _check_texts(texts)
+    multi_label = _check_labels(labels)
     if multi_label:
-        labels = [[str(n) for n in row] for row in labels]
+        labels = [[str(_hashable(n)) for n in row] for row in labels]
         names = sorted({n for row in labels for n in row})
         column = {"labels": labels}
     else:
         # Order classes by their original values (2 before 10), then name them as strings.
-        names = [str(v) for v in sorted(set(_hashable(v) for v in labels))]
+        names = [str(v) for v in _sorted_label_values(labels)]
         column = {"label": [str(_hashable(v)) for v in labels]}
     splits = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": texts, **column})})
     return TextDataset(name, splits, names, multi_label=multi_label,

@@ -8,12 +8,15 @@ metrics.json        dev and test metrics of the run
 epochs.csv          one row per training epoch (written by the engine)
 ```
 
-Writes are atomic (a temporary file, then ``os.replace``) so a crash never leaves a
-half-written file behind. Every read failure is a ``CheckpointError`` naming the file.
+Writes are atomic (a temporary file, synced, then ``os.replace``) so a crash never leaves a
+half-written file behind; files get the user's umask. config.json records the SHA-256 of
+model.safetensors (``weights_sha256``), checked on load. Every read failure is a
+``CheckpointError`` naming the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -21,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 from safetensors import SafetensorError
-from safetensors.numpy import load_file as load_numpy
-from safetensors.numpy import save_file as save_numpy
+from safetensors.numpy import load as load_numpy_bytes
+from safetensors.numpy import save as save_numpy_bytes
 
 from . import __version__
 from .errors import CheckpointError
@@ -34,18 +37,71 @@ METRICS = "metrics.json"
 FORMAT_VERSION = 1
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # no read-only query elsewhere: set and restore at once
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename inside ``directory`` durable (POSIX); a no-op where directories cannot be opened."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on a directory; the file itself is synced
+    finally:
+        os.close(fd)
+
+
+def _chmod_like_open(fd: int, name: str) -> None:
+    mode = 0o666 & ~_umask()
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
+        else:  # Windows
+            os.chmod(name, mode)
+    except OSError:
+        pass  # filesystems without POSIX modes (some network mounts) refuse chmod and ignore modes
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` all or nothing: a synced temporary file, then ``os.replace``.
+
+    The file gets the permissions a plain ``open(path, "w")`` would give (``0o666`` less the
+    umask), not ``mkstemp``'s private ``0o600``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            fh.flush()
+            _chmod_like_open(fh.fileno(), tmp)
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    _fsync_dir(path.parent)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def write_json(path: Path, obj) -> None:
@@ -62,27 +118,53 @@ def read_json(path: Path) -> dict:
         raise CheckpointError(f"{path}: not valid JSON ({exc}); the run directory is corrupt, retrain or restore it")
 
 
-def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        save_numpy({k: np.ascontiguousarray(v) for k, v in arrays.items()}, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> str:
+    """Write ``arrays`` as safetensors, atomically; returns the SHA-256 (hex) of the bytes written."""
+    data = save_numpy_bytes({k: np.ascontiguousarray(v) for k, v in arrays.items()})
+    atomic_write_bytes(path, data)
+    return sha256_bytes(data)
 
 
-def read_arrays(path: Path) -> dict[str, np.ndarray]:
+def read_arrays(path: Path, sha256: str | None = None) -> dict[str, np.ndarray]:
+    """The arrays of a safetensors file; with ``sha256`` (the digest ``write_arrays`` returned,
+    as recorded in config.json), the file must match it."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: file is missing; the run directory is incomplete, retrain or restore it")
     try:
-        return load_numpy(str(path))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read weights ({exc.strerror or exc}); check the file's permissions")
+    if sha256 is not None and sha256_bytes(data) != sha256:
+        raise CheckpointError(
+            f"{path} does not match the checksum in {CONFIG}; the file is corrupt or was changed, "
+            "retrain or restore it")
+    try:
+        return load_numpy_bytes(data)
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: cannot read weights ({exc}); the file is corrupt, retrain or restore it")
+
+
+def first_non_finite(arrays: dict[str, np.ndarray], allow_inf: tuple[str, ...] = ()) -> str | None:
+    """The name of the first floating-point array (by name) holding NaN, or Inf unless its
+    name is in ``allow_inf``; None when all are finite."""
+    for name in sorted(arrays):
+        values = np.asarray(arrays[name])
+        if not np.issubdtype(values.dtype, np.floating) and not np.issubdtype(values.dtype, np.complexfloating):
+            continue
+        bad = np.isnan(values).any() if name in allow_inf else not np.isfinite(values).all()
+        if bad:
+            return name
+    return None
+
+
+def check_finite(path: Path, arrays: dict[str, np.ndarray], allow_inf: tuple[str, ...] = ()) -> None:
+    """CheckpointError naming ``path`` and the tensor when a weight is NaN or Inf."""
+    name = first_non_finite(arrays, allow_inf)
+    if name is not None:
+        raise CheckpointError(
+            f"{path}: tensor '{name}' holds NaN or Inf values; the weights are broken (training diverged "
+            "or the file was changed), retrain or restore the run")
 
 
 def write_config(run_dir: Path, config: dict) -> None:

@@ -4,19 +4,32 @@ Every error a user can cause (bad file, bad name, bad parameter, bad checkpoint)
 ``TextclsError``. Its message is a single line that says what is wrong, where (file, line
 or record) and what to do. The CLI prints it to stderr and exits with status 2, without a
 traceback. Anything else that escapes is a bug in textcls.
+
+Following scikit-learn, ``TextclsError`` is a ``ValueError`` (bad values passed in), and
+using a ``Classifier`` before ``fit`` raises ``NotFittedError``, which is also
+``sklearn.exceptions.NotFittedError`` (so also an ``AttributeError``). That class is built
+on first use, so importing this module (and ``textcls --help``) does not import scikit-learn.
 """
 
 from __future__ import annotations
 
+import threading
 
-class TextclsError(Exception):
-    """Base class: a problem the user can fix. ``str(err)`` is one line."""
+_LOCK = threading.Lock()
+
+
+class TextclsError(ValueError):
+    """Base class: a problem the user can fix. ``str(err)`` is one line.
+
+    ``index``: the position of the offending text or record in the caller's input, when
+    the problem is about one of them (callers that read texts from lines can map it back)."""
 
     exit_code = 2
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, *, index: int | None = None):
         # Users read these on one line; embedded newlines would break that promise.
         super().__init__(" ".join(str(message).split()))
+        self.index = index
 
 
 class DataError(TextclsError):
@@ -29,6 +42,31 @@ class ConfigError(TextclsError):
 
 class CheckpointError(TextclsError):
     """A run directory is missing a file, is corrupt, or does not match its config."""
+
+
+class ModelError(TextclsError):
+    """A trained model is broken: its weights or its outputs are not finite (NaN or Inf)."""
+
+
+def _not_fitted_error() -> type:
+    from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+
+    class NotFittedError(TextclsError, SklearnNotFittedError):
+        """An estimator was used before ``fit``; also ``sklearn.exceptions.NotFittedError``."""
+
+    NotFittedError.__module__ = __name__
+    NotFittedError.__qualname__ = "NotFittedError"
+    return NotFittedError
+
+
+def __getattr__(name: str):
+    # PEP 562: ``from textcls.errors import NotFittedError`` builds the class once, on demand.
+    if name == "NotFittedError":
+        with _LOCK:  # two threads must not build two different classes
+            if name not in globals():
+                globals()[name] = _not_fitted_error()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def close_names(name: str, candidates, n: int = 5) -> str:
