@@ -4,9 +4,13 @@
 process) and writes ``benchmarks/results/quick.{json,md,png}``; ``textcls benchmark --suite
 quick`` does the same from the shell, and ``render_report`` (``--render``) rewrites the
 Markdown and plot from the JSON without running anything. Peers (fastText, MiniLM + logistic regression) live in
-``peers``; the machine and version stamp in ``system``; tables and plots in ``report``.
+``peers``; the machine and version stamp in ``system``; tables and plots in ``report``;
+``write_reproduction`` (``verdicts``) checks every claim of the papers against the committed
+JSON and writes ``benchmarks/REPRODUCTION.md``.
 """
 
 from .runner import Entry, Suite, find_suite, list_suites, load_suite, render_report, run_suite
+from .verdicts import evaluate_claims, load_claims, write_reproduction
 
-__all__ = ["Entry", "Suite", "find_suite", "list_suites", "load_suite", "render_report", "run_suite"]
+__all__ = ["Entry", "Suite", "find_suite", "list_suites", "load_suite", "render_report", "run_suite",
+           "evaluate_claims", "load_claims", "write_reproduction"]

@@ -1,0 +1,1181 @@
+"""Verdicts: every claim of ``shared/papers/TARGETS.md`` checked against the committed JSON.
+
+The claims are data (``benchmarks/claims.toml``, read by :func:`load_claims`): what each paper
+claims, the comparison it implies, the suites that hold the evidence (in order of preference)
+and the paper's figures. :func:`evaluate_claims` computes, for each claim and from the results
+JSON alone, our figure (mean ± std over seeds), the paper's, the peers' (fastText, TF-IDF + LR,
+MiniLM + LR in the same suite and dataset), a statistical test and a verdict;
+:func:`write_reproduction` writes them to ``benchmarks/REPRODUCTION.md``. Nothing is written
+by hand, and the output depends only on the claims and the JSON (no clock, no machine).
+
+Verdicts (``ALPHA`` = 0.05):
+
+- ``supported``: the claim's one-sided test (or the TOST equivalence test for "within / ≈"
+  claims) has p < ALPHA;
+- ``contradicted``: the test in the opposite direction has p < ALPHA (for "within" claims:
+  the mean lies significantly outside the margin);
+- ``inconclusive``: neither, or fewer than 2 seeds on a side (the JSON has no per-document
+  test predictions, so one run cannot be tested with McNemar or a paired bootstrap: with one
+  seed there is no estimate of the seed-to-seed variance), or the evidence is a subsample
+  where the claim is a figure of the paper's full data;
+- ``untestable here``: the data is not offline, or no suite has run the models yet.
+
+Tests, all from ``scipy.stats``' t distribution:
+
+- two models on the same seeds and splits: a paired t-test over seeds (the numbers of
+  ``scipy.stats.ttest_rel`` with ``alternative`` set), with the Wilcoxon signed-rank p shown
+  beside it where n >= 5 (below 5 its exact one-sided p cannot fall under 0.05);
+- not the same seeds or splits: Welch's unpaired t-test;
+- ``unit = "dataset"``: one value per dataset (the mean over its seeds), paired over datasets;
+- "within X points": TOST (two one-sided t-tests) of the mean against the paper's figure ±X;
+- several pairs: ``combine = "all"`` is an intersection-union test (p = the largest of the
+  pairs'; contradicted when one pair is reversed at ALPHA / number of pairs, Bonferroni);
+  ``combine = "mean"`` tests the mean of the pairs' differences per unit (a main effect);
+- speed: Welch's t-test on the logarithms of the timed steps of ``textcls speed``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Iterable, Sequence
+
+__all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction", "write_reproduction",
+           "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS"]
+
+SUPPORTED = "supported"
+CONTRADICTED = "contradicted"
+INCONCLUSIVE = "inconclusive"
+UNTESTABLE = "untestable here"
+VERDICTS = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, UNTESTABLE)
+ALPHA = 0.05
+DEFAULT_CLAIMS = Path("benchmarks/claims.toml")
+KINDS = ("within", "greater", "equivalent", "trend", "speed", "scaling", "count", "untestable")
+PAPERS = {
+    "spe_cnn": "SingleCNN-SPE (Oh and Kim 2020)",
+    "cspan": "CSPAN (Jiang et al. 2020)",
+    "hcan": "HCAN (Gao et al. 2018)",
+    "fcsr": "FCSR",
+    "dasa": "Dual-axial self-attention (Zhang et al. 2021)",
+}
+# Peers shown beside every claim: (label, entry names in order of preference).
+PEERS = (("fastText", ("fasttext-tutorial", "fasttext")), ("TF-IDF + LR", ("tfidf-lr",)),
+         ("MiniLM + LR", ("minilm-lr",)))
+# metric -> (factor to the shown unit, decimals, unit)
+METRICS = {
+    "accuracy": (100.0, 2, " %"), "macro_f1": (100.0, 2, " %"), "weighted_f1": (100.0, 2, " %"),
+    "roc_auc_macro": (1.0, 4, ""), "roc_auc_micro": (1.0, 4, ""),
+    "epoch_seconds": (1.0, 2, " s"), "train_ms_per_document": (1.0, 3, " ms"), "train_seconds": (1.0, 1, " s"),
+}
+DASH = "–"
+ONE_SEED = "one seed on a side (inconclusive by rule: no per-document predictions for a McNemar test)"
+
+
+# --------------------------------------------------------------------------- claims
+
+
+@dataclass
+class Claim:
+    """One claim of a paper, as ``benchmarks/claims.toml`` states it (see its header)."""
+
+    id: str
+    paper: str
+    source: str
+    claim: str
+    kind: str
+    suites: list = field(default_factory=list)
+    datasets: list = field(default_factory=list)
+    also: list = field(default_factory=list)
+    model: str | None = None
+    models: list = field(default_factory=list)
+    pairs: list = field(default_factory=list)
+    also_pairs: list = field(default_factory=list)
+    combine: str = "all"
+    unit: str = "seed"
+    metric: str = "accuracy"
+    better: str = "higher"
+    log: bool = False
+    margin: float = 2.0
+    paper_figure: float | None = None
+    paper_figures: dict = field(default_factory=dict)
+    paper_dataset: str | None = None
+    speed: str | None = None
+    lengths: list = field(default_factory=list)
+    min_ratio: float = 1.0
+    max_exponent: float = 1.5
+    contrast: str | None = None
+    numerator: str | None = None
+    denominator: str | None = None
+    count_field: str = "trainable_parameters"
+    ratio_range: list = field(default_factory=list)
+    paper_ratio: float | None = None
+    twin: str | None = None
+    twin_suites: list = field(default_factory=list)
+    reason: str | None = None
+    note: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.kind == "untestable" and not self.reason:
+            raise ValueError(f"claim {self.id}: an untestable claim needs a reason")
+        if self.metric not in METRICS:
+            raise ValueError(f"claim {self.id}: metric {self.metric!r} is not one of {', '.join(METRICS)}")
+        if self.unit not in ("seed", "dataset") or self.combine not in ("all", "mean"):
+            raise ValueError(f"claim {self.id}: unit must be seed|dataset and combine all|mean")
+        if self.better not in ("higher", "lower"):
+            raise ValueError(f"claim {self.id}: better must be 'higher' or 'lower'")
+        self.pairs = [tuple(p) for p in self.pairs]
+        self.also_pairs = [tuple(p) for p in self.also_pairs]
+        if any(len(p) != 2 for p in self.pairs + self.also_pairs):
+            raise ValueError(f"claim {self.id}: every pair is [better, worse]")
+        if self.kind == "within" and self.unit == "dataset" and not self.datasets:
+            self.datasets = list(self.paper_figures)
+        if self.kind in ("within", "greater", "equivalent", "trend") and not self.datasets:
+            raise ValueError(f"claim {self.id}: no datasets")
+        if self.kind in ("greater", "equivalent") and not self.pairs:
+            raise ValueError(f"claim {self.id}: no pairs")
+        if self.kind in ("speed", "scaling", "count") and not self.speed:
+            raise ValueError(f"claim {self.id}: a {self.kind} claim reads a `textcls speed` JSON (speed = ...)")
+
+    # names of the entries the claim needs on each dataset
+    def entry_names(self) -> list[str]:
+        names = []
+        for name in ([self.model] if self.model else []) + list(self.models) + [n for p in self.pairs for n in p]:
+            if name and name not in names:
+                names.append(name)
+        return names
+
+
+_CLAIM_KEYS = {f.name for f in fields(Claim)}
+_FIGURE_KEYS = {"id", "paper", "source", "label", "model", "suites", "figures", "untestable", "margin", "note",
+                "dataset_notes", "twin", "twin_suites"}
+
+
+def _default_claims_path() -> Path:
+    if DEFAULT_CLAIMS.is_file():
+        return DEFAULT_CLAIMS
+    # A source checkout: <repo>/src/textcls/benchmark/verdicts.py -> <repo>/benchmarks/claims.toml
+    return Path(__file__).resolve().parents[3] / DEFAULT_CLAIMS
+
+
+def load_claims(path: str | Path | None = None) -> list[Claim]:
+    """The claims of a claims TOML file (default ``benchmarks/claims.toml``), ``[[figures]]``
+    blocks expanded into one ``within`` claim per dataset, in file order."""
+    path = Path(path) if path is not None else _default_claims_path()
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    claims: list[Claim] = []
+    for block in data.get("figures", []):
+        unknown = set(block) - _FIGURE_KEYS
+        if unknown:
+            raise ValueError(f"{path}: figures {block.get('id')}: unknown keys {sorted(unknown)}")
+        untestable = block.get("untestable", {})
+        notes = block.get("dataset_notes", {})
+        for dataset, figure in block["figures"].items():
+            claims.append(Claim(
+                id=f"{block['id']}.{dataset}", paper=block["paper"], source=block["source"],
+                claim=f"{block['label']}: {figure:.2f} % on {dataset}", kind="within", suites=list(block["suites"]),
+                datasets=[dataset], model=block["model"], margin=float(block.get("margin", 2.0)),
+                paper_figure=float(figure), reason=untestable.get(dataset),
+                note=notes.get(dataset, block.get("note")), twin=block.get("twin"),
+                twin_suites=list(block.get("twin_suites", []))))
+    for block in data.get("claim", []):
+        unknown = set(block) - _CLAIM_KEYS
+        if unknown:
+            raise ValueError(f"{path}: claim {block.get('id')}: unknown keys {sorted(unknown)}")
+        claims.append(Claim(**block))
+    # one paper after another (in PAPERS' order, then first appearance), figures first
+    order = list(PAPERS) + [c.paper for c in claims if c.paper not in PAPERS]
+    claims.sort(key=lambda c: order.index(c.paper))
+    seen = set()
+    for claim in claims:
+        if claim.id in seen:
+            raise ValueError(f"{path}: claim id {claim.id} appears twice")
+        seen.add(claim.id)
+    return claims
+
+
+def planned_suites(path: str | Path | None = None) -> dict[str, str]:
+    """Suites the claims name before they exist (``[planned_suites]``: name -> why)."""
+    path = Path(path) if path is not None else _default_claims_path()
+    return dict(tomllib.loads(path.read_text(encoding="utf-8")).get("planned_suites", {}))
+
+
+# --------------------------------------------------------------------------- results
+
+
+class _Results:
+    """The results JSON files of a folder, read once each."""
+
+    def __init__(self, results_dir: Path):
+        self.dir = Path(results_dir)
+        self._cache: dict[str, dict | None] = {}
+
+    def get(self, name: str) -> dict | None:
+        if name not in self._cache:
+            path = self.dir / f"{name}.json"
+            self._cache[name] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        return self._cache[name]
+
+
+@dataclass
+class _Series:
+    """One entry's metric on one dataset: seed -> value (in the metric's shown unit)."""
+
+    name: str
+    dataset: str
+    values: dict
+    entry: dict
+    per_task: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return _mean(list(self.values.values()))
+
+    @property
+    def std(self) -> float:
+        return _std(list(self.values.values()))
+
+    @property
+    def splits(self):
+        return (self.entry.get("dataset_summary") or {}).get("splits"), self.entry.get("max_per_split")
+
+
+def _entry_name(entry: dict) -> str:
+    return entry.get("name") or entry["model"]
+
+
+def _series(result: dict, name: str, dataset: str, metric: str) -> _Series | None:
+    """``name``'s runs on ``dataset``; a per-task accuracy of a multi-task entry (dataset
+    ``fdu_mtl/apparel`` read from the ``fdu_mtl`` entry's ``per_task_accuracy``) when the
+    suite has no single-task entry of that name there."""
+    factor = METRICS[metric][0]
+    for entry in result.get("entries", []):
+        if _entry_name(entry) == name and entry.get("dataset") == dataset and entry.get("status") == "ok":
+            values = {r["seed"]: factor * float(r[metric]) for r in entry.get("runs", [])
+                      if r.get("status") == "ok" and _finite(r.get(metric))}
+            if values:
+                return _Series(name, dataset, values, entry)
+    if "/" in dataset and metric == "accuracy":
+        parent, task = dataset.split("/", 1)
+        for entry in result.get("entries", []):
+            if _entry_name(entry) == name and entry.get("dataset") == parent and entry.get("status") == "ok":
+                values = {r["seed"]: factor * float(r["per_task_accuracy"][task]) for r in entry.get("runs", [])
+                          if r.get("status") == "ok" and _finite((r.get("per_task_accuracy") or {}).get(task))}
+                if values:
+                    return _Series(name, dataset, values, entry, per_task=True)
+    return None
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def _std(xs: Sequence[float]) -> float:
+    if len(xs) < 2:
+        return 0.0
+    m = _mean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+@dataclass
+class _T:
+    """A t statistic's parts: estimate, its standard error and degrees of freedom."""
+
+    est: float
+    se: float
+    df: float
+    n: int
+    label: str
+    wilcoxon: float | None = None
+
+    def p_greater(self, delta: float = 0.0) -> float:
+        """p of H1: true value > delta."""
+        return self._p(delta, greater=True)
+
+    def p_less(self, delta: float = 0.0) -> float:
+        """p of H1: true value < delta."""
+        return self._p(delta, greater=False)
+
+    def _p(self, delta: float, greater: bool) -> float:
+        diff = self.est - delta
+        if self.se == 0 or not math.isfinite(self.se):
+            # every unit gave the same value: the sign decides (a deterministic difference)
+            if diff == 0:
+                return 1.0
+            return 0.0 if (diff > 0) == greater else 1.0
+        from scipy import stats
+
+        t = diff / self.se
+        return float(stats.t.sf(t, self.df) if greater else stats.t.cdf(t, self.df))
+
+    def tost(self, margin: float, center: float = 0.0) -> tuple[float, float]:
+        """(p of equivalence within center ± margin, p of lying outside it, two-sided)."""
+        p_equiv = max(self.p_greater(center - margin), self.p_less(center + margin))
+        p_out = min(1.0, 2 * min(self.p_less(center - margin), self.p_greater(center + margin)))
+        return p_equiv, p_out
+
+
+def _paired(diffs: Sequence[float], label: str, wilcoxon_delta: float = 0.0) -> _T:
+    n = len(diffs)
+    sd = _std(diffs)
+    w = None
+    if n >= 5:
+        from scipy import stats
+
+        shifted = [d - wilcoxon_delta for d in diffs]
+        if any(d != 0 for d in shifted):
+            w = float(stats.wilcoxon(shifted, alternative="greater").pvalue)
+    return _T(_mean(diffs), sd / math.sqrt(n), n - 1, n, label, wilcoxon=w)
+
+
+def _welch(a: Sequence[float], b: Sequence[float], label: str) -> _T:
+    va, vb = _std(a) ** 2 / len(a), _std(b) ** 2 / len(b)
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if va + vb > 0 else len(a) + len(b) - 2
+    return _T(_mean(a) - _mean(b), se, df, min(len(a), len(b)), label)
+
+
+def _one_sample(xs: Sequence[float], label: str) -> _T:
+    n = len(xs)
+    return _T(_mean(xs), _std(xs) / math.sqrt(n), n - 1, n, label)
+
+
+def _decide(p_for: float | None, p_against: float | None) -> str:
+    if p_for is not None and p_for < ALPHA:
+        return SUPPORTED
+    if p_against is not None and p_against < ALPHA:
+        return CONTRADICTED
+    return INCONCLUSIVE
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+@dataclass
+class Verdict:
+    """A claim's verdict and what it rests on (the cells of REPRODUCTION.md)."""
+
+    claim: Claim
+    verdict: str
+    p: float | None = None
+    test: str = DASH
+    ours: str = DASH
+    paper: str = DASH
+    suite: str | None = None
+    command: str | None = None
+    reason: str = ""
+    short: str = ""
+    stats: str = ""
+    details: list = field(default_factory=list)
+    peers: list = field(default_factory=list)
+    secondary: list = field(default_factory=list)
+    evidence: list = field(default_factory=list)
+    vectors: str = DASH
+    twin: str = DASH
+    delta: str = DASH
+    n: int | None = None
+
+
+class _Context:
+    def __init__(self, results_dir: Path, suites_dir: Path | None):
+        self.results = _Results(results_dir)
+        self.results_dir = Path(results_dir)
+        self.suites_dir = Path(suites_dir) if suites_dir is not None else self.results_dir.parent / "suites"
+
+    def command(self, suite: str) -> str:
+        return f"textcls benchmark --suite {suite} --output-dir {self.results_dir.as_posix()}"
+
+    def resolve(self, claim: Claim, datasets: Sequence[str]) -> tuple[str | None, dict | None, list[str]]:
+        """The first suite of the claim's list whose JSON holds every entry it needs."""
+        passed = []
+        needed = [(n, d) for d in datasets for n in claim.entry_names()]
+        for suite in claim.suites:
+            result = self.results.get(suite)
+            if result is None:
+                passed.append(f"{suite}: no results JSON")
+                continue
+            missing: dict[str, list[str]] = {}
+            for n, d in needed:
+                if _series(result, n, d, claim.metric) is None:
+                    missing.setdefault(n, []).append(d)
+            if missing:
+                shown = ", ".join(f"{n} on {ds[0]}" if len(ds) == 1 else f"{n} on {len(ds)} datasets"
+                                  for n, ds in missing.items())
+                passed.append(f"{suite}: no {shown}")
+                continue
+            return suite, result, passed
+        return None, None, passed
+
+    def fallback_command(self, claim: Claim) -> str | None:
+        for suite in claim.suites:
+            if (self.suites_dir / f"{suite}.toml").is_file() or self.results.get(suite) is not None:
+                return self.command(suite)
+        return None
+
+
+def _fmt(value: float | None, metric: str = "accuracy", signed: bool = False) -> str:
+    if value is None or not math.isfinite(value):
+        return DASH
+    digits = METRICS[metric][1]
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _fmt_series(s: _Series | None, metric: str = "accuracy") -> str:
+    if s is None:
+        return DASH
+    if s.n > 1:
+        return f"{_fmt(s.mean, metric)} ± {_fmt(s.std, metric)} (n={s.n})"
+    return f"{_fmt(s.mean, metric)} (n=1)"
+
+
+def _p_is(p: float | None) -> str:
+    text = _fmt_p(p)
+    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
+
+
+def _fmt_p(p: float | None) -> str:
+    if p is None:
+        return DASH
+    if p < 0.001:
+        return "<0.001"
+    return f"{p:.3f}"
+
+
+def _vectors(entry: dict) -> str:
+    info = entry.get("embeddings")
+    if not info:
+        return "none (TF-IDF)" if entry.get("kind") == "classic" else "random init"
+    return f"{info.get('source')}" + (f" {info['dim']}-d" if info.get("dim") else "")
+
+
+def _evidence(name: str, result: dict, entries: Iterable[str] = ()) -> str:
+    git = result.get("git") or {}
+    text = f"`{name}.json`"
+    if git.get("commit"):
+        text += f" run at commit {git['commit'][:10]}" + (f" (dirty: {git.get('changed_files')} changed file(s))"
+                                                          if git.get("dirty") else "")
+    reruns = [r for r in result.get("reruns", []) if (r.get("git") or {}).get("commit")]
+    if reruns:
+        text += "; reruns at " + ", ".join(r["git"]["commit"][:10] + (" (dirty)" if r["git"].get("dirty") else "")
+                                           for r in reruns)
+    entries = list(entries)
+    if entries:
+        text += "; entries " + ", ".join(f"`{e}`" for e in entries)
+    return text
+
+
+def _peers(result: dict, datasets: Sequence[str], metric: str = "accuracy") -> list[tuple[str, str]]:
+    """The peers' figures (the claim's metric) on the same datasets of the same suite."""
+    out = []
+    for label, names in PEERS:
+        for name in names:
+            found = [s for s in (_series(result, name, d, metric) for d in datasets) if s is not None]
+            if not found:
+                continue
+            if len(datasets) == 1:
+                out.append((f"{label} ({name})", _fmt_series(found[0], metric)))
+            else:
+                avg = _mean([s.mean for s in found])
+                out.append((f"{label} ({name})",
+                            f"{_fmt(avg, metric)} (average over {len(found)} of {len(datasets)} datasets)"))
+            break
+    return out
+
+
+def evaluate_claims(results_dir: str | Path = Path("benchmarks/results"),
+                    claims: str | Path | Sequence[Claim] | None = None,
+                    suites_dir: str | Path | None = None) -> list[Verdict]:
+    """A verdict for every claim, from the results JSON in ``results_dir`` alone."""
+    if claims is None or isinstance(claims, (str, Path)):
+        claims = load_claims(claims)
+    ctx = _Context(Path(results_dir), Path(suites_dir) if suites_dir is not None else None)
+    return [_evaluate(ctx, claim) for claim in claims]
+
+
+def _evaluate(ctx: _Context, claim: Claim) -> Verdict:
+    if claim.kind == "untestable":
+        return Verdict(claim, UNTESTABLE, reason=claim.reason, command=ctx.fallback_command(claim),
+                       paper=_fmt(claim.paper_figure) if claim.paper_figure is not None else DASH)
+    if claim.kind in ("speed", "scaling", "count"):
+        return _evaluate_speed(ctx, claim)
+    datasets = claim.datasets if claim.unit == "dataset" else claim.datasets[:1]
+    suite, result, passed = ctx.resolve(claim, datasets)
+    if suite is None:
+        tried = "; ".join(passed) if passed else "no suite named"
+        return Verdict(claim, UNTESTABLE, reason=claim.reason or f"no suite has run it yet ({tried})",
+                       command=ctx.fallback_command(claim), paper=_paper_cell(claim))
+    verdict = {"within": _within, "greater": _compare, "equivalent": _compare, "trend": _trend}[claim.kind](
+        claim, result, datasets)
+    verdict.suite = suite
+    verdict.command = ctx.command(suite)
+    if len(datasets) > 1:
+        names = [f"{n} on {len(datasets)} datasets" for n in claim.entry_names()]
+    else:
+        names = [f"{datasets[0]}:{n}" for n in claim.entry_names()]
+    verdict.evidence.insert(0, _evidence(suite, result, names))
+    if passed:
+        verdict.evidence.append("not used: " + "; ".join(passed))
+    verdict.peers = _peers(result, datasets, claim.metric)
+    if claim.twin:
+        for twin_suite in claim.twin_suites or [suite]:
+            twin_result = ctx.results.get(twin_suite)
+            found = _series(twin_result, claim.twin, datasets[0], claim.metric) if twin_result else None
+            if found is not None:
+                verdict.twin = f"{_fmt_series(found, claim.metric)} ({twin_suite})"
+                break
+    if claim.reason:
+        verdict.verdict, verdict.p, verdict.test = UNTESTABLE, None, DASH
+        verdict.reason = claim.reason
+    if claim.unit == "seed" and claim.kind in ("greater", "equivalent", "trend"):
+        for dataset in claim.also:
+            if all(_series(result, n, dataset, claim.metric) is not None for n in claim.entry_names()):
+                evaluate = {"greater": _compare, "equivalent": _compare, "trend": _trend}[claim.kind]
+                sub = evaluate(claim, result, [dataset])
+                ours = sub.ours if sub.p is not None or len(claim.entry_names()) <= 3 else "one run each"
+                verdict.secondary.append({"dataset": dataset, "ours": ours, "p": sub.p, "test": sub.test,
+                                          "verdict": sub.verdict, "reason": sub.short or sub.reason})
+            else:
+                verdict.secondary.append({"dataset": dataset, "ours": DASH, "p": None, "test": DASH,
+                                          "verdict": UNTESTABLE, "reason": f"not run in {suite}"})
+    return verdict
+
+
+def _paper_cell(claim: Claim) -> str:
+    if claim.paper_figure is not None:
+        return _fmt(claim.paper_figure)
+    if claim.kind in ("greater", "equivalent") and claim.paper_figures:
+        parts = []
+        for a, b in claim.pairs:
+            if a in claim.paper_figures and b in claim.paper_figures:
+                parts.append(f"{claim.paper_figures[a]:g} vs {claim.paper_figures[b]:g}")
+        return "; ".join(parts) if parts else DASH
+    return DASH
+
+
+# ---- within
+
+
+def _within(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
+    if claim.unit == "dataset":
+        return _within_datasets(claim, result, datasets)
+    s = _series(result, claim.model, datasets[0], claim.metric)
+    v = Verdict(claim, INCONCLUSIVE, ours=_fmt_series(s, claim.metric), paper=_fmt(claim.paper_figure),
+                vectors=_vectors(s.entry), n=s.n)
+    v.delta = _fmt(s.mean - claim.paper_figure, claim.metric, signed=True)
+    v.test = f"TOST ±{claim.margin:g} pts, one-sample t over seeds, n={s.n}"
+    if s.entry.get("max_per_split"):
+        v.reason = (f"the evidence is a sample of at most {s.entry['max_per_split']:,} documents per split, "
+                    "not the paper's data: a figure cannot be checked on it")
+        return v
+    if s.n < 2:
+        v.reason = "one seed: no seed-to-seed variance to test the figure against"
+        return v
+    t = _one_sample(list(s.values.values()), "one-sample")
+    p_equiv, p_out = t.tost(claim.margin, center=claim.paper_figure)
+    v.verdict = _decide(p_equiv, p_out)
+    v.p = p_out if v.verdict == CONTRADICTED else p_equiv
+    v.stats = (f"TOST {_p_is(p_equiv)} (within ±{claim.margin:g}); {_p_is(p_out)} that the mean lies "
+               f"outside the margin")
+    return v
+
+
+def _within_datasets(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
+    series = [_series(result, claim.model, d, claim.metric) for d in datasets]
+    means = [s.mean for s in series]
+    diffs = [s.mean - claim.paper_figures[d] for s, d in zip(series, datasets)]
+    paper = claim.paper_figure if claim.paper_figure is not None else _mean([claim.paper_figures[d] for d in datasets])
+    seeds = sorted({s.n for s in series})
+    v = Verdict(claim, INCONCLUSIVE, paper=_fmt(paper), vectors=_vectors(series[0].entry), n=len(datasets),
+                ours=f"{_fmt(_mean(means))} (average over {len(datasets)} datasets, "
+                     f"{'/'.join(map(str, seeds))} seed(s) each)")
+    v.delta = _fmt(_mean(diffs), signed=True)
+    v.test = (f"TOST ±{claim.margin:g} pts on the per-dataset differences to the paper, paired t over datasets, "
+              f"n={len(datasets)}")
+    v.details.append("| dataset | ours | paper | Δ |")
+    v.details.append("|---|---|---|---|")
+    for s, d, diff in zip(series, datasets, diffs):
+        task = " (per-task head)" if s.per_task else ""
+        v.details.append(f"| {d}{task} | {_fmt_series(s)} | {_fmt(claim.paper_figures[d])} | "
+                         f"{_fmt(diff, signed=True)} |")
+    sampled = sorted({s.entry.get("max_per_split") for s in series if s.entry.get("max_per_split")})
+    if sampled:
+        v.reason = (f"the evidence is a sample of at most {', '.join(f'{m:,}' for m in sampled)} documents per split, "
+                    "not the paper's data: a figure cannot be checked on it")
+        return v
+    if len(datasets) < 2:
+        v.reason = "one dataset: nothing to test the average against"
+        return v
+    t = _paired(diffs, "paired over datasets")
+    p_equiv, p_out = t.tost(claim.margin)
+    v.verdict = _decide(p_equiv, p_out)
+    v.p = p_out if v.verdict == CONTRADICTED else p_equiv
+    v.stats = (f"mean difference {_fmt(t.est, signed=True)} ± {_fmt(t.se)} (s.e.) over {len(datasets)} datasets; "
+               f"TOST {_p_is(p_equiv)}; {_p_is(p_out)} that it lies outside ±{claim.margin:g}")
+    return v
+
+
+# ---- greater / equivalent
+
+
+def _score(claim: Claim, value: float) -> float:
+    return math.log(value) if claim.log else value
+
+
+def _pair_values(claim: Claim, result: dict, a: str, b: str, datasets: Sequence[str]):
+    """Per-unit differences A - B (in the claimed direction), or the two samples unpaired."""
+    sign = 1.0 if claim.better == "higher" else -1.0
+    if claim.unit == "dataset":
+        sa = [_series(result, a, d, claim.metric) for d in datasets]
+        sb = [_series(result, b, d, claim.metric) for d in datasets]
+        diffs = {d: sign * (_score(claim, x.mean) - _score(claim, y.mean)) for d, x, y in zip(datasets, sa, sb)}
+        return diffs, None, sa, sb
+    x = _series(result, a, datasets[0], claim.metric)
+    y = _series(result, b, datasets[0], claim.metric)
+    common = sorted(set(x.values) & set(y.values))
+    if x.splits == y.splits and len(common) >= 2:
+        diffs = {s: sign * (_score(claim, x.values[s]) - _score(claim, y.values[s])) for s in common}
+        return diffs, None, [x], [y]
+    samples = ([sign * _score(claim, v) for v in x.values.values()],
+               [sign * _score(claim, v) for v in y.values.values()])
+    why = "different splits" if x.splits != y.splits else f"{len(common)} seed(s) in common"
+    return None, (samples, why), [x], [y]
+
+
+def _pair_test(claim: Claim, result: dict, a: str, b: str, datasets: Sequence[str]):
+    diffs, unpaired, sa, sb = _pair_values(claim, result, a, b, datasets)
+    unit = "datasets" if claim.unit == "dataset" else "seeds"
+    if diffs is not None:
+        if len(diffs) < 2:
+            return None, f"{len(diffs)} {unit[:-1]}: nothing to test", sa, sb, diffs
+        return _paired(list(diffs.values()), f"paired t over {unit}", _delta(claim)), None, sa, sb, diffs
+    (xa, xb), why = unpaired
+    if len(xa) < 2 or len(xb) < 2:
+        return None, ONE_SEED, sa, sb, None
+    return _welch(xa, xb, f"Welch t over seeds (unpaired: {why})"), None, sa, sb, None
+
+
+def _delta(claim: Claim) -> float:
+    return math.log(claim.min_ratio) if claim.log else 0.0
+
+
+def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
+    equivalent = claim.kind == "equivalent"
+    delta = _delta(claim)
+    metric = claim.metric
+    v = Verdict(claim, INCONCLUSIVE, paper=_paper_cell(claim))
+    rows, tests, problems = [], [], []
+    shown_models: dict[str, str] = {}
+    per_pair_diffs = []
+    for a, b in claim.pairs:
+        t, problem, sa, sb, diffs = _pair_test(claim, result, a, b, datasets)
+        for name, ss in ((a, sa), (b, sb)):
+            if len(ss) == 1:
+                shown_models.setdefault(name, _fmt_series(ss[0], metric))
+            else:
+                shown_models.setdefault(name, f"{_fmt(_mean([s.mean for s in ss]), metric)} (average over {len(ss)})")
+        per_pair_diffs.append(diffs)
+        if t is None:
+            problems.append((f"{a} vs {b}", problem))
+            tests.append(None)
+            rows.append((a, b, DASH, None, None))
+            continue
+        if equivalent:
+            p_for, p_against = t.tost(claim.margin)
+        else:
+            p_for, p_against = t.p_greater(delta), t.p_less(delta)
+        tests.append((t, p_for, p_against))
+        rows.append((a, b, _diff_text(claim, t), p_for, p_against))
+    v.details.append("| model | ours | paper |")
+    v.details.append("|---|---|---|")
+    for name, text in shown_models.items():
+        paper = claim.paper_figures.get(name)
+        v.details.append(f"| {name} | {text} | {_fmt(paper) if paper is not None else DASH} |")
+    v.details.append("")
+    direction = "≈" if equivalent else (">" if claim.better == "higher" else "faster than")
+    v.details.append(f"| pair | difference | p (claim) | p (opposite) |")
+    v.details.append("|---|---|---|---|")
+    for a, b, diff, p_for, p_against in rows:
+        v.details.append(f"| {a} {direction} {b} | {diff} | {_fmt_p(p_for)} | {_fmt_p(p_against)} |")
+    k = len(claim.pairs)
+    if claim.combine == "mean" and k > 1:
+        return _compare_mean(claim, v, per_pair_diffs, problems, shown_models)
+    tested = [x for x in tests if x is not None]
+    p_for = max(x[1] for x in tested) if tested and len(tested) == k else None
+    p_against = min(1.0, k * min(x[2] for x in tested)) if tested else None
+    v.verdict = _decide(p_for, p_against)
+    v.p = p_against if v.verdict == CONTRADICTED else (p_for if p_for is not None else None)
+    first = tested[0][0] if tested else None
+    v.n = first.n if first else None
+    v.test = _test_label(claim, first, k)
+    v.ours = "; ".join(r[2] for r in rows) if any(r[2] != DASH for r in rows) else \
+        " · ".join(f"{n} {t}" for n, t in shown_models.items())
+    if problems:
+        v.reason = _problems(problems)
+        v.short = "; ".join(dict.fromkeys(why for _, why in problems))
+    elif v.verdict == INCONCLUSIVE:
+        v.reason = "no pair significant either way" if k > 1 else "not significant either way"
+    if not equivalent and any(x is not None and x[0].wilcoxon is not None for x in tests):
+        v.details.append("")
+        v.details.append("Wilcoxon signed-rank (one-sided, beside the t-test): " + "; ".join(
+            f"{a} vs {b} {_p_is(x[0].wilcoxon)}" for (a, b), x in zip(claim.pairs, tests)
+            if x is not None and x[0].wilcoxon is not None))
+    return v
+
+
+def _problems(problems: Sequence[tuple[str, str]]) -> str:
+    """'a vs b: why' for each pair, pairs with the same why said once."""
+    by_why: dict[str, list[str]] = {}
+    for what, why in problems:
+        by_why.setdefault(why, []).append(what)
+    return "; ".join(f"{', '.join(whats)}: {why}" for why, whats in by_why.items())
+
+
+def _diff_text(claim: Claim, t: _T) -> str:
+    unit = "datasets" if claim.unit == "dataset" else "seeds"
+    if claim.log:
+        return f"ratio {math.exp(t.est):.2f}x (n={t.n} {unit})"
+    return f"Δ {_fmt(t.est, claim.metric, signed=True)} ± {_fmt(t.se, claim.metric)} s.e. (n={t.n} {unit})"
+
+
+def _test_label(claim: Claim, t: _T | None, k: int) -> str:
+    if t is None:
+        unit = "datasets" if claim.unit == "dataset" else "seeds"
+        t = _T(0.0, 0.0, 0, 1, f"paired t over {unit}")
+    kind = f"TOST ±{claim.margin:g} pts, {t.label}" if claim.kind == "equivalent" else f"one-sided {t.label}"
+    if claim.log:
+        kind += " on log times" if claim.metric.endswith("seconds") else " on logs"
+    if k > 1:
+        kind += f"; all {k} pairs (intersection-union)"
+    return f"{kind}, n={t.n}"
+
+
+def _compare_mean(claim: Claim, v: Verdict, per_pair_diffs, problems, shown_models) -> Verdict:
+    k = len(claim.pairs)
+    if any(d is None for d in per_pair_diffs):
+        v.reason = _problems(problems) or ONE_SEED
+        v.short = "; ".join(dict.fromkeys(why for _, why in problems)) or ONE_SEED
+        v.test = f"one-sided paired t over seeds of the mean of {k} pairs' differences, n=1"
+        v.ours = " · ".join(f"{n} {t}" for n, t in shown_models.items())
+        return v
+    units = sorted(set.intersection(*[set(d) for d in per_pair_diffs]), key=str)
+    means = [_mean([d[u] for d in per_pair_diffs]) for u in units]
+    unit = "datasets" if claim.unit == "dataset" else "seeds"
+    v.n = len(units)
+    shown = _fmt(_mean(means) if means else None, claim.metric, signed=True)
+    v.ours = f"mean Δ over {k} pairs {shown} (n={len(units)} {unit})"
+    v.test = f"one-sided paired t over {unit} of the mean of {k} pairs' differences, n={len(units)}"
+    if len(units) < 2:
+        v.reason = f"{len(units)} {unit[:-1]} in common to every pair: nothing to test"
+        return v
+    delta = _delta(claim)
+    t = _paired(means, f"paired t over {unit}", delta)
+    if claim.kind == "equivalent":
+        p_for, p_against = t.tost(claim.margin)
+    else:
+        p_for, p_against = t.p_greater(delta), t.p_less(delta)
+    v.verdict = _decide(p_for, p_against)
+    v.p = p_against if v.verdict == CONTRADICTED else p_for
+    v.stats = (f"mean of the {k} pairs' differences per {unit[:-1]}: "
+               + ", ".join(_fmt(m, claim.metric, signed=True) for m in means)
+               + f"; {_p_is(p_for)} (claim), {_p_is(p_against)} (opposite)")
+    if t.wilcoxon is not None and claim.kind != "equivalent":
+        v.stats += f"; Wilcoxon signed-rank {_p_is(t.wilcoxon)}"
+    return v
+
+
+# ---- trend
+
+
+def _trend(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
+    series = [_series(result, m, datasets[0], claim.metric) for m in claim.models]
+    v = Verdict(claim, INCONCLUSIVE)
+    v.ours = " → ".join(_fmt(s.mean, claim.metric) for s in series)
+    v.details.append("| rank | model | ours |")
+    v.details.append("|---|---|---|")
+    for i, (m, s) in enumerate(zip(claim.models, series), 1):
+        v.details.append(f"| {i} | {m} | {_fmt_series(s, claim.metric)} |")
+    xs = [i for i, s in enumerate(series, 1) for _ in s.values]
+    ys = [val for s in series for val in s.values.values()]
+    v.n = len(xs)
+    v.test = f"one-sided t-test of the least-squares slope on rank, n={len(xs)} runs"
+    if min(s.n for s in series) < 2:
+        v.reason = "one seed for some window: " + ONE_SEED
+        return v
+    from scipy import stats
+
+    fit = stats.linregress(xs, ys)
+    t = _T(float(fit.slope), float(fit.stderr), len(xs) - 2, len(xs), "slope")
+    p_for, p_against = t.p_greater(0.0), t.p_less(0.0)
+    v.verdict = _decide(p_for, p_against)
+    v.p = p_against if v.verdict == CONTRADICTED else p_for
+    v.ours += f" (slope {_fmt(t.est, claim.metric, signed=True)} pts per step)"
+    v.stats = (f"slope {_fmt(t.est, claim.metric, signed=True)} ± {_fmt(t.se, claim.metric)} s.e.; "
+               f"{_p_is(p_for)} (rises), {_p_is(p_against)} (falls)")
+    return v
+
+
+# ---- speed JSON claims
+
+
+def _speed_rows(result: dict, model: str, length: int) -> list[float] | None:
+    for row in result.get("rows", []):
+        if row.get("model") == model and row.get("length") == length and row.get("status") == "ok":
+            times = [float(x) for x in (row.get("train_ms_per_batch_all") or []) if _finite(x) and x > 0]
+            return times or None
+    return None
+
+
+def _speed_row(result: dict, model: str) -> dict | None:
+    for row in result.get("rows", []):
+        if row.get("model") == model and row.get("status") == "ok":
+            return row
+    return None
+
+
+def _evaluate_speed(ctx: _Context, claim: Claim) -> Verdict:
+    result = ctx.results.get(claim.speed)
+    if result is None:
+        return Verdict(claim, UNTESTABLE, reason=f"no {claim.speed}.json: `textcls speed` has not been run for it",
+                       paper=_paper_cell(claim))
+    v = {"speed": _speed, "scaling": _scaling, "count": _count}[claim.kind](claim, result)
+    v.suite = f"{claim.speed} (textcls speed)"
+    v.command = result.get("command") or f"textcls speed ... -o {ctx.results_dir.as_posix()}/{claim.speed}"
+    settings = result.get("settings") or {}
+    v.evidence.insert(0, _evidence(claim.speed, result) + (
+        f"; batch {settings.get('batch_size')}, {settings.get('steps')} timed steps per cell, "
+        f"{settings.get('threads')} thread(s)" if settings else ""))
+    if claim.reason:
+        v.verdict, v.p, v.reason = UNTESTABLE, None, claim.reason
+    return v
+
+
+def _speed_pairs(claim: Claim, result: dict, pairs, rows_out: list) -> tuple[list, list]:
+    tests, problems = [], []
+    delta = math.log(claim.min_ratio)
+    for fast, slow in pairs:
+        for length in claim.lengths:
+            tf, ts = _speed_rows(result, fast, length), _speed_rows(result, slow, length)
+            if tf is None or ts is None:
+                problems.append((f"{fast} vs {slow} at {length}", "not timed"))
+                tests.append(None)
+                rows_out.append((fast, slow, length, DASH, DASH, DASH, None, None))
+                continue
+            if len(tf) < 2 or len(ts) < 2:
+                problems.append((f"{fast} vs {slow} at {length}", "one timed step"))
+                tests.append(None)
+                rows_out.append((fast, slow, length, _fmt_ms(tf), _fmt_ms(ts), DASH, None, None))
+                continue
+            t = _welch([math.log(x) for x in ts], [math.log(x) for x in tf], "Welch t on log step times")
+            p_for, p_against = t.p_greater(delta), t.p_less(delta)
+            tests.append((t, p_for, p_against))
+            rows_out.append((fast, slow, length, _fmt_ms(tf), _fmt_ms(ts), f"{math.exp(t.est):.2f}x", p_for, p_against))
+    return tests, problems
+
+
+def _fmt_ms(times: list[float]) -> str:
+    times = sorted(times)
+    return f"{times[len(times) // 2]:.1f} ms (median of {len(times)})"
+
+
+def _speed(claim: Claim, result: dict) -> Verdict:
+    v = Verdict(claim, INCONCLUSIVE)
+    rows: list = []
+    tests, problems = _speed_pairs(claim, result, claim.pairs, rows)
+    k = len(tests)
+    tested = [x for x in tests if x is not None]
+    p_for = max(x[1] for x in tested) if tested and len(tested) == k else None
+    p_against = min(1.0, k * min(x[2] for x in tested)) if tested else None
+    v.verdict = _decide(p_for, p_against)
+    v.p = p_against if v.verdict == CONTRADICTED else p_for
+    v.n = min((x[0].n for x in tested), default=None)
+    v.test = (f"one-sided Welch t on log step times (ratio > {claim.min_ratio:g}x)"
+              + (f"; all {k} pair-lengths (intersection-union)" if k > 1 else "") + (f", n={v.n} steps" if v.n else ""))
+    v.ours = "; ".join(f"{r[5]} ({r[0]} vs {r[1]}, {r[2]} tokens)" for r in rows if r[5] != DASH) or DASH
+    if claim.paper_figures:
+        parts = [f"{claim.paper_figures[s] / claim.paper_figures[f]:.2f}x ({claim.paper_figures[f]:g} vs "
+                 f"{claim.paper_figures[s]:g})" for f, s in claim.pairs
+                 if f in claim.paper_figures and s in claim.paper_figures]
+        v.paper = "; ".join(parts) or DASH
+    v.details.append("| faster | slower | tokens | faster: step | slower: step | ratio (geometric mean) "
+                     "| p (claim) | p (opposite) |")
+    v.details.append("|---|---|---|---|---|---|---|---|")
+    for fast, slow, length, tf, ts, ratio, pf, pa in rows:
+        v.details.append(f"| {fast} | {slow} | {length} | {tf} | {ts} | {ratio} | {_fmt_p(pf)} | {_fmt_p(pa)} |")
+    if problems:
+        v.reason = _problems(problems)
+    elif v.verdict == INCONCLUSIVE:
+        v.reason = "not significant either way"
+    if claim.also_pairs:
+        also_rows: list = []
+        also_tests, _ = _speed_pairs(claim, result, claim.also_pairs, also_rows)
+        for fast, slow, length, tf, ts, ratio, pf, pa in also_rows:
+            v.secondary.append({"dataset": f"{fast} vs {slow}, {length} tokens", "ours": ratio, "p": pf,
+                                "test": "one-sided Welch t on log step times",
+                                "verdict": _decide(pf, pa), "reason": f"{tf} vs {ts}"})
+    return v
+
+
+def _exponent(result: dict, model: str, lengths: Sequence[int]) -> tuple[_T | None, str]:
+    l1, l2 = lengths[0], lengths[-1]
+    t1, t2 = _speed_rows(result, model, l1), _speed_rows(result, model, l2)
+    if t1 is None or t2 is None:
+        return None, f"{model} not timed at {l1} and {l2} tokens"
+    if len(t1) < 2 or len(t2) < 2:
+        return None, f"{model}: one timed step"
+    scale = math.log(l2 / l1)
+    t = _welch([math.log(x) for x in t2], [math.log(x) for x in t1], "Welch t on log step times")
+    return _T(t.est / scale, t.se / scale, t.df, t.n, "exponent"), ""
+
+
+def _scaling(claim: Claim, result: dict) -> Verdict:
+    v = Verdict(claim, INCONCLUSIVE, paper="O(m): exponent 1")
+    t, problem = _exponent(result, claim.model, claim.lengths)
+    v.test = (f"one-sided Welch t on log step times at {claim.lengths[0]} and {claim.lengths[-1]} tokens "
+              f"(exponent < {claim.max_exponent:g})")
+    if t is None:
+        v.reason = problem
+        return v
+    v.n = t.n
+    p_for, p_against = t.p_less(claim.max_exponent), t.p_greater(claim.max_exponent)
+    v.verdict = _decide(p_for, p_against)
+    v.p = p_against if v.verdict == CONTRADICTED else p_for
+    v.ours = f"exponent {t.est:.2f} ± {t.se:.2f} s.e. ({claim.model})"
+    v.stats = f"time grows as length^{t.est:.2f} between {claim.lengths[0]} and {claim.lengths[-1]} tokens"
+    v.details.append("| model | tokens | step |")
+    v.details.append("|---|---|---|")
+    for model in [claim.model] + ([claim.contrast] if claim.contrast else []):
+        for length in claim.lengths:
+            times = _speed_rows(result, model, length)
+            v.details.append(f"| {model} | {length} | {_fmt_ms(times) if times else DASH} |")
+    if claim.contrast:
+        tc, _ = _exponent(result, claim.contrast, claim.lengths)
+        if tc is not None:
+            v.ours += f"; {claim.contrast}: {tc.est:.2f}"
+    return v
+
+
+def _count(claim: Claim, result: dict) -> Verdict:
+    num, den = _speed_row(result, claim.numerator), _speed_row(result, claim.denominator)
+    v = Verdict(claim, INCONCLUSIVE, test="exact count (deterministic: no test)",
+                paper=f"{claim.paper_ratio:.2f}" if claim.paper_ratio is not None else DASH)
+    fld = claim.count_field
+    if num is None or den is None or not _finite(num.get(fld)) or not _finite(den.get(fld)):
+        v.verdict = UNTESTABLE
+        v.reason = f"{claim.numerator} or {claim.denominator} has no {fld} in {claim.speed}.json"
+        return v
+    ratio = num[fld] / den[fld]
+    lo, hi = claim.ratio_range
+    v.ours = f"{ratio:.2f} ({num[fld]:,} / {den[fld]:,})"
+    v.verdict = SUPPORTED if lo <= ratio <= hi else CONTRADICTED
+    v.stats = f"{fld}: {claim.numerator} {num[fld]:,}, {claim.denominator} {den[fld]:,}; accepted range {lo:g}-{hi:g}"
+    return v
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+RULE = f"""\
+## Decision rule
+
+Every verdict below is computed by `textcls.benchmark.verdicts` from `benchmarks/claims.toml`
+(the claims of `shared/papers/TARGETS.md`, as data) and the committed JSON in
+`benchmarks/results/`; none is written by hand. α = {ALPHA}.
+
+- **supported**: the claim's own test gives p < α. "A > B" is a one-sided test in the claimed
+  direction; "within 2 points of the paper's figure" and "A ≈ B" are TOST equivalence tests
+  (two one-sided t-tests: the mean, or the mean difference, lies inside ±2 points).
+- **contradicted**: the test in the opposite direction gives p < α: B > A, or the mean lies
+  outside the ±2-point margin (two-sided, against the nearer bound).
+- **inconclusive**: neither. Also whenever a side has fewer than 2 seeds: the JSON records
+  per-run accuracies but no per-document test predictions, so a single run cannot be tested
+  with McNemar or a paired bootstrap, and one seed says nothing about the seed-to-seed spread
+  that a difference must beat. Also a paper's figure checked against a suite that samples its
+  documents (`max_per_split`): not the paper's data.
+- **untestable here**: the paper's data is not offline (AG News: only its test set is), or no
+  suite has run the models yet; the reason is given.
+
+Tests (scipy.stats' t distribution):
+
+- two models on the same seeds and splits: a **paired t-test over seeds** (what
+  `scipy.stats.ttest_rel` gives with `alternative` set), with the Wilcoxon signed-rank p beside
+  it where n ≥ 5; the t-test decides, because with 2-3 seeds (most suites) the exact one-sided
+  Wilcoxon p cannot fall below 1/2^n ≥ 0.125. Different splits or seeds: Welch's t-test.
+- `unit = dataset` claims (averages over FDU-MTL's 16 domains, ROC-AUC over Table 3's sets):
+  one value per dataset (its mean over seeds), a paired t-test over datasets.
+- several pairs (an ordering e > d > b): every pair must hold, p = the largest p
+  (an intersection-union test); contradicted when one pair is reversed with p < α / pairs
+  (Bonferroni). An ablation factor over matched variants (HCAN): the mean of the pairs'
+  differences per seed.
+- speed: Welch's t-test on the logarithms of the timed training steps of `textcls speed`
+  (ratio above the claimed factor); O(m): the exponent of step time between two lengths,
+  below 1.5. Parameter counts are exact: no test.
+- Seeds vary initialisation, dropout and the dev split; the test split is fixed, so the
+  spread shown is training noise, not test-set sampling error.
+
+A claim's verdict is decided on one dataset, declared in the claims file (the paper's own
+when offline, else the one its suite runs with the most seeds); the others are shown beside
+it and do not decide. The suite used is the first of the claim's list (a `<paper>_full` suite
+first) whose JSON holds every entry the claim needs.
+"""
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def format_reproduction(verdicts: Sequence[Verdict]) -> str:
+    """REPRODUCTION.md's text for these verdicts."""
+    counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in VERDICTS}
+    lines = ["# Reproduction: a verdict for every claim", "",
+             "Generated from `benchmarks/claims.toml` and `benchmarks/results/*.json` by "
+             "`textcls.benchmark.verdicts.write_reproduction()`; do not edit by hand. To regenerate:",
+             "", "```", "python -c \"from textcls.benchmark.verdicts import write_reproduction; write_reproduction()\"",
+             "```", "",
+             f"{len(verdicts)} claims: " + ", ".join(f"{counts[k]} {k}" for k in VERDICTS) + ".", "",
+             RULE, "## Summary", "",
+             "Figures in % accuracy unless stated; ours = mean ± sample std over n seeds. "
+             "\"rerun\" rebuilds the evidence.", "",
+             "| claim id | claim | verdict | p | test | ours | paper | suite | rerun |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for v in verdicts:
+        lines.append("| " + " | ".join(_cell(c) for c in (
+            f"`{v.claim.id}`", v.claim.claim, f"**{v.verdict}**", _fmt_p(v.p), v.test, v.ours, v.paper,
+            f"`{v.suite}`" if v.suite else DASH, f"`{v.command}`" if v.command else DASH)) + " |")
+    papers = []
+    for v in verdicts:
+        if v.claim.paper not in papers:
+            papers.append(v.claim.paper)
+    for paper in papers:
+        lines += ["", f"## {paper}: {PAPERS.get(paper, paper)}", ""]
+        mine = [v for v in verdicts if v.claim.paper == paper]
+        figures = [v for v in mine if v.claim.kind == "within" and v.claim.unit == "seed"]
+        if figures:
+            lines += _figures_section(figures)
+        for v in mine:
+            if v in figures:
+                continue
+            lines += _claim_section(v)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _figures_section(verdicts: Sequence[Verdict]) -> list[str]:
+    twins = any(v.claim.twin for v in verdicts)
+    lines = ["### The paper's figures", "",
+             "Each within 2 points of the paper's (TOST over seeds)."
+             + (" \"300-d Word2Vec\": the same model with 300-d Word2Vec trained on the training split, "
+                "to show how much of a gap the 50-d GloVe vectors make (not deciding)." if twins else ""), "",
+             "| claim id | model | dataset | ours | paper | Δ | verdict | p | vectors | "
+             + ("300-d Word2Vec | " if twins else "") + "suite |",
+             "|---|---|---|---|---|---|---|---|---|" + ("---|" if twins else "") + "---|"]
+    for v in verdicts:
+        cells = [f"`{v.claim.id}`", v.claim.model, v.claim.datasets[0], v.ours, v.paper, v.delta, f"**{v.verdict}**",
+                 _fmt_p(v.p), v.vectors] + ([v.twin] if twins else []) + [f"`{v.suite}`" if v.suite else DASH]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    lines.append("")
+    reasons = [v for v in verdicts if v.reason]
+    if reasons:
+        lines += [f"- `{v.claim.id}`: {_cell(v.reason)}" for v in reasons]
+        lines.append("")
+    # peers per (suite, dataset), once
+    seen, peer_rows = set(), []
+    for v in verdicts:
+        key = (v.suite, v.claim.datasets[0])
+        if v.peers and key not in seen:
+            seen.add(key)
+            peer_rows.append((key, dict(v.peers)))
+    if peer_rows:
+        labels = []
+        for _, peers in peer_rows:
+            for label in peers:
+                if label not in labels:
+                    labels.append(label)
+        lines += ["Peers on the same splits:", "", "| suite | dataset | " + " | ".join(labels) + " |",
+                  "|---|---|" + "---|" * len(labels)]
+        for (suite, dataset), peers in peer_rows:
+            lines.append(f"| `{suite}` | {dataset} | " + " | ".join(_cell(peers.get(l, DASH)) for l in labels) + " |")
+        lines.append("")
+    evidence = []
+    for v in verdicts:
+        if v.evidence and v.evidence[0].split(";")[0] not in [e.split(";")[0] for e in evidence]:
+            evidence.append(v.evidence[0].split("; entries")[0])
+    if evidence:
+        lines += ["Evidence: " + "; ".join(evidence) + ".", ""]
+    notes: dict[str, list[str]] = {}
+    for v in verdicts:
+        if v.claim.note:
+            notes.setdefault(v.claim.note, []).append(f"`{v.claim.id}`")
+    lines += [f"Note ({', '.join(ids)}): {_cell(n)}" for n, ids in notes.items()]
+    if notes:
+        lines.append("")
+    return lines
+
+
+def _claim_section(v: Verdict) -> list[str]:
+    c = v.claim
+    lines = [f"### `{c.id}`", "", f"{_cell(c.claim)} ({c.source}).", "",
+             f"**{v.verdict}**" + (f", {_p_is(v.p)}" if v.p is not None else "")
+             + (f"; {v.test}." if v.test != DASH else "."), ""]
+    facts = [f"ours: {v.ours}", f"paper: {v.paper}" + (f" ({c.paper_dataset})" if c.paper_dataset else "")]
+    if c.kind != "within" or c.unit == "dataset":
+        scope = ", ".join(c.datasets[:1] if c.unit == "seed" else c.datasets) if c.datasets else ""
+        if scope and c.unit == "dataset" and len(c.datasets) > 4:
+            scope = f"{len(c.datasets)} datasets ({c.datasets[0]} … {c.datasets[-1]})"
+        if scope:
+            facts.append(f"decided on: {scope}")
+    if v.vectors != DASH:
+        facts.append(f"vectors: {v.vectors}")
+    if v.suite:
+        facts.append(f"suite: `{v.suite}`; rerun: `{v.command}`")
+    elif v.command:
+        facts.append(f"rerun (once the suite holds it): `{v.command}`")
+    if v.reason:
+        facts.append("why: " + v.reason)
+    if v.stats:
+        facts.append("statistics: " + v.stats)
+    if v.peers:
+        facts.append("peers: " + "; ".join(f"{label} {text}" for label, text in v.peers))
+    for e in v.evidence:
+        facts.append(f"evidence: {e}")
+    if c.note:
+        facts.append(f"note: {c.note}")
+    lines += [f"- {_cell(f)}" for f in facts]
+    if v.details:
+        lines += [""] + v.details
+    if v.secondary:
+        lines += ["", "Beside it (not deciding):", "",
+                  "| where | ours | p | verdict there | detail |", "|---|---|---|---|---|"]
+        for s in v.secondary:
+            lines.append("| " + " | ".join(_cell(x) for x in (s["dataset"], s["ours"], _fmt_p(s["p"]), s["verdict"],
+                                                               s.get("reason") or DASH)) + " |")
+    lines.append("")
+    return lines
+
+
+def write_reproduction(results_dir: str | Path = Path("benchmarks/results"),
+                       out: str | Path = Path("benchmarks/REPRODUCTION.md"),
+                       claims: str | Path | Sequence[Claim] | None = None,
+                       suites_dir: str | Path | None = None) -> Path:
+    """Evaluate every claim against the JSON in ``results_dir`` and write the Markdown to
+    ``out`` (atomically); returns ``out``. Deterministic: the same claims and JSON give the
+    same bytes."""
+    from ..artifacts import atomic_write_bytes
+
+    verdicts = evaluate_claims(results_dir, claims, suites_dir=suites_dir)
+    out = Path(out)
+    atomic_write_bytes(out, format_reproduction(verdicts).encode("utf-8"))
+    return out

@@ -1,0 +1,268 @@
+"""Verdicts (textcls.benchmark.verdicts) on small hand-made results JSON, and the claims table
+(benchmarks/claims.toml) against shared/papers/TARGETS.md and benchmarks/suites."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+from textcls.benchmark.verdicts import (CONTRADICTED, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Claim, evaluate_claims,
+                                        format_reproduction, load_claims, planned_suites, write_reproduction)
+
+ROOT = Path(__file__).resolve().parents[1]
+CLAIMS = ROOT / "benchmarks" / "claims.toml"
+SUITES = ROOT / "benchmarks" / "suites"
+RESULTS = ROOT / "benchmarks" / "results"
+TARGETS = ROOT.parent / "shared" / "papers" / "TARGETS.md"
+
+SEEDS = [0, 1, 2, 3, 4]
+A = [0.851, 0.862, 0.848, 0.857, 0.866]   # clearly above B, seed by seed
+B = [0.801, 0.815, 0.806, 0.799, 0.812]
+
+
+def _entry(name, dataset, accuracies, seeds=None, max_per_split=None, kind="neural", model=None):
+    seeds = seeds if seeds is not None else list(range(len(accuracies)))
+    return {
+        "id": f"{dataset}:{name}", "dataset": dataset, "model": model or name, "name": name, "kind": kind,
+        "status": "ok", "max_per_split": max_per_split, "seeds": seeds,
+        "dataset_summary": {"splits": {"train": 900, "dev": 100, "test": 500}},
+        "embeddings": {"source": "glove-6b-50d", "dim": 50},
+        "runs": [{"seed": s, "status": "ok", "accuracy": a, "epoch_seconds": 1.0 + a}
+                 for s, a in zip(seeds, accuracies)],
+    }
+
+
+def _write_suite(results_dir: Path, suite: str, entries: list[dict]) -> None:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    doc = {"suite": suite, "git": {"commit": "0123456789abcdef" * 2 + "01234567", "dirty": False},
+           "entries": entries, "date": "2030-01-01T00:00:00+00:00"}
+    (results_dir / f"{suite}.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
+@pytest.fixture
+def results(tmp_path):
+    out = tmp_path / "results"
+    _write_suite(out, "toy", [
+        _entry("model-a", "mr", A),
+        _entry("model-b", "mr", B),
+        _entry("model-a", "trec", [0.90]),
+        _entry("model-b", "trec", [0.80]),
+        _entry("model-c", "mr", [0.801, 0.803, 0.799, 0.802, 0.800]),
+        _entry("model-d", "mr", [0.751, 0.748, 0.752, 0.749, 0.750]),
+        _entry("model-c", "imdb", [0.801, 0.803, 0.799], max_per_split=2000),
+        _entry("tfidf-lr", "mr", [0.747], kind="classic"),
+        _entry("fasttext-tutorial", "mr", [0.75, 0.76, 0.77], model="fasttext", kind="peer"),
+    ])
+    return out
+
+
+def _claim(**kw) -> Claim:
+    base = dict(id="toy.claim", paper="spe_cnn", source="Table 0", claim="a claim", kind="greater", suites=["toy"],
+                datasets=["mr"])
+    base.update(kw)
+    return Claim(**base)
+
+
+def _one(results, claim) -> object:
+    [verdict] = evaluate_claims(results, [claim])
+    return verdict
+
+
+def test_a_clear_win_over_five_seeds_is_supported_by_a_paired_one_sided_t_test(results):
+    v = _one(results, _claim(pairs=[["model-a", "model-b"]]))
+    assert v.verdict == SUPPORTED
+    expected = stats.ttest_rel(A, B, alternative="greater").pvalue
+    assert v.p == pytest.approx(expected, rel=1e-9)
+    assert v.p < 0.001
+    assert "paired t over seeds" in v.test and "n=5" in v.test
+    assert v.suite == "toy" and v.command == f"textcls benchmark --suite toy --output-dir {results.as_posix()}"
+    # the peers of the same suite and dataset are reported beside it
+    peers = dict(v.peers)
+    assert peers["TF-IDF + LR (tfidf-lr)"] == "74.70 (n=1)"
+    assert peers["fastText (fasttext-tutorial)"].startswith("76.00 ± 1.00 (n=3)")
+
+
+def test_the_reverse_claim_is_contradicted(results):
+    v = _one(results, _claim(pairs=[["model-b", "model-a"]]))
+    assert v.verdict == CONTRADICTED
+    assert v.p == pytest.approx(stats.ttest_rel(B, A, alternative="less").pvalue, rel=1e-9)
+    assert v.p < 0.001
+
+
+def test_one_seed_a_side_is_inconclusive_however_large_the_gap(results):
+    v = _one(results, _claim(pairs=[["model-a", "model-b"]], datasets=["trec"]))
+    assert v.verdict == INCONCLUSIVE
+    assert v.p is None
+    assert "one seed" in v.reason and "McNemar" in v.reason
+
+
+def test_no_suite_holding_the_models_is_untestable_with_the_reason(results):
+    v = _one(results, _claim(pairs=[["model-a", "model-z"]], suites=["toy_full", "toy"]))
+    assert v.verdict == UNTESTABLE
+    assert "no suite has run it yet" in v.reason
+    assert "toy_full: no results JSON" in v.reason and "model-z" in v.reason
+    declared = _one(results, _claim(kind="untestable", reason="the corpus is not offline", pairs=[]))
+    assert declared.verdict == UNTESTABLE and declared.reason == "the corpus is not offline"
+
+
+def test_the_first_suite_that_holds_the_entries_is_used(results):
+    _write_suite(results, "toy_full", [_entry("model-a", "mr", B), _entry("model-b", "mr", A)])
+    v = _one(results, _claim(pairs=[["model-a", "model-b"]], suites=["toy_full", "toy"]))
+    assert v.suite == "toy_full" and v.verdict == CONTRADICTED
+
+
+def test_within_two_points_of_the_paper_by_tost(results):
+    near = _one(results, _claim(kind="within", model="model-c", pairs=[], paper_figure=80.5, margin=2.0))
+    assert near.verdict == SUPPORTED
+    values = [80.1, 80.3, 79.9, 80.2, 80.0]
+    p_low = stats.ttest_1samp(values, 80.5 - 2.0, alternative="greater").pvalue
+    p_high = stats.ttest_1samp(values, 80.5 + 2.0, alternative="less").pvalue
+    assert near.p == pytest.approx(max(p_low, p_high), rel=1e-9)
+    assert near.ours == "80.10 ± 0.16 (n=5)" and near.paper == "80.50" and near.delta == "-0.40"
+
+    far = _one(results, _claim(kind="within", model="model-d", pairs=[], paper_figure=80.5, margin=2.0))
+    assert far.verdict == CONTRADICTED and far.p < 0.001
+
+    # a sample of the documents is not the paper's data
+    sampled = _one(results, _claim(kind="within", model="model-c", pairs=[], datasets=["imdb"], paper_figure=80.5))
+    assert sampled.verdict == INCONCLUSIVE and "sample" in sampled.reason
+
+    # one seed: inconclusive; a declared reason: untestable, our number still shown
+    one = _one(results, _claim(kind="within", model="tfidf-lr", pairs=[], paper_figure=74.7))
+    assert one.verdict == INCONCLUSIVE and "one seed" in one.reason
+    off = _one(results, _claim(kind="within", model="model-c", pairs=[], paper_figure=80.5, reason="not offline"))
+    assert off.verdict == UNTESTABLE and off.ours.startswith("80.10")
+
+
+def test_an_ordering_needs_every_pair_and_is_contradicted_by_one_reversed(results):
+    chain = _claim(pairs=[["model-a", "model-c"], ["model-c", "model-d"]])
+    v = _one(results, chain)
+    assert v.verdict == SUPPORTED
+    single = [stats.ttest_rel([x * 100 for x in A], [80.1, 80.3, 79.9, 80.2, 80.0], alternative="greater").pvalue,
+              stats.ttest_rel([80.1, 80.3, 79.9, 80.2, 80.0], [75.1, 74.8, 75.2, 74.9, 75.0],
+                              alternative="greater").pvalue]
+    assert v.p == pytest.approx(max(single), rel=1e-6)
+    broken = _one(results, _claim(pairs=[["model-a", "model-c"], ["model-d", "model-c"]]))
+    assert broken.verdict == CONTRADICTED
+
+
+def test_average_over_datasets_pairs_the_datasets(tmp_path):
+    out = tmp_path / "results"
+    diffs = [0.05, 0.03, 0.06, 0.04]
+    entries = []
+    for i, d in enumerate(diffs):
+        entries += [_entry("fcsr", f"fdu_mtl/d{i}", [0.80 + d]), _entry("cnn", f"fdu_mtl/d{i}", [0.80])]
+    _write_suite(out, "fdu", entries)
+    v = _one(out, _claim(suites=["fdu"], unit="dataset", pairs=[["fcsr", "cnn"]],
+                         datasets=[f"fdu_mtl/d{i}" for i in range(4)]))
+    assert v.verdict == SUPPORTED
+    assert v.p == pytest.approx(stats.ttest_1samp([100 * d for d in diffs], 0.0, alternative="greater").pvalue,
+                                rel=1e-6)
+    assert "over datasets" in v.test and "n=4" in v.test
+
+
+def test_speed_claims_test_log_step_times(tmp_path):
+    out = tmp_path / "results"
+    out.mkdir()
+    rows = [{"model": "fast", "length": 64, "status": "ok", "train_ms_per_batch_all": [10.0, 10.5, 9.8, 10.2]},
+            {"model": "slow", "length": 64, "status": "ok", "train_ms_per_batch_all": [40.0, 41.0, 39.5, 40.2]}]
+    (out / "speed_toy.json").write_text(json.dumps({"kind": "speed", "rows": rows, "command": "textcls speed -m fast"}))
+    faster = _one(out, _claim(kind="speed", speed="speed_toy", pairs=[["fast", "slow"]], lengths=[64], min_ratio=2.0,
+                              suites=[], datasets=[]))
+    assert faster.verdict == SUPPORTED and faster.command == "textcls speed -m fast"
+    ten_times = _one(out, _claim(kind="speed", speed="speed_toy", pairs=[["fast", "slow"]], lengths=[64],
+                                 min_ratio=10.0, suites=[], datasets=[]))
+    assert ten_times.verdict == CONTRADICTED
+
+
+def test_the_markdown_has_the_rule_a_row_per_claim_and_is_deterministic(results, tmp_path):
+    claims = [
+        _claim(id="toy.supported", pairs=[["model-a", "model-b"]]),
+        _claim(id="toy.contradicted", pairs=[["model-b", "model-a"]]),
+        _claim(id="toy.inconclusive", pairs=[["model-a", "model-b"]], datasets=["trec"]),
+        _claim(id="toy.untestable", pairs=[["model-a", "model-z"]]),
+        _claim(id="toy.within", kind="within", model="model-c", pairs=[], paper_figure=80.5),
+    ]
+    out = tmp_path / "REPRODUCTION.md"
+    assert write_reproduction(results, out, claims) == out
+    text = out.read_text(encoding="utf-8")
+    assert "## Decision rule" in text and "## Summary" in text
+    for cid, verdict in [("toy.supported", SUPPORTED), ("toy.contradicted", CONTRADICTED),
+                         ("toy.inconclusive", INCONCLUSIVE), ("toy.untestable", UNTESTABLE),
+                         ("toy.within", SUPPORTED)]:
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{cid}` |"))
+        assert f"**{verdict}**" in row, row
+        assert "textcls benchmark --suite toy --output-dir" in row
+    assert "5 claims: 2 supported, 1 contradicted, 1 inconclusive, 1 untestable here." in text
+    # the JSON's date is not copied; its commit is
+    assert "2030" not in text and "0123456789" in text
+    again = tmp_path / "again.md"
+    write_reproduction(results, again, claims)
+    assert again.read_bytes() == out.read_bytes()
+    assert format_reproduction(evaluate_claims(results, claims)) == text
+
+
+# --------------------------------------------------------------------------- the claims table
+
+
+def _target_papers() -> set[str]:
+    text = TARGETS.read_text(encoding="utf-8")
+    papers = set(re.findall(r"^\| (\w+) Table \d", text, flags=re.M))
+    papers |= set(re.findall(r"^- (\w+):", text, flags=re.M))
+    return papers
+
+
+def _suite_entry_names(suite: str) -> set[str]:
+    data = tomllib.loads((SUITES / f"{suite}.toml").read_text(encoding="utf-8"))
+    names = set()
+    for entry in data.get("entry", []):
+        models = entry.get("models") or [entry.get("model")]
+        names.update([entry["name"]] if entry.get("name") else models)
+    return names
+
+
+def test_every_claim_names_a_paper_of_targets_and_every_paper_has_claims():
+    papers = _target_papers()
+    assert papers == {"spe_cnn", "fcsr", "cspan", "dasa", "hcan"}
+    claims = load_claims(CLAIMS)
+    assert {c.paper for c in claims} == papers
+    assert len({c.id for c in claims}) == len(claims)
+
+
+def test_every_claim_names_suites_that_exist_or_says_why_it_cannot_be_tested():
+    planned = planned_suites(CLAIMS)
+    existing = {p.stem for p in SUITES.glob("*.toml")}
+    for claim in load_claims(CLAIMS):
+        if claim.kind == "untestable":
+            assert claim.reason, claim.id
+            continue
+        if claim.kind in ("speed", "scaling", "count"):
+            path = RESULTS / f"{claim.speed}.json"
+            assert path.is_file(), f"{claim.id}: no {path}"
+            timed = {row["model"] for row in json.loads(path.read_text())["rows"]}
+            names = {n for p in claim.pairs for n in p} | {claim.model, claim.contrast, claim.numerator,
+                                                            claim.denominator}
+            assert names - {None} <= timed, f"{claim.id}: {sorted(names - {None} - timed)} not in {path.name}"
+            continue
+        assert claim.suites, claim.id
+        unknown = [s for s in claim.suites if s not in existing and s not in planned]
+        assert not unknown, f"{claim.id}: suites {unknown} are neither in benchmarks/suites nor planned"
+        real = [s for s in claim.suites if s in existing]
+        assert real, f"{claim.id}: only planned suites"
+        # every model the claim needs is an entry of at least one of its existing suites
+        available = set().union(*(_suite_entry_names(s) for s in real))
+        missing = set(claim.entry_names()) - available
+        assert not missing, f"{claim.id}: {sorted(missing)} in none of {real}"
+
+
+def test_load_claims_refuses_unknown_keys(tmp_path):
+    bad = tmp_path / "claims.toml"
+    bad.write_text('[[claim]]\nid = "x"\npaper = "fcsr"\nsource = "T"\nclaim = "c"\nkind = "greater"\n'
+                   'pairs = [["a", "b"]]\ndatasets = ["mr"]\nsuites = ["fcsr"]\nmargni = 1.0\n')
+    with pytest.raises(ValueError, match="margni"):
+        load_claims(bad)
