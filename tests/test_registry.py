@@ -7,7 +7,7 @@ import torch
 from textcls.errors import ConfigError
 from textcls.models import ClassicModel, Output, Preset, TextModel, create_model, get_preset, list_models
 from textcls.models.base import TextModel as BaseTextModel
-from textcls.models.registry import _FAMILIES, _PRESETS, register_model, register_preset
+from textcls.models.registry import _FAMILIES, _PRESETS, DEFAULT_CAPS, register_model, register_preset
 from textcls.train.recipe import Recipe
 
 FIRST_PRESETS = {
@@ -104,7 +104,7 @@ def test_overrides_reach_arch_recipe_and_inputs_without_touching_the_preset():
     original = get_preset("kim-cnn-rand")
     assert original.arch == {"embedding_mode": "rand"}
     assert original.recipe.epochs == 25 and original.inputs["embedding_dim"] == 300
-    assert "max_length" not in original.inputs
+    assert original.inputs["max_length"] == 1000  # the registry's default cap, untouched by the override
 
 
 def test_inputs_that_the_model_also_takes_are_forwarded_from_inputs():
@@ -149,7 +149,7 @@ def test_unknown_parameter_names_itself_and_close_names():
         ({"max_norm": -1.0}, r"parameter 'max_norm' = -1.0 is outside its allowed range \(0.0, "),
         ({"windows": [3, 0]}, r"parameter 'windows' = 0 is outside its allowed range \[1, 64\]"),
         ({"embedding_mode": "frozen"}, r"parameter 'embedding_mode' = 'frozen' is not one of rand, static"),
-        ({"lr": -1.0}, r"parameter 'lr' = -1.0 is outside its allowed range \(0.0, 10.0\]"),
+        ({"lr": -1.0}, r"parameter 'lr' = -1.0 is outside its allowed range \(0.0, "),
         ({"embedding_dim": 0}, r"parameter 'embedding_dim' = 0 is outside its allowed range \[1, "),
         ({"shape": "hierarchical"}, r"'shape' = 'hierarchical' is not supported by model 'kim-cnn-rand'"),
     ],
@@ -181,6 +181,51 @@ def test_pretrained_presets_need_a_matching_embedding_matrix():
         create_model("kim-cnn-rand", num_classes=2, embeddings=np.zeros((VOCAB, 300)))
     with pytest.raises(ConfigError, match="needs vocab_size"):
         create_model("fasttext-bag", num_classes=2)
+
+
+def _neural_presets():
+    return [name for name in list_models() if get_preset(name).kind == "neural"]
+
+
+@pytest.mark.parametrize("name", _neural_presets())
+def test_every_neural_preset_caps_the_document_length(name):
+    inputs = get_preset(name).inputs
+    caps = ("max_length",) if inputs["shape"] == "flat" else ("max_sentences", "max_sentence_length")
+    for key in caps:
+        value = inputs[key]
+        assert isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1000, (key, value)
+    if inputs["shape"] == "hierarchical":
+        assert inputs["max_sentences"] * inputs["max_sentence_length"] <= 100 * 100
+
+
+def test_length_caps_default_in_one_place_and_a_preset_or_override_wins():
+    # The paper's own caps stay; presets whose paper states none get DEFAULT_CAPS.
+    assert get_preset("dasa").inputs["max_length"] == 512
+    assert get_preset("hcan-flat-one-sa-maxpool-cpu").inputs["max_length"] == 300
+    assert get_preset("hcan-flat-one-sa-maxpool").inputs["max_length"] == 1000  # HCAN's paper: 1,000
+    assert get_preset("han-cpu").inputs["max_sentences"] == 20
+    for name in ("kim-cnn-rand", "fasttext-bag", "fcsr", "lstm", "cspan-base", "spe-cnn", "transformer"):
+        assert get_preset(name).inputs["max_length"] == DEFAULT_CAPS["flat"]["max_length"] == 1000, name
+    # Overrides win; None reads documents whole (the old behaviour), as does a large value.
+    assert get_preset("kim-cnn-rand").with_overrides(max_length=50).inputs["max_length"] == 50
+    assert get_preset("kim-cnn-rand").with_overrides(max_length=None).inputs["max_length"] is None
+    assert get_preset("kim-cnn-rand").with_overrides(max_length=10**9).inputs["max_length"] == 10**9
+    # A shape change brings the caps of the new shape.
+    flat = get_preset("hcan-cpu").with_overrides(shape="flat")
+    assert flat.inputs["max_length"] == 1000 and flat.inputs["max_sentences"] == 20
+    hierarchical = get_preset("hcan-flat-one-sa-maxpool-cpu").with_overrides(shape="hierarchical")
+    assert (hierarchical.inputs["max_sentences"], hierarchical.inputs["max_sentence_length"]) == (100, 100)
+    # A config saved before the default existed loads with it; classic presets get none.
+    old = get_preset("kim-cnn-rand").to_dict()
+    del old["inputs"]["max_length"]
+    assert Preset.from_dict(old).inputs["max_length"] == 1000
+    assert "max_length" not in get_preset("tfidf-lr").inputs
+    # A cap is checked where it is set, not first when the data are encoded.
+    for bad in (0, -5, "many", 2.5, True):
+        with pytest.raises(ConfigError, match="'max_length'"):
+            get_preset("kim-cnn-rand").with_overrides(max_length=bad)
+    with pytest.raises(ConfigError, match="'max_sentences'"):
+        get_preset("han-cpu").with_overrides(max_sentences=0)
 
 
 def test_preset_survives_a_json_round_trip():
