@@ -4,8 +4,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from textcls.errors import TextclsError
 
 CLI = [sys.executable, "-m", "textcls.cli"]
 
@@ -37,12 +40,16 @@ def test_train_saves_a_complete_run(trained_run):
 
 def test_predict_arguments_stdin_and_empty_text(trained_run):
     run_dir, _ = trained_run
-    out = run("predict", str(run_dir), "What is the capital of France ?", "")
+    out = run("predict", str(run_dir), "What is the capital of France ?", "Who wrote Hamlet ?")
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(rows) == 2
     assert rows[0]["label"] in rows[0]["probabilities"]
     assert abs(sum(rows[1]["probabilities"].values()) - 1.0) < 1e-4
+    # An empty text has nothing to classify: one line naming it.
+    empty = run("predict", str(run_dir), "What is the capital of France ?", "")
+    assert empty.returncode == 2 and "text 1 is empty" in empty.stderr
+    assert len(empty.stderr.strip().splitlines()) == 1 and empty.stdout == ""
     piped = run("predict", str(run_dir), stdin="How many legs does a spider have ?\nWho wrote Hamlet ?\n")
     assert piped.returncode == 0, piped.stderr
     assert [json.loads(x)["text"] for x in piped.stdout.splitlines()] == [
@@ -79,7 +86,7 @@ def test_errors_are_one_line_with_status_2(args, expected):
 
 def test_bad_file_names_the_line(tmp_path):
     bad = tmp_path / "bad.csv"
-    bad.write_bytes(b"text,label\ngood text,a\n\xff\xfe broken,b\n")
+    bad.write_bytes(b"text,label\ngood text,a\ncaf\xe9 broken,b\n")
     out = run("train", "--model", "tfidf-lr", "--data", str(bad))
     assert out.returncode == 2
     assert "bad.csv:3:" in out.stderr and "latin-1" in out.stderr
@@ -119,3 +126,326 @@ def test_headerless_tsv_with_chosen_columns_and_test_fraction(tmp_path):
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["dataset"]["splits"] == {"train": 45, "test": 15}
     assert metrics["test"]["accuracy"] == 1.0
+    # evaluate takes the same reader options and scores every record of a single file ...
+    whole = run("evaluate", str(run_dir), "--data", str(data), "--format", "tsv", "--no-header",
+                "--label-column", "0", "--text-column", "1")
+    assert whole.returncode == 0, whole.stderr
+    assert f"({len(rows)} documents: every record of the file)" in whole.stdout
+    # ... and, with --split, the split train carved (same --test-fraction, same --split-seed).
+    carved = run("evaluate", str(run_dir), "--data", str(data), "--split", "test", "--format", "tsv",
+                 "--no-header", "--label-column", "0", "--text-column", "1", "--test-fraction", "0.25")
+    assert carved.returncode == 0, carved.stderr
+    assert "(15 documents)" in carved.stdout
+
+
+# --------------------------------------------------------------------------- in-process helpers
+
+
+def call(capsys, *args):
+    """``textcls ARGS`` in this process: (exit status, stdout, stderr)."""
+    from textcls.cli import main
+
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def one_line_error(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def write_csv(path, n=40, words=("a fine moving film", "a dull tired film")):
+    rows = [(f"{words[i % 2]} number {i}", ("neg", "pos")[i % 2]) for i in range(n)]
+    path.write_text("text,label\n" + "".join(f"{t},{l}\n" for t, l in rows), encoding="utf-8")
+    return path
+
+
+def snapshot(folder):
+    return {p.relative_to(folder): (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# --------------------------------------------------------------------------- run-folder lock
+
+
+def test_a_second_writer_of_a_run_folder_is_refused_and_touches_nothing(tmp_path):
+    from textcls.cli import lock_path_of, run_dir_lock
+
+    run_dir = tmp_path / "run"
+    data = write_csv(tmp_path / "d.csv")
+    with run_dir_lock(run_dir) as lock:  # the first training, in this process, holds the run folder
+        assert lock == lock_path_of(run_dir) == tmp_path / "run.partial.lock"
+        assert lock.read_text().strip() == str(os.getpid())
+        partial = tmp_path / "run.partial"  # what the first training has written so far
+        (partial / "checkpoint").mkdir(parents=True)
+        (partial / "epochs.csv").write_text("epoch,lr\n1,0.1\n")
+        (partial / "checkpoint" / "state.json").write_text("{}")
+        before = snapshot(tmp_path)
+        for extra in ((), ("--resume",)):
+            out = run("train", "--model", "tfidf-lr", "--data", str(data), "--run-dir", str(run_dir), *extra)
+            assert out.returncode == 2, out.stderr
+            assert one_line_error(out.stderr) == (
+                f"error: {run_dir}: another training is writing to this run folder (pid {os.getpid()}); "
+                "wait for it or choose another --run-dir")
+            assert snapshot(tmp_path) == before
+        assert not run_dir.exists()
+    assert not lock.exists()  # the holder removes its lock file
+
+
+def test_the_lock_dies_with_its_holder(tmp_path):
+    from textcls.cli import run_dir_lock
+
+    run_dir = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\nfrom textcls.cli import run_dir_lock\n"
+         "with run_dir_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(300)\n",
+         str(run_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(TextclsError, match=f"another training is writing to this run folder \\(pid {holder.pid}\\)"):
+            with run_dir_lock(run_dir):
+                pass
+    finally:
+        holder.kill()  # SIGKILL: no cleanup runs, the lock file stays behind
+        holder.wait()
+    assert (tmp_path / "run.partial.lock").exists()
+    with run_dir_lock(run_dir):  # the kernel released the dead holder's lock
+        pass
+
+
+# --------------------------------------------------------------------------- nothing half-way
+
+
+def test_a_data_error_leaves_no_folder_or_lock_behind(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("text,label\ngood text,a\n,b\n", encoding="utf-8")
+    code, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", bad,
+                        "--run-dir", tmp_path / "runs" / "r", "--no-progress")
+    assert code == 2 and "bad.csv:3" in one_line_error(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
+
+
+def test_a_failure_before_any_checkpoint_removes_the_partial_run(tmp_path, capsys):
+    data = write_csv(tmp_path / "d.csv")
+    # The Transformer refuses a batch longer than max_positions in its first training step,
+    # after the engine has made runs/r.partial and its epochs.csv.
+    code, _, err = call(capsys, "train", "--model", "transformer-1l-1h", "--data", data, "--epochs", "1",
+                        "--set", "embeddings=null", "--set", "max_positions=3", "--run-dir", tmp_path / "runs" / "r",
+                        "--no-progress")
+    assert code == 2
+    assert "max_positions = 3" in one_line_error(err) and "--resume" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]
+
+
+def test_a_failure_after_a_checkpoint_keeps_the_run_and_says_resume(tmp_path, capsys):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_csv(folder / "train.csv")
+    # Test documents longer than max_positions: training and its checkpoint succeed, testing fails.
+    write_csv(folder / "test.csv", n=6, words=(" ".join(["a fine moving film"] * 8), " ".join(["a dull film"] * 8)))
+    run_dir = tmp_path / "r"
+    code, _, err = call(capsys, "train", "--model", "transformer-1l-1h", "--data", folder, "--epochs", "1",
+                        "--set", "embeddings=null", "--set", "max_positions=16", "--run-dir", run_dir,
+                        "--no-progress")
+    assert code == 2
+    line = one_line_error(err)
+    assert "max_positions = 16" in line
+    assert line.endswith(f"the run so far is kept in {tmp_path / 'r.partial'}: rerun the same command with "
+                         "--resume to continue it")
+    assert (tmp_path / "r.partial" / "checkpoint" / "state.json").is_file()
+    assert not run_dir.exists() and not (tmp_path / "r.partial.lock").exists()
+
+
+# --------------------------------------------------------------------------- devices and error mapping
+
+
+def test_device_cuda_without_a_gpu_is_a_config_error_before_reading_data(tmp_path, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = call(capsys, "train", "--device", "cuda", "--data", "/no/such/file.csv")
+    assert code == 2
+    assert one_line_error(err) == ("error: --device cuda: no CUDA GPU is available (torch.cuda.is_available() "
+                                   "is False); use --device cpu or auto")
+    code, _, err = call(capsys, "train", "--device", "gpu", "--data", "/no/such/file.csv")
+    assert code == 2 and "--device 'gpu' is not one of cpu, cuda, cuda:N, auto" in one_line_error(err)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("exc, code, expected", [
+    (KeyboardInterrupt(), 130, "error: interrupted"),
+    (EOFError("Compressed file ended before the end-of-stream marker was reached"), 2,
+     "error: the input ended early (Compressed file ended before the end-of-stream marker was reached); a "
+     "compressed (.gz) file is truncated or corrupt: download or compress it again"),
+    (MemoryError(), 2, "error: out of memory; cap the document length with --set max_length=N"),
+    (RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: you "
+                  "tried to allocate 87000000000 bytes. Error code 12 (Cannot allocate memory)"), 2,
+     "error: out of memory (tried to allocate 87000000000 bytes); cap the document length with --set max_length=N"),
+])
+def test_interrupts_and_resource_errors_are_one_line(tmp_path, capsys, monkeypatch, exc, code, expected):
+    import typer
+
+    from textcls import cli
+
+    def fail(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(cli, "_load_data", fail)
+    status, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", "x", "--run-dir", tmp_path / "r")
+    assert status == code
+    assert one_line_error(err).startswith(expected)
+    if code == 2 and "memory" in expected:
+        assert "--batch-size" in err
+    assert list(tmp_path.iterdir()) == []
+
+    # click turns an EOFError into Abort, as it does Ctrl-C; only Ctrl-C is an interruption.
+    def abort(*args, **kwargs):
+        raise typer.Abort() from exc
+
+    monkeypatch.setattr(cli, "_load_data", abort)
+    status, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", "x", "--run-dir", tmp_path / "r")
+    if isinstance(exc, EOFError):
+        assert (status, one_line_error(err)) == (2, expected)
+    elif isinstance(exc, KeyboardInterrupt):
+        assert (status, one_line_error(err)) == (130, expected)
+
+
+def test_a_full_disk_while_saving_names_the_path_and_leaves_nothing(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from textcls import artifacts
+
+    target = tmp_path / "r.partial" / "metrics.json"
+
+    def full(path, obj):
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(artifacts, "write_json", full)
+    code, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", write_csv(tmp_path / "d.csv"),
+                        "--run-dir", tmp_path / "r", "--no-progress")
+    assert code == 2
+    assert one_line_error(err) == (f"error: {target}: No space left on device; free some disk space or write "
+                                   "somewhere else")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]
+
+
+def test_a_permission_error_names_the_path(tmp_path, capsys, monkeypatch):
+    from textcls import cli
+
+    def denied(folder):
+        raise PermissionError(13, "Permission denied", str(folder))
+
+    monkeypatch.setattr(cli, "_make_parents", denied)
+    code, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", write_csv(tmp_path / "d.csv"),
+                        "--run-dir", tmp_path / "ro" / "r", "--no-progress")
+    assert code == 2
+    assert one_line_error(err) == (f"error: {tmp_path / 'ro'}: Permission denied; check the folder's permissions "
+                                   "or write somewhere else")
+
+
+# --------------------------------------------------------------------------- length caps
+
+
+def test_a_5_mb_document_is_truncated_and_reported(tmp_path, capsys):
+    import random
+    import resource
+
+    rng = random.Random(0)
+    words = [w * 4 for w in ("good", "bad", "film", "plot", "actor", "great", "awful", "story", "scene", "music")]
+    huge = []
+    size = 0
+    while size < 5_000_000:
+        huge.append(rng.choice(words))
+        size += len(huge[-1]) + 1
+    data = write_csv(tmp_path / "d.csv", n=29)
+    with data.open("a", encoding="utf-8") as fh:
+        fh.write(" ".join(huge) + ",pos\n")
+    run_dir = tmp_path / "r"
+    # No max_length given: the preset's default cap (1,000 tokens) applies. The small embedding
+    # and filter counts only keep the test fast.
+    code, out, err = call(capsys, "train", "--model", "kim-cnn-rand", "--data", data, "--epochs", "1",
+                          "--test-fraction", "0.2", "--set", "embedding_dim=16", "--set", "feature_maps=8",
+                          "--run-dir", run_dir, "--no-progress")
+    assert code == 0, err
+    cut = len(huge) - 1000
+    report = json.loads((run_dir / "metrics.json").read_text())["data_report"]["splits"]
+    huge_split = "train" if report["train"]["tokens_dropped"] else "test"
+    assert report[huge_split]["documents_truncated"] == 1 and report[huge_split]["tokens_dropped"] == cut
+    name = {"train": "training", "test": "test"}[huge_split]
+    assert f"truncated 1 of {report[huge_split]['documents']} {name} documents to 1,000 tokens ({cut:,} tokens cut)" in out
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["pipeline"]["max_length"] == 1000 and config["inputs"]["max_length"] == 1000
+    # Scoring the whole file and predicting the huge text read the saved cap too.
+    code, out, err = call(capsys, "evaluate", run_dir, "--data", data)
+    assert code == 0, err
+    assert "(30 documents: every record of the file)" in out
+    text_file = tmp_path / "huge.txt"
+    text_file.write_text(" ".join(huge) + "\n", encoding="utf-8")
+    code, out, err = call(capsys, "predict", run_dir, "--file", text_file)
+    assert code == 0, err
+    assert json.loads(out)["label"] in ("neg", "pos")
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+    assert peak_gb < 4, peak_gb  # uncapped, evaluating this file asked for tens of GB
+
+
+def test_max_length_set_on_the_command_line_wins(tmp_path, capsys):
+    data = write_csv(tmp_path / "d.csv")
+    code, out, err = call(capsys, "train", "--model", "kim-cnn-rand", "--data", data, "--epochs", "1",
+                          "--set", "max_length=3", "--set", "embedding_dim=8", "--set", "feature_maps=4",
+                          "--run-dir", tmp_path / "r", "--no-progress")
+    assert code == 0, err
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["pipeline"]["max_length"] == 3
+    assert "training documents to 3 tokens" in out
+
+
+# --------------------------------------------------------------------------- benchmark output folder
+
+
+def test_benchmark_writes_to_a_fresh_folder_not_the_committed_results(tmp_path, monkeypatch):
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "trec"\nmodel = "nope"\n', encoding="utf-8")
+    committed = tmp_path / "benchmarks" / "results"
+    committed.mkdir(parents=True)
+    (committed / "s.json").write_text("committed")
+    out = run("benchmark", "--suite", str(suite), "--no-progress", cwd=tmp_path)
+    # The suite ran (its one entry names an unknown model, so it failed: status 1, one line).
+    assert out.returncode == 1, out.stderr
+    assert "1 entry failed: trec:nope" in one_line_error(out.stderr)
+    assert (committed / "s.json").read_text() == "committed"
+    [folder] = (tmp_path / "runs" / "benchmarks").iterdir()
+    assert folder.name.startswith("s_") and len(folder.name) == len("s_20260101-120000")
+    assert sorted(p.name for p in folder.iterdir()) == ["s.json", "s.md", "s.png"]
+    assert f"wrote {Path('runs') / 'benchmarks' / folder.name / 's.json'}" in out.stdout
+
+
+def test_benchmark_merge_and_render_need_an_output_dir(tmp_path):
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "trec"\nmodel = "nope"\n', encoding="utf-8")
+    for flags in (("--render",), ("--only", "trec", "--merge")):
+        out = run("benchmark", "--suite", str(suite), *flags, cwd=tmp_path)
+        assert out.returncode == 2
+        line = one_line_error(out.stderr)
+        assert f"{flags[-1]} " in line and "needs --output-dir" in line and "benchmarks/results" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+
+
+def test_the_default_benchmark_folder_is_never_reused(tmp_path, monkeypatch):
+    from textcls.benchmark import runner
+
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "trec"\nmodel = "nope"\n', encoding="utf-8")
+    monkeypatch.setattr(runner.time, "strftime", lambda fmt: "20260101-120000")
+    path = runner.fresh_output_dir(suite, root=tmp_path / "runs")
+    assert path == tmp_path / "runs" / "s_20260101-120000" and not path.exists()
+    path.mkdir(parents=True)
+    assert runner.fresh_output_dir(suite, root=tmp_path / "runs") == path  # empty: fine
+    (path / "s.json").write_text("{}")
+    with pytest.raises(TextclsError, match="already exists and is not empty"):
+        runner.fresh_output_dir(suite, root=tmp_path / "runs")

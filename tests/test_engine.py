@@ -16,7 +16,7 @@ from ddp_worker import BagOfWords, Output, build_vocab, encode, read_reuters, tr
 from textcls.data.batching import EncodedDataset, make_loader
 from textcls.errors import CheckpointError, ConfigError, DataError
 from textcls.train import Recipe, build_optimizer, build_scheduler, fit, predict_proba, register_lr_lambda
-from textcls.train.engine import CSV_COLUMNS
+from textcls.train.engine import CSV_COLUMNS, step_seed
 from tolerance import KERNEL, approx32
 
 
@@ -336,6 +336,130 @@ def test_resume_after_crash_equals_uninterrupted_run(tmp_path):
     again = fit(again_model, *loaders(train, dev, 32), recipe, run_dir=tmp_path / "b", resume=True, **kwargs)
     assert again.history == resumed.history and again.best_epoch == full.best_epoch
     assert torch.equal(again_model.out.weight, straight.out.weight)
+
+
+class Crash(Exception):
+    """Stands for the process dying mid-step."""
+
+
+class CrashingBagOfWords(BagOfWords):
+    """BagOfWords whose ``crash_at``-th training forward pass raises ``Crash``."""
+
+    def __init__(self, *args, crash_at=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.crash_at, self.calls = crash_at, 0
+
+    def forward(self, batch):
+        if self.training:
+            self.calls += 1
+            if self.calls == self.crash_at:
+                raise Crash(f"training step {self.calls}")
+        return super().forward(batch)
+
+
+def _state(run_dir):
+    return json.loads((run_dir / "checkpoint" / "state.json").read_text())
+
+
+def test_resume_mid_epoch_after_crashes_equals_uninterrupted_run(tmp_path):
+    # 256 documents in batches of 32: 8 steps an epoch; checkpoints every 3 steps of the run.
+    train, dev, names, vocab_size, recipe = _resume_setup()
+    kwargs = dict(num_classes=len(names), label_names=names, progress=False)
+
+    torch.manual_seed(0)
+    straight = BagOfWords(vocab_size, len(names), dropout=0.3)  # dropout: each step's masks must be re-derived
+    full = fit(straight, *loaders(train, dev, 32), recipe, run_dir=tmp_path / "a", **kwargs)
+
+    stepped = recipe.with_overrides(checkpoint_steps=3)
+    torch.manual_seed(0)
+    with pytest.raises(Crash):  # in step 5 of epoch 1: the last checkpoint is after its step 3
+        fit(CrashingBagOfWords(vocab_size, len(names), dropout=0.3, crash_at=5), *loaders(train, dev, 32),
+            stepped, run_dir=tmp_path / "b", **kwargs)
+    state = _state(tmp_path / "b")
+    assert (state["epoch"], state["step"], state["global_step"]) == (0, 3, 3)
+    assert state["files"]["best_model"] is None and state["partial_epoch"]["counts"] == [96]
+
+    torch.manual_seed(7)  # a fresh process builds a differently initialised model
+    with pytest.raises(Crash):  # steps 4..12 run, step 13 (step 5 of epoch 2) dies
+        fit(CrashingBagOfWords(vocab_size, len(names), dropout=0.3, crash_at=10), *loaders(train, dev, 32),
+            stepped, run_dir=tmp_path / "b", resume=True, **kwargs)
+    state = _state(tmp_path / "b")
+    assert (state["epoch"], state["step"], state["global_step"]) == (1, 4, 12)
+    assert state["files"]["best_model"]["name"] == "model-epoch0001.safetensors"
+    assert state["files"]["model"]["name"] == "model-epoch0001-step000004.safetensors"
+    with open(tmp_path / "b" / "epochs.csv", newline="") as f:
+        assert [r["epoch"] for r in csv.DictReader(f)] == ["1"]
+
+    # The rest, checkpointing at another rate (a resumable change).
+    torch.manual_seed(123)
+    resumed_model = BagOfWords(vocab_size, len(names), dropout=0.3)
+    resumed = fit(resumed_model, *loaders(train, dev, 32), recipe.with_overrides(checkpoint_steps=5),
+                  run_dir=tmp_path / "b", resume=True, **kwargs)
+    assert resumed.epochs_run == 4
+    assert without_seconds(resumed.history) == without_seconds(full.history)
+    assert resumed.best_epoch == full.best_epoch and resumed.best_metrics == full.best_metrics
+    for key, value in straight.state_dict().items():
+        assert torch.equal(value, resumed_model.state_dict()[key]), key
+    with open(tmp_path / "b" / "epochs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["epoch"] for r in rows] == ["1", "2", "3", "4"]
+    assert [float(r["train_loss"]) for r in rows] == [r["train_loss"] for r in full.history]
+    state = _state(tmp_path / "b")
+    assert (state["epoch"], state["step"], state["global_step"]) == (4, 0, 32)
+    kept = {entry["name"] for entry in state["files"].values()} | {"state.json"}
+    assert {p.name for p in (tmp_path / "b" / "checkpoint").iterdir()} == kept
+
+
+def test_step_checkpoints_do_not_change_the_result_and_seeds_differ_per_step():
+    train, dev, names, vocab_size, recipe = _resume_setup()
+    recipe = recipe.with_overrides(epochs=2)
+    kwargs = dict(num_classes=len(names), label_names=names, progress=False)
+    results = []
+    for checkpoint_steps in (None, 1):
+        torch.manual_seed(0)
+        model = BagOfWords(vocab_size, len(names), dropout=0.3)
+        results.append((fit(model, *loaders(train, dev, 32), recipe.with_overrides(checkpoint_steps=checkpoint_steps),
+                            **kwargs), model))
+    (plain, plain_model), (stepped, stepped_model) = results
+    assert without_seconds(plain.history) == without_seconds(stepped.history)
+    assert torch.equal(plain_model.out.weight, stepped_model.out.weight)
+    seeds = {step_seed(s, e, k) for s in (0, 1) for e in (0, 1) for k in range(50)}
+    assert len(seeds) == 200 and all(0 <= x < 2**63 for x in seeds)
+    with pytest.raises(ConfigError, match="checkpoint_steps"):
+        Recipe(checkpoint_steps=0)
+
+
+def test_torn_writes_are_invisible_and_a_changed_loader_is_refused_mid_epoch(tmp_path):
+    train, dev, names, vocab_size, recipe = _resume_setup()
+    recipe = recipe.with_overrides(epochs=2, checkpoint_steps=3)
+    kwargs = dict(num_classes=len(names), label_names=names, progress=False)
+    torch.manual_seed(0)
+    straight = BagOfWords(vocab_size, len(names), dropout=0.3)
+    fit(straight, *loaders(train, dev, 32), recipe, **kwargs)
+
+    torch.manual_seed(0)
+    with pytest.raises(Crash):
+        fit(CrashingBagOfWords(vocab_size, len(names), dropout=0.3, crash_at=11), *loaders(train, dev, 32),
+            recipe, run_dir=tmp_path, **kwargs)
+    ckpt = tmp_path / "checkpoint"
+    assert _state(tmp_path)["files"]["model"]["name"] == "model-epoch0001-step000001.safetensors"
+    # What a kill during the next checkpoint's writes leaves: torn files that state.json does not name.
+    (ckpt / "model-epoch0001-step000004.safetensors").write_bytes(b"\x00" * 10)
+    (ckpt / "optimizer-epoch0001-step000004.safetensors.tmp-99999").write_bytes(b"torn")
+    (ckpt / "state.json.tmp-99999").write_text('{"format": "textcls-checkp')
+    (tmp_path / "epochs.csv.tmp-99999").write_text("epoch,lr")
+
+    # Batches of 16 make another epoch: the checkpoint's batch 1 of 8 cannot be continued.
+    with pytest.raises(CheckpointError, match="an epoch of 8 batches, but this train loader has 16"):
+        fit(BagOfWords(vocab_size, len(names), dropout=0.3), *loaders(train, dev, 16), recipe,
+            run_dir=tmp_path, resume=True, **kwargs)
+
+    resumed = BagOfWords(vocab_size, len(names), dropout=0.3)
+    fit(resumed, *loaders(train, dev, 32), recipe, run_dir=tmp_path, resume=True, **kwargs)
+    for key, value in straight.state_dict().items():
+        assert torch.equal(value, resumed.state_dict()[key]), key
+    assert not list(tmp_path.glob("epochs.csv.tmp-*"))
+    assert not [p.name for p in ckpt.iterdir() if ".tmp-" in p.name or "step" in p.name]
 
 
 def test_resume_refuses_a_changed_recipe_and_a_missing_checkpoint(tmp_path):

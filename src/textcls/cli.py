@@ -1,17 +1,26 @@
 """The ``textcls`` command line.
 
 Every user error (``TextclsError``, a bad option) is printed as ONE line on stderr and
-the process exits with status 2, without a traceback.
+the process exits with status 2, without a traceback; so are running out of memory, a full
+disk or a folder that cannot be written, and input that ends early (a truncated ``.gz``).
+Ctrl-C prints ``error: interrupted`` and exits with 130. A failed ``train`` leaves nothing
+half-way: what it created is removed, unless a checkpoint was saved, which ``--resume``
+continues.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import functools
+import inspect
 import json
 import os
 import shutil
 import shlex
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
@@ -22,12 +31,105 @@ try:  # typer >= 0.25 vendors its own copy of click; its exceptions are the ones
 except ImportError:  # pragma: no cover - older typer uses the click package
     from click import exceptions as click_exceptions
 
-from .errors import ConfigError, DataError, TextclsError
+from .errors import CheckpointError, ConfigError, DataError, TextclsError
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
                   help="Compact neural text classifiers, reproduced from their papers.")
 
 DEFAULT_DATA = "fine-food"
+MEMORY_HINT = ("cap the document length with --set max_length=N (e.g. 500; hierarchical models: "
+               "max_sentences / max_sentence_length) or use a smaller --batch-size")
+
+
+class RunFolderError(TextclsError):
+    """The run folder cannot be written (disk full, no permission) or is in use."""
+
+
+class Interrupted(TextclsError):
+    """Ctrl-C, reported with what it left behind."""
+
+    exit_code = 130
+
+
+# --------------------------------------------------------------------------- shared options
+
+
+@dataclass(frozen=True)
+class ReaderArgs:
+    """How ``train`` and ``evaluate`` read a local file (the options ``_reader_options`` adds)."""
+
+    encoding: Optional[str] = None
+    text_column: tuple = ()
+    label_column: Optional[str] = None
+    file_format: Optional[str] = None
+    header: Optional[bool] = None
+    delimiter: Optional[str] = None
+    on_bad_record: str = "error"
+    test_fraction: Optional[float] = None
+    split_seed: int = 0
+
+    def __post_init__(self):
+        if self.on_bad_record not in ("error", "skip"):
+            raise ConfigError(f"--on-bad-record '{self.on_bad_record}' is not one of error, skip")
+
+    def file_options(self) -> dict:
+        """The ``load_dataset`` / ``ReadOptions`` keywords the user set."""
+        options = {"encoding": self.encoding, "text_columns": list(self.text_column) or None,
+                   "label_column": self.label_column, "format": self.file_format,
+                   "header": self.header, "delimiter": self.delimiter}
+        return {k: v for k, v in options.items() if v is not None}
+
+    def load_options(self) -> dict:
+        """Every ``load_dataset`` keyword these options set (file options, bad records, test split)."""
+        options = {**self.file_options(), "on_bad_record": self.on_bad_record, "split_seed": self.split_seed}
+        if self.test_fraction is not None:
+            options["test_fraction"] = self.test_fraction
+        return options
+
+
+def _reader_parameters() -> list:
+    """The reader options, defined once; fresh typer.Option objects for each command."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    return [
+        inspect.Parameter("encoding", kw, annotation=Optional[str], default=typer.Option(
+            None, "--encoding", help="Text encoding of a local file (e.g. latin-1).")),
+        inspect.Parameter("text_column", kw, annotation=List[str], default=typer.Option(
+            [], "--text-column", help="Text column(s) of a CSV/JSONL file (repeatable; joined).")),
+        inspect.Parameter("label_column", kw, annotation=Optional[str], default=typer.Option(
+            None, "--label-column", help="Label column of a CSV/JSONL file.")),
+        inspect.Parameter("file_format", kw, annotation=Optional[str], default=typer.Option(
+            None, "--format", help="Format of a local file when its extension does not say "
+                                   "(csv, tsv, jsonl, parquet, fasttext, ...).")),
+        inspect.Parameter("header", kw, annotation=Optional[bool], default=typer.Option(
+            None, "--header/--no-header", help="Whether a CSV/TSV file has a header row.")),
+        inspect.Parameter("delimiter", kw, annotation=Optional[str], default=typer.Option(
+            None, "--delimiter", help="Field delimiter of a CSV-like file.")),
+        inspect.Parameter("on_bad_record", kw, annotation=str, default=typer.Option(
+            "error", "--on-bad-record", help="error (stop) or skip (skip and count).")),
+        inspect.Parameter("test_fraction", kw, annotation=Optional[float], default=typer.Option(
+            None, "--test-fraction", help="Held-out test share when the data has no test split.")),
+        inspect.Parameter("split_seed", kw, annotation=int, default=typer.Option(
+            0, "--split-seed", help="Seed of the test split drawn when the data has none.")),
+    ]
+
+
+def _reader_options(func):
+    """Give a command the reader options (one definition for ``train`` and ``evaluate``); the
+    command receives them as ``reader: ReaderArgs``."""
+    extra = _reader_parameters()
+    names = [p.name for p in extra]
+    signature = inspect.signature(func, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name != "reader"]
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        values = {name: kwargs.pop(name) for name in names}
+        values["text_column"] = tuple(values["text_column"] or ())
+        return func(*args, reader=ReaderArgs(**values), **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=own + extra)
+    wrapper.__annotations__ = {p.name: p.annotation for p in own + extra}
+    return wrapper
 
 
 def _parse_sets(pairs: List[str]) -> dict:
@@ -51,7 +153,196 @@ def _echo_metrics(title: str, metrics: dict) -> None:
     typer.echo(format_report(metrics))
 
 
+def check_device(device: str, option: str = "--device") -> None:
+    """Refuse a device this machine does not have, before any data is read."""
+    if device in ("cpu", "auto"):
+        return
+    if device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise ConfigError(f"{option} '{device}' is not one of cpu, cuda, cuda:N, auto")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError(f"{option} {device}: no CUDA GPU is available (torch.cuda.is_available() is False); "
+                          f"use {option} cpu or auto")
+    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
+        raise ConfigError(f"{option} {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s), "
+                          f"numbered from 0; use {option} cuda:0 or auto")
+
+
+def _load_data(data: str, **options):
+    """``load_dataset`` with an input that ends early (a truncated .gz) as a DataError naming it."""
+    from .data import load_dataset
+
+    try:
+        return load_dataset(data, **options)
+    except EOFError as exc:
+        raise DataError(f"{data}: the input ends early ({exc or 'EOFError'}); a compressed file is "
+                        "truncated or corrupt: download or compress it again") from exc
+
+
+# --------------------------------------------------------------------------- run folders
+
+
+def _launch_rank() -> int:
+    """This process's rank under torchrun, from its environment (0 for a plain run)."""
+    try:
+        return int(os.environ.get("RANK") or 0)
+    except ValueError:
+        return 0
+
+
+def lock_path_of(run_dir: Path) -> Path:
+    """The lock file of a run folder: ``<run dir>.partial.lock``, beside the partial folder."""
+    return run_dir.with_name(run_dir.name + ".partial.lock")
+
+
+def _refuse_if_locked(run_dir: Path) -> None:
+    """Fail fast, creating nothing, when another training holds the run folder's lock."""
+    import fcntl
+
+    try:
+        fd = os.open(lock_path_of(run_dir), os.O_RDWR)
+    except OSError:
+        return  # no lock file: nobody is writing (run_dir_lock takes it for real)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            raise _busy(run_dir, fd) from None
+        raise
+    finally:
+        os.close(fd)
+
+
+def _busy(run_dir: Path, fd: int) -> RunFolderError:
+    try:
+        pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+    except OSError:
+        pid = "unknown"
+    return RunFolderError(f"{run_dir}: another training is writing to this run folder (pid {pid}); "
+                          "wait for it or choose another --run-dir")
+
+
+@contextlib.contextmanager
+def run_dir_lock(run_dir: Path):
+    """Hold an exclusive ``fcntl.flock`` on ``<run dir>.partial.lock`` while a training writes
+    ``<run dir>.partial`` and renames it to ``<run dir>``.
+
+    A second writer of the same run folder gets a RunFolderError at once (non-blocking) and
+    touches nothing. The kernel drops the lock when the holder dies, however it dies; the
+    holder deletes the lock file (and the parent folders it created, if they are empty) when
+    it is done. (A later refactor moves the run-folder lifecycle into artifacts.py.)
+    """
+    import fcntl
+
+    lock_path = lock_path_of(run_dir)
+    created = _make_parents(lock_path.parent)
+    try:
+        while True:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                error = _busy(run_dir, fd) if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK) else exc
+                os.close(fd)
+                raise error from None
+            # The previous holder deletes the file when it is done; if it did so between our open
+            # and our flock, we hold a lock on a file nobody else will open: take the new one.
+            try:
+                if os.path.samestat(os.fstat(fd), os.stat(lock_path)):
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+            yield lock_path
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock_path)  # while still holding the lock
+            os.close(fd)  # releases it
+    finally:
+        _remove_empty(created)
+
+
+def _make_parents(folder: Path) -> list:
+    """``mkdir -p folder``; returns the folders it created, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        path.mkdir(exist_ok=True)
+    return missing
+
+
+def _remove_empty(folders: list) -> None:
+    for path in folders:
+        try:
+            path.rmdir()
+        except OSError:
+            return  # not empty (the run is in it) or gone: keep the rest too
+
+
+def _check_run_dir(run_dir: Path, partial: Path, resume: bool) -> None:
+    if run_dir.exists():
+        raise ConfigError(f"{run_dir}: run directory already exists; choose another --run-dir")
+    if resume and not partial.exists():
+        raise ConfigError(f"{partial}: no interrupted run to resume; drop --resume to start one")
+    if partial.exists() and not resume:
+        raise ConfigError(f"{partial}: an interrupted run is there; pass --resume to continue it or delete it")
+
+
+def _resumable(partial: Path) -> bool:
+    from .train.engine import CHECKPOINT_DIR, STATE_FILE
+
+    return (partial / CHECKPOINT_DIR / STATE_FILE).is_file()
+
+
+def _abandon(partial: Path, created: bool) -> bool:
+    """After a failed training: remove the partial folder this invocation created when it holds
+    no checkpoint (nothing to resume). Returns whether a resumable run is kept."""
+    if _resumable(partial):
+        return True
+    if created and partial.exists():
+        shutil.rmtree(partial, ignore_errors=True)
+    return False
+
+
+def describe_os_error(exc: OSError, where: Optional[Path] = None) -> str:
+    """One line for a failed file operation: the path, the reason, what to do."""
+    path = exc.filename or where
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    fixes = {
+        errno.ENOSPC: "free some disk space or write somewhere else",
+        errno.EDQUOT: "free some of your disk quota or write somewhere else",
+        errno.EACCES: "check the folder's permissions or write somewhere else",
+        errno.EPERM: "check the folder's permissions or write somewhere else",
+        errno.EROFS: "the file system is read-only; write somewhere else",
+    }
+    fix = fixes.get(exc.errno, "check the path and the disk")
+    return f"{path}: {reason}; {fix}" if path else f"{reason}; {fix}"
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """MemoryError, or torch's failed CPU/GPU allocation (a RuntimeError)."""
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "out of memory" in text)
+
+
+def describe_out_of_memory(exc: BaseException) -> str:
+    import re
+
+    found = re.search(r"tried to allocate ([0-9][0-9.,]*\s*[A-Za-z]+)", str(exc), re.IGNORECASE)
+    detail = f" (tried to allocate {found.group(1)})" if found else ""
+    return f"out of memory{detail}; {MEMORY_HINT}"
+
+
 @app.command()
+@_reader_options
 def train(
     model: str = typer.Option(None, "--model", "-m", help="Preset name (textcls list-models). Default: the default preset."),
     data: str = typer.Option(DEFAULT_DATA, "--data", "-d", help="Dataset name (textcls list-datasets), a local file or folder, or hf:<hub id>."),
@@ -63,64 +354,80 @@ def train(
     embeddings: Optional[str] = typer.Option(None, help="glove-6b-50d, word2vec, or a vectors file."),
     precision: Optional[str] = typer.Option(None, help="fp32 or bf16 (autocast)."),
     seed: int = typer.Option(0, help="Seed of initialisation, dev split and batch order."),
-    sets: List[str] = typer.Option([], "--set", help="Any other preset override, key=value (repeatable)."),
+    sets: List[str] = typer.Option([], "--set", help="Any other preset override, key=value (repeatable), e.g. max_length=500."),
     max_per_split: Optional[int] = typer.Option(None, "--max-per-split", help="Use a seeded stratified sample of at most N records per split."),
-    encoding: Optional[str] = typer.Option(None, help="Text encoding of a local file (e.g. latin-1)."),
-    text_column: List[str] = typer.Option([], "--text-column", help="Text column(s) of a CSV/JSONL file (repeatable; joined)."),
-    label_column: Optional[str] = typer.Option(None, "--label-column", help="Label column of a CSV/JSONL file."),
-    file_format: Optional[str] = typer.Option(None, "--format", help="Format of a local file when its extension does not say (csv, tsv, jsonl, parquet, fasttext, ...)."),
-    header: Optional[bool] = typer.Option(None, "--header/--no-header", help="Whether a CSV/TSV file has a header row."),
-    delimiter: Optional[str] = typer.Option(None, help="Field delimiter of a CSV-like file."),
-    test_fraction: Optional[float] = typer.Option(None, "--test-fraction", help="Held-out test share when the data has no test split."),
-    split_seed: int = typer.Option(0, "--split-seed", help="Seed of the test split drawn when the data has none."),
-    on_bad_record: str = typer.Option("error", "--on-bad-record", help="error (stop) or skip (skip and count)."),
-    device: str = typer.Option("cpu", help="cpu, cuda or auto."),
+    device: str = typer.Option("cpu", help="cpu, cuda, cuda:N or auto."),
     resume: bool = typer.Option(False, help="Resume the interrupted run in --run-dir."),
     confusion_png: bool = typer.Option(False, "--confusion-png", help="Also write confusion_matrix.png."),
     progress: bool = typer.Option(True, help="Show progress bars."),
+    reader: ReaderArgs = None,
 ):
     """Train a model, evaluate it on the test split and save the run. With no options: the quick start."""
-    from . import artifacts
     from .api import DEFAULT_MODEL, Classifier
-    from .data import load_dataset
-    from .train import distributed
+    from .models.registry import get_preset
 
+    # Every check that needs no data first: a bad option fails at once and creates nothing.
     model = model or DEFAULT_MODEL
-    if on_bad_record not in ("error", "skip"):
-        raise ConfigError(f"--on-bad-record '{on_bad_record}' is not one of error, skip")
-    reader_options = {"encoding": encoding, "label_column": label_column,
-                      "text_columns": list(text_column) or None, "format": file_format,
-                      "header": header, "delimiter": delimiter, "test_fraction": test_fraction}
-    dataset = load_dataset(data, data_dir=data_dir, on_bad_record=on_bad_record,
-                           max_per_split=max_per_split, split_seed=split_seed,
-                           **{k: v for k, v in reader_options.items() if v is not None})
-    if dataset.skipped:
-        typer.echo(f"skipped {len(dataset.skipped)} bad records (first: {dataset.skipped[0]})", err=True)
-    if "test" not in dataset.splits:
-        raise DataError(f"dataset '{dataset.name}' has no test split; give a file with a test split")
-    clf = Classifier(model, epochs=epochs, lr=lr, batch_size=batch_size, embeddings=embeddings,
-                     precision=precision, params=_parse_sets(sets), seed=seed, device=device,
-                     progress=progress)
+    check_device(device)
+    params = _parse_sets(sets)
+    named = {"epochs": epochs, "lr": lr, "batch_size": batch_size, "precision": precision, "embeddings": embeddings}
+    get_preset(model).with_overrides(**{k: v for k, v in named.items() if v is not None}, **params, seed=seed)
     if run_dir is None:
         safe_data = Path(str(data)).name.replace("/", "-").replace(":", "-")
         run_dir = Path("runs") / f"{model}_{safe_data}_{time.strftime('%Y%m%d-%H%M%S')}"
     # Train in a partial directory and rename at the end: a crash never leaves a run that looks
     # complete, and the partial directory holds the checkpoint that --resume continues from.
     partial = run_dir.with_name(run_dir.name + ".partial")
-    if run_dir.exists():
-        raise ConfigError(f"{run_dir}: run directory already exists; choose another --run-dir")
-    if resume and not partial.exists():
-        raise ConfigError(f"{partial}: no interrupted run to resume; drop --resume to start one")
-    if partial.exists() and not resume:
-        raise ConfigError(f"{partial}: an interrupted run is there; pass --resume to continue it or delete it")
-    work_dir = partial
+    writer = _launch_rank() == 0  # under torchrun only rank 0 writes the run folder
+    if writer:
+        _refuse_if_locked(run_dir)
+    _check_run_dir(run_dir, partial, resume)
+
+    dataset = _load_data(data, data_dir=data_dir, max_per_split=max_per_split, **reader.load_options())
+    if dataset.skipped:
+        typer.echo(f"skipped {len(dataset.skipped)} bad records (first: {dataset.skipped[0]})", err=True)
+    if "test" not in dataset.splits:
+        raise DataError(f"dataset '{dataset.name}' has no test split; give a file with a test split")
+    clf = Classifier(model, epochs=epochs, lr=lr, batch_size=batch_size, embeddings=embeddings,
+                     precision=precision, params=params, seed=seed, device=device,
+                     progress=progress)
+
+    with run_dir_lock(run_dir) if writer else contextlib.nullcontext():
+        _check_run_dir(run_dir, partial, resume)  # again: the data took a while to read
+        created = not partial.exists()
+        try:
+            try:
+                outcome = _train_into(clf, dataset, run_dir, partial, resume=resume, confusion_png=confusion_png)
+            except OSError as exc:
+                raise RunFolderError(describe_os_error(exc, partial)) from exc
+        except BaseException as exc:
+            if writer and _abandon(partial, created):
+                _explain_kept_run(exc, partial)
+            raise
+    if outcome is None:  # not rank 0
+        return
+    test, seconds = outcome
+    _echo_metrics(f"{model} on {dataset.name} (test, {len(dataset['test'])} documents)", test)
+    line = truncation_line(getattr(clf, "data_report_", None) or {}, getattr(clf, "pipeline_", None))
+    if line:
+        typer.echo(line)
+    typer.echo(f"trained in {seconds:.1f} s; run saved to {run_dir}")
+
+
+def _train_into(clf, dataset, run_dir: Path, work_dir: Path, *, resume: bool, confusion_png: bool):
+    """Fit in ``work_dir`` (the partial folder), evaluate on test, save, rename to ``run_dir``.
+    Returns (test metrics, training seconds), or None on ranks other than 0."""
+    from . import artifacts
+    from .train import distributed
+    from .train.engine import CHECKPOINT_DIR
+
     distributed.init_from_env()
     start = time.perf_counter()
     clf.fit_dataset(dataset, run_dir=work_dir, resume=resume)
     seconds = time.perf_counter() - start
     if not distributed.is_main():
         distributed.cleanup()
-        return
+        return None
     test = clf.evaluate(dataset["test"], where=f"{dataset.name}/test")
     result = {"dataset": dataset.summary(), "train_seconds": seconds, "test": test,
               "parameters": clf.num_parameters(), "data_report": getattr(clf, "data_report_", {})}
@@ -128,49 +435,143 @@ def train(
         result["best_epoch"] = clf.fit_result_.best_epoch
         result["dev"] = clf.fit_result_.best_metrics
     work_dir.mkdir(parents=True, exist_ok=True)
-    # The resume checkpoint has served its purpose once training finished; the run keeps only
-    # what loading and reading it need.
-    shutil.rmtree(work_dir / "checkpoint", ignore_errors=True)
     clf.save_pretrained(work_dir)
     artifacts.write_json(work_dir / artifacts.METRICS, result)
     if confusion_png:
         from .eval.plots import plot_confusion_matrix
 
         plot_confusion_matrix(test["confusion_matrix"], dataset.label_names, work_dir / "confusion_matrix.png")
+    # The resume checkpoint has served its purpose once the run is saved (not before: a full
+    # disk while saving leaves a run that --resume finishes); the run keeps only what loading
+    # and reading it need.
+    shutil.rmtree(work_dir / CHECKPOINT_DIR, ignore_errors=True)
     if work_dir != run_dir:
-        if run_dir.exists():
-            shutil.rmtree(run_dir)
         os.replace(work_dir, run_dir)
     distributed.cleanup()
-    _echo_metrics(f"{model} on {dataset.name} (test, {len(dataset['test'])} documents)", test)
-    typer.echo(f"trained in {seconds:.1f} s; run saved to {run_dir}")
+    return test, seconds
+
+
+def _explain_kept_run(exc: BaseException, partial: Path) -> None:
+    """Say in the error that the checkpointed run is kept and how to continue it; re-raises as
+    a one-line error where the exception was not one."""
+    hint = f"the run so far is kept in {partial}: rerun the same command with --resume to continue it"
+    if isinstance(exc, CheckpointError):
+        return  # its message already says what to do with the checkpoint
+    if isinstance(exc, TextclsError):
+        exc.args = (f"{exc}; {hint}",)
+        return
+    if isinstance(exc, KeyboardInterrupt):
+        raise Interrupted(f"interrupted; {hint}") from exc
+    if is_out_of_memory(exc):
+        raise RunFolderError(f"{describe_out_of_memory(exc)}; {hint}") from exc
+    if isinstance(exc, EOFError):
+        raise DataError(f"the input ended early ({exc or 'EOFError'}); {hint}") from exc
+
+
+def truncation_line(report: dict, pipeline) -> Optional[str]:
+    """One line on what the length caps cut from the training and test documents, or None when
+    they cut nothing: ``truncated 12 of 4,000 training documents to 1,000 tokens (34,211 tokens
+    cut)``."""
+    splits = report.get("splits") or {}
+    cut = [(name, splits[split]) for split, name in (("train", "training"), ("test", "test"))
+           if (splits.get(split) or {}).get("tokens_dropped")]
+    if not cut:
+        return None
+    settings = pipeline.settings() if pipeline is not None else {}
+    parts = []
+    for i, (name, stats) in enumerate(cut):
+        tokens = f"({stats['tokens_dropped']:,} tokens cut)"
+        if "documents_truncated" in stats:  # flat
+            cap = f" to {settings.get('max_length') or 0:,} tokens" if i == 0 else ""
+            parts.append(f"{stats['documents_truncated']:,} of {stats['documents']:,} {name} documents{cap} {tokens}")
+        else:
+            sentences = f" to {settings.get('max_sentences') or 0:,} sentences" if i == 0 else ""
+            words = f" to {settings.get('max_sentence_length') or 0:,} words" if i == 0 else ""
+            parts.append(f"{stats['documents_capped']:,} of {stats['documents']:,} {name} documents{sentences} "
+                         f"and {stats['sentences_truncated']:,} sentences{words} {tokens}")
+    if "documents_truncated" in cut[0][1]:
+        return f"truncated {', and '.join(parts)}; --set max_length=N changes the cap"
+    return f"capped {', and '.join(parts)}; --set max_sentences=N / max_sentence_length=N change the caps"
+
+
+def _single_local_file(data: str, data_dir: Optional[Path]) -> Optional[Path]:
+    """``data`` as a path when it is one local file (not a catalogue name, hub id or folder)."""
+    from .data import data_dir as default_data_dir
+    from .data.catalog import find_entry
+
+    if data.startswith("hf:") or find_entry(data) is not None:
+        return None
+    path = Path(data).expanduser()
+    if not path.exists() and not path.is_absolute():
+        path = default_data_dir(data_dir) / path
+    return path if path.is_file() else None
 
 
 @app.command()
+@_reader_options
 def evaluate(
     run_dir: Path = typer.Argument(..., help="A run directory made by textcls train."),
-    data: str = typer.Option(..., "--data", "-d", help="Dataset name, local file or folder."),
-    split: str = typer.Option("test", help="Which split to evaluate."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
-    max_per_split: Optional[int] = typer.Option(None, "--max-per-split"),
+    data: str = typer.Option(..., "--data", "-d", help="Dataset name, local file or folder. A single file is scored whole (every record) unless --split is given."),
+    split: Optional[str] = typer.Option(None, help="Which split to evaluate. Default: test; for a single file, every record."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the named datasets (default: $TEXTCLS_DATA_DIR)."),
+    max_per_split: Optional[int] = typer.Option(None, "--max-per-split", help="Use a seeded stratified sample of at most N records."),
     output: Optional[Path] = typer.Option(None, help="Also write the metrics JSON here."),
     confusion_png: Optional[Path] = typer.Option(None, "--confusion-png", help="Write a confusion-matrix PNG here."),
+    device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N or auto. Default: the run's own, or cpu when it is a GPU this machine lacks."),
+    reader: ReaderArgs = None,
 ):
-    """Evaluate a saved run on a dataset split."""
+    """Evaluate a saved run on a dataset split, or on every record of a file."""
     from . import artifacts
-    from .api import Classifier
-    from .data import load_dataset
+    from .data import ReadOptions, read_path, subsample
 
-    clf = Classifier.from_pretrained(run_dir)
-    dataset = load_dataset(data, data_dir=data_dir, max_per_split=max_per_split)
-    metrics = clf.evaluate(dataset[split], where=f"{dataset.name}/{split}")
+    if device is not None:
+        check_device(device)
+    file = _single_local_file(data, data_dir) if split is None else None
+    clf = _load_run(run_dir, device)
+    if file is not None:
+        # A single file has no split: score all of it, not the test slice train would carve.
+        try:
+            dataset = read_path(file, ReadOptions(on_bad_record=reader.on_bad_record, **reader.file_options()), name=data)
+        except EOFError as exc:
+            raise DataError(f"{file}: the input ends early ({exc or 'EOFError'}); the compressed file is "
+                            "truncated or corrupt: download or compress it again") from exc
+        if max_per_split is not None:
+            dataset = subsample(dataset, max_per_split, reader.split_seed)
+        records, where = dataset["train"], data
+        title = f"{clf.model} on {data} ({len(records)} documents: every record of the file)"
+    else:
+        split = split or "test"
+        dataset = _load_data(data, data_dir=data_dir, max_per_split=max_per_split, **reader.load_options())
+        records, where = dataset[split], f"{dataset.name}/{split}"
+        title = f"{clf.model} on {where} ({len(records)} documents)"
+    if dataset.skipped:
+        typer.echo(f"skipped {len(dataset.skipped)} bad records (first: {dataset.skipped[0]})", err=True)
+    metrics = clf.evaluate(records, where=where)
     if output:
         artifacts.write_json(output, metrics)
     if confusion_png and "confusion_matrix" in metrics:
         from .eval.plots import plot_confusion_matrix
 
         plot_confusion_matrix(metrics["confusion_matrix"], [str(c) for c in clf.classes_], confusion_png)
-    _echo_metrics(f"{clf.model} on {dataset.name}/{split} ({len(dataset[split])} documents)", metrics)
+    _echo_metrics(title, metrics)
+
+
+def _load_run(run_dir: Path, device: Optional[str]):
+    """``Classifier.from_pretrained`` on ``device`` (default: the device it was trained on,
+    or cpu when that is a GPU this machine does not have)."""
+    from .api import Classifier
+
+    clf = Classifier.from_pretrained(run_dir)
+    if device is not None:
+        clf.device = device
+    elif str(clf.device).startswith("cuda"):
+        try:
+            check_device(str(clf.device))
+        except ConfigError:
+            typer.echo(f"note: {run_dir} was trained on {clf.device}, which this machine lacks; running on cpu",
+                       err=True)
+            clf.device = "cpu"
+    return clf
 
 
 @app.command()
@@ -178,11 +579,12 @@ def predict(
     run_dir: Path = typer.Argument(..., help="A run directory made by textcls train."),
     texts: List[str] = typer.Argument(None, help="Texts to classify. None: read --file, or stdin."),
     file: Optional[Path] = typer.Option(None, "--file", "-f", help="One text per line ('-' = stdin)."),
+    device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N or auto. Default: the run's own, or cpu when it is a GPU this machine lacks."),
 ):
     """Classify texts; writes JSON Lines: text, label and class probabilities."""
-    from .api import Classifier
-
-    clf = Classifier.from_pretrained(run_dir)
+    if device is not None:
+        check_device(device)
+    clf = _load_run(run_dir, device)
     if texts:
         items = list(texts)
     else:
@@ -231,24 +633,36 @@ def list_datasets_cmd():
 @app.command()
 def benchmark(
     suite: str = typer.Option(..., "--suite", "-s", help="Suite name (benchmarks/suites/<name>.toml) or a .toml file."),
-    output_dir: Path = typer.Option(Path("benchmarks/results"), "--output-dir", help="Where <suite>.json, .md and .png go."),
+    output_dir: Optional[Path] = typer.Option(
+        None, "--output-dir",
+        help="Where <suite>.json, .md and .png go. Default: a fresh runs/benchmarks/<suite>_<time>/; "
+             "the committed results are rewritten only with --output-dir benchmarks/results."),
     only: List[str] = typer.Option([], "--only", help="Run only the entries of this model, dataset or entry id (repeatable)."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the named datasets (default: $TEXTCLS_DATA_DIR)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch/BLAS threads per run (default: every available CPU)."),
     progress: bool = typer.Option(True, help="Print one line per run on stderr."),
-    merge: bool = typer.Option(False, help="With --only: put the rerun entries into the suite's full report (recorded there as a rerun)."),
-    render: bool = typer.Option(False, "--render", help="Run nothing: rewrite <suite>.md and .png from the existing <suite>.json."),
+    merge: bool = typer.Option(False, help="With --only and --output-dir: put the rerun entries into the suite's full report there (recorded as a rerun)."),
+    render: bool = typer.Option(False, "--render", help="Run nothing: rewrite <suite>.md and .png from the <suite>.json in --output-dir."),
 ):
     """Run a benchmark suite: textcls models and peers side by side on the same splits."""
     from .benchmark import render_report, run_suite
     from .benchmark.report import format_tables
+    from .benchmark.runner import fresh_output_dir
 
     if render:
         if only or merge:
             raise ConfigError("--render rewrites the whole report from its JSON; drop --only and --merge")
+        if output_dir is None:
+            raise ConfigError("--render rewrites an existing report, so it needs --output-dir: the folder holding "
+                              "<suite>.json (e.g. --output-dir benchmarks/results)")
         files = render_report(suite, output_dir=output_dir)["files"]
         typer.echo(f"wrote {files['markdown']} and {files['plot']} from {files['json']}")
         return
+    if merge and output_dir is None:
+        raise ConfigError("--merge puts the rerun into an existing full report, so it needs --output-dir: the "
+                          "folder holding <suite>.json (e.g. --output-dir benchmarks/results)")
+    if output_dir is None:
+        output_dir = fresh_output_dir(suite)
     result = run_suite(suite, output_dir=output_dir, data_dir=data_dir, only=list(only) or None,
                        progress=progress, threads=threads, merge=merge)
     typer.echo(format_tables(result))
@@ -293,22 +707,60 @@ def speed(
 
 
 def main(argv: Optional[List[str]] = None) -> None:
+    """Run the command line; every error ends here as one line on stderr and an exit status."""
+    code = _run(argv)
+    if code:
+        sys.exit(code)
+
+
+def _run(argv: Optional[List[str]]) -> int:
+    # The click command is invoked directly, not through app(): click's main turns
+    # KeyboardInterrupt into Exit(130) and EOFError into Abort, and, outside standalone mode,
+    # returns an Exit's status instead of raising it, so Ctrl-C and `raise typer.Exit(1)`
+    # both ended with status 0, and a truncated .gz file read as "interrupted".
+    command = typer.main.get_command(app)
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        app(args=argv, standalone_mode=False)
-    except TextclsError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        with command.make_context("textcls", args) as ctx:
+            command.invoke(ctx)
+        return 0
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        typer.echo("error: interrupted", err=True)
-        sys.exit(130)
+        return exc.exit_code
+    except TextclsError as exc:
+        return _error(str(exc), exc.exit_code)
+    except typer.Abort as exc:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, EOFError):
+            return _error(_eof_message(cause), 2)
+        return _error("interrupted", 130)
     except click_exceptions.ClickException as exc:
-        typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
-        sys.exit(2)
+        return _error(exc.format_message(), 2)
     except KeyboardInterrupt:
-        typer.echo("error: interrupted", err=True)
-        sys.exit(130)
+        return _error("interrupted", 130)
+    except EOFError as exc:
+        return _error(_eof_message(exc), 2)
+    except MemoryError as exc:
+        return _error(describe_out_of_memory(exc), 2)
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:  # stdout closed early (| head): nothing to report
+            # Python's advice: point stdout at devnull so the flush at exit does not fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        return _error(describe_os_error(exc), 2)
+    except RuntimeError as exc:
+        if is_out_of_memory(exc):
+            return _error(describe_out_of_memory(exc), 2)
+        raise
+
+
+def _error(message: str, code: int) -> int:
+    typer.echo(f"error: {' '.join(str(message).split())}", err=True)
+    return code
+
+
+def _eof_message(exc: EOFError) -> str:
+    return (f"the input ended early ({exc or 'EOFError'}); a compressed (.gz) file is truncated or "
+            "corrupt: download or compress it again")
 
 
 if __name__ == "__main__":

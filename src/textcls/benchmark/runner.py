@@ -55,9 +55,13 @@ from typing import Any, Sequence
 from ..errors import ConfigError, TextclsError, close_names
 from . import system
 
-__all__ = ["Entry", "Suite", "load_suite", "find_suite", "list_suites", "run_suite", "SUITES_DIR_ENV"]
+__all__ = ["Entry", "Suite", "load_suite", "find_suite", "list_suites", "run_suite", "fresh_output_dir",
+           "SUITES_DIR_ENV", "DEFAULT_OUTPUT_ROOT"]
 
 SUITES_DIR_ENV = "TEXTCLS_SUITES_DIR"
+# Where a suite writes when no output folder is named: a fresh folder per invocation, never the
+# committed benchmarks/results (running a suite in the repository used to overwrite them).
+DEFAULT_OUTPUT_ROOT = Path("runs") / "benchmarks"
 # Inference speed is measured on the same documents for every model of a dataset.
 INFER_SAMPLE_B1 = 200
 INFER_BATCH = 256
@@ -600,10 +604,23 @@ def _notes(suite: Suite) -> list[str]:
     ]
 
 
+def fresh_output_dir(name_or_path: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
+    """``runs/benchmarks/<suite>_<YYYYmmdd-HHMMSS>``: the default output folder of a suite run,
+    new for every invocation. It is made when the first result is written (a suite that fails
+    before leaves no empty folder); one that already holds files is refused."""
+    suite = load_suite(name_or_path)
+    root = Path(root) if root is not None else DEFAULT_OUTPUT_ROOT
+    path = root / f"{suite.name}_{time.strftime('%Y%m%d-%H%M%S')}"
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ConfigError(f"{path}: the default output folder already exists and is not empty (another run of "
+                          f"suite '{suite.name}' started the same second?); rerun, or name a folder with --output-dir")
+    return path
+
+
 def run_suite(
     name_or_path: str | os.PathLike,
     *,
-    output_dir: str | os.PathLike = "benchmarks/results",
+    output_dir: str | os.PathLike | None = None,
     data_dir: str | os.PathLike | None = None,
     only: str | Sequence[str] | None = None,
     progress: bool = True,
@@ -613,6 +630,10 @@ def run_suite(
     merge: bool = False,
 ) -> dict:
     """Run a suite and write ``<output_dir>/<suite>.json``, ``.md`` and ``.png``.
+
+    ``output_dir``: default ``fresh_output_dir(suite)``, a new ``runs/benchmarks/<suite>_<time>``
+    (pass ``"benchmarks/results"`` to rewrite the committed results). ``merge`` needs it: the
+    folder that holds the suite's full report.
 
     ``only``: keep the entries whose model, dataset or id (``<dataset>:<model or name>``) is
     one of these names.
@@ -626,6 +647,9 @@ def run_suite(
     entries = suite.entries
     if merge and not only:
         raise ConfigError("--merge puts an --only rerun into the full report; give --only as well")
+    if merge and output_dir is None:
+        raise ConfigError("--merge puts the rerun into an existing full report, so it needs --output-dir: the "
+                          "folder holding <suite>.json (e.g. --output-dir benchmarks/results)")
     if only:
         wanted = [only] if isinstance(only, str) else list(only)
         entries = [e for e in entries if e.model in wanted or e.dataset in wanted or e.id in wanted]
@@ -637,7 +661,7 @@ def run_suite(
     if threads < 1:
         raise ConfigError(f"parameter 'threads' = {threads} must be at least 1")
     data_dir = str(data_dir) if data_dir is not None else None
-    output_dir = Path(output_dir)
+    output_dir = Path(output_dir) if output_dir is not None else fresh_output_dir(suite.path)
 
     started = _dt.datetime.now(_dt.timezone.utc)
     wall = time.perf_counter()
@@ -706,9 +730,10 @@ def run_suite(
     return result
 
 
-def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike = "benchmarks/results") -> dict:
-    """Rewrite a suite's Markdown and plot from its JSON, running nothing (after a change to
-    how reports are formatted). Returns the result with its ``files``."""
+def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike) -> dict:
+    """Rewrite a suite's Markdown and plot from its JSON in ``output_dir`` (e.g.
+    ``benchmarks/results``), running nothing (after a change to how reports are formatted).
+    Returns the result with its ``files``."""
     import json
 
     from . import report

@@ -9,27 +9,36 @@ constraint, say); it is called after every optimiser step.
 Epoch by epoch, ``fit``:
 
 1. seeds ``random``, ``numpy`` and ``torch`` from ``(recipe.seed, epoch)`` and calls
-   ``set_epoch(epoch)`` on the train loader's sampler, so an epoch's data order and dropout
-   masks depend only on the seed and the epoch number;
+   ``set_epoch(epoch)`` on the train loader's sampler, so an epoch's data order depends only
+   on the seed and the epoch number;
 2. trains one pass (cross-entropy, or BCE-with-logits for multi-label; optional "balanced"
-   class weights, gradient clipping, bf16 autocast);
+   class weights, gradient clipping, bf16 autocast). Before each step (before its batch is
+   fetched) the three generators are re-seeded from ``step_seed(recipe.seed, epoch, step)``,
+   so a step's dropout masks depend only on the seed, the epoch and the step number; with
+   ``recipe.checkpoint_steps = N`` a checkpoint is also written every N optimiser steps
+   (counted over the run);
 3. evaluates the whole dev set with ``eval.metrics.compute_metrics`` (plus ``loss``), steps
    the per-epoch LR schedule, tracks the best epoch on ``recipe.monitor`` and stops after
    ``recipe.patience`` epochs without improvement;
 4. appends a row to ``run_dir/epochs.csv`` and writes ``run_dir/checkpoint/``.
 
-At the end the best state is loaded into the model. Because of (1), a checkpoint only needs
-the model, optimiser, scheduler, best state, history and epoch counter, and ``resume=True``
-reproduces an uninterrupted run exactly (bit for bit on CPU; on GPU only as far as the
-kernels are deterministic).
+At the end the best state is loaded into the model. Because of (1) and (2), a checkpoint
+only needs the model, optimiser, scheduler, best state, history, epoch counter and (mid-epoch)
+the number of batches done and the epoch's running loss sums: no generator state is saved,
+and ``resume=True`` reproduces an uninterrupted run exactly, whichever checkpoint it starts
+from and whatever ``checkpoint_steps`` was (bit for bit on CPU; on GPU only as far as the
+kernels are deterministic). A mid-epoch resume fetches and discards the epoch's first batches
+(the loader must be deterministic for a given ``set_epoch``, as ``make_loader``'s is).
 
 Checkpoint layout (no pickles): ``model-epochNNNN.safetensors`` (weights after epoch N),
-``optimizer-epochNNNN.safetensors`` (optimiser state tensors, flattened as
+``model-epochNNNN-stepSSSSSS.safetensors`` (after S batches of epoch N + 1),
+``optimizer-...safetensors`` alike (optimiser state tensors, flattened as
 ``"<param index>.<name>"``) and ``state.json`` (everything else, plus the SHA-256 of each
-tensor file). Every file is written to a temporary name and renamed into place, and
-``state.json`` is renamed last: it is the commit point, so a crash at any moment leaves the
-previous complete checkpoint. The best state is not copied: ``state.json`` points at the
-model file of the best epoch, which is kept.
+tensor file). Every file is written to a temporary name, fsynced and renamed into place, and
+``state.json`` is renamed last: it is the commit point, so a crash at any moment (SIGKILL
+included) leaves the previous complete checkpoint, and a tensor file that does not match
+its SHA-256 is refused. The best state is not copied: ``state.json`` points at the model file
+of the best epoch, which is kept.
 
 DDP: run under ``torchrun``; the model is wrapped in ``DistributedDataParallel`` when the
 world size is above 1. The train loader must give each rank its slice of every global batch
@@ -67,18 +76,20 @@ from . import distributed
 from .optim import build_optimizer, build_scheduler
 from .recipe import Recipe
 
-__all__ = ["FitResult", "fit", "predict_proba", "epoch_seed", "CSV_COLUMNS"]
+__all__ = ["FitResult", "fit", "predict_proba", "epoch_seed", "step_seed", "CSV_COLUMNS"]
 
 log = logging.getLogger("textcls.train")
 
 CHECKPOINT_DIR = "checkpoint"
 STATE_FILE = "state.json"
 EPOCHS_CSV = "epochs.csv"
-CHECKPOINT_FORMAT = "textcls-checkpoint/1"
+CHECKPOINT_FORMAT = "textcls-checkpoint/2"  # /2 adds mid-epoch positions
+_READABLE_FORMATS = ("textcls-checkpoint/1", CHECKPOINT_FORMAT)
 CSV_COLUMNS = ("epoch", "lr", "train_loss", "dev_loss", "dev_accuracy", "dev_macro_f1", "seconds")
-# Recipe fields a resumed run may change: more epochs, a different patience.
-RESUMABLE_CHANGES = ("epochs", "patience")
-_TENSOR_FILE = re.compile(r"^(model|optimizer)-epoch\d{4,}\.safetensors$")
+# Recipe fields a resumed run may change: more epochs, a different patience, how often to checkpoint.
+RESUMABLE_CHANGES = ("epochs", "patience", "checkpoint_steps")
+_TENSOR_FILE = re.compile(r"^(model|optimizer)-epoch\d{4,}(-step\d{6,})?\.safetensors$")
+_MASK64 = (1 << 64) - 1
 
 
 @dataclass
@@ -112,6 +123,19 @@ class _Progress:
     stopped_early: bool = False
     # {"name", "sha256"} of the checkpoint file holding the best state (not stored in "progress").
     best_file: dict | None = None
+    # Optimiser steps of the completed epochs (the phase of recipe.checkpoint_steps).
+    steps: int = 0
+
+
+@dataclass
+class _Position:
+    """How far into the current epoch a checkpoint is: batches done and their running loss."""
+
+    step: int = 0  # batches of epoch len(history) + 1 already trained (0: at an epoch boundary)
+    loss_sums: list[float] = field(default_factory=list)  # per rank: sum of loss * batch size
+    counts: list[int] = field(default_factory=list)  # per rank: documents trained on
+    train_seconds: float = 0.0  # the training time these batches took
+    batches: int | None = None  # len(train_loader) when it was written (a consistency check)
 
 
 # ----------------------------------------------------------------------------- public API
@@ -146,7 +170,8 @@ def fit(
         class_counts: training examples per class (single-label) or positive examples per
             class (multi-label); required when ``recipe.class_weights == "balanced"``.
         run_dir: where ``epochs.csv`` and ``checkpoint/`` go (nothing is written when None).
-        resume: continue from ``run_dir/checkpoint`` (which must exist).
+        resume: continue from ``run_dir/checkpoint`` (which must exist): after its last epoch
+            or, with ``recipe.checkpoint_steps``, from the middle of an epoch.
         progress: show a progress bar (rank 0 only).
         device: ``"cpu"``, ``"cuda"``, ... ; under DDP this rank's device follows the backend.
         max_epochs_this_call: stop after this many epochs in this call (the checkpoint then
@@ -180,9 +205,10 @@ def fit(
     run_dir = Path(run_dir) if run_dir is not None else None
     ckpt_dir = run_dir / CHECKPOINT_DIR if run_dir is not None else None
     progress_state = _Progress()
+    position = _Position()
     best_state: dict[str, torch.Tensor] | None = None
     if resume:
-        progress_state, best_state = _load_checkpoint(ckpt_dir, model, optimizer, scheduler, recipe, task)
+        progress_state, best_state, position = _load_checkpoint(ckpt_dir, model, optimizer, scheduler, recipe, task)
     extra = _extra_csv_columns(recipe.monitor, multi_label)
     if main and run_dir is not None:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -208,18 +234,30 @@ def fit(
         _set_sampler_epoch(train_loader, epoch_index)
         lr = float(optimizer.param_groups[0]["lr"])
 
+        on_checkpoint = None
+        if ckpt_dir is not None and recipe.checkpoint_steps is not None:
+            def on_checkpoint(step, total, count, seconds, batches, _progress=progress_state):
+                sums, counts = _gather_partial(total, count, env.world_size, env.rank)
+                if main:
+                    _save_checkpoint(ckpt_dir, model, optimizer, scheduler, recipe, task, _progress,
+                                     _Position(step, sums, counts, seconds, batches))
+
         start = time.perf_counter()
-        train_loss = _train_one_epoch(
+        train_loss, steps = _train_one_epoch(
             train_model, train_loader, criterion, optimizer, recipe, device, hook, clip_params,
             desc=f"epoch {epoch_index + 1}/{recipe.epochs}", show=progress and main,
+            base_seed=epoch_seed(recipe.seed, epoch_index), position=position, rank=env.rank,
+            world_size=env.world_size, step_offset=progress_state.steps, on_checkpoint=on_checkpoint,
         )
-        train_seconds = time.perf_counter() - start
+        carried_seconds, position = position.train_seconds, _Position()
+        train_seconds = time.perf_counter() - start + carried_seconds
         probs, y_true, dev_loss = _evaluate(model, dev_loader, criterion, multi_label, recipe.precision, device)
         metrics = compute_metrics(y_true, probs, label_names, multi_label=multi_label)
         metrics["loss"] = dev_loss
         metrics = distributed.broadcast_object(metrics)
         scheduler.step()
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - start + carried_seconds
+        progress_state.steps += steps
 
         score = metrics.get(recipe.monitor)
         improved = _is_better(score, progress_state.best_score, higher_is_better)
@@ -292,10 +330,31 @@ def epoch_seed(seed: int, epoch: int) -> int:
     return int(mixed % 2**63)
 
 
+def step_seed(seed: int, epoch: int, step: int) -> int:
+    """The seed of step ``step`` (0-based, within the epoch) of epoch ``epoch`` of a run with ``seed``."""
+    return _mix_step(epoch_seed(seed, epoch), step)
+
+
+def _mix_step(base: int, step: int) -> int:
+    # SplitMix64's finaliser of base + (step + 1) * golden ratio: about a microsecond, where a
+    # SeedSequence per step would cost more than a small model's step does.
+    z = (int(base) + (int(step) + 1) * 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (z ^ (z >> 31)) % 2**63
+
+
 # ----------------------------------------------------------------------------- the loop
 
 
-def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, hook, clip_params, *, desc, show):
+def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, hook, clip_params, *, desc, show,
+                     base_seed, position, rank, world_size, step_offset, on_checkpoint):
+    """One pass over ``loader`` (from batch ``position.step`` on); returns (mean train loss, steps taken).
+
+    Each step re-seeds the generators from ``(base_seed, step)`` before fetching its batch.
+    ``on_checkpoint(step, total, count, seconds, batches)`` is called on every rank after
+    each step whose run-wide number is a multiple of ``recipe.checkpoint_steps``.
+    """
     from tqdm.auto import tqdm
 
     train_model.train()
@@ -306,28 +365,62 @@ def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, 
         n_batches = len(loader)
     except TypeError:
         n_batches = None
-    bar = tqdm(loader, total=n_batches, desc=desc, leave=False, disable=not show, dynamic_ncols=True)
-    for step, batch in enumerate(bar):
-        batch = _to_device(batch, device)
-        labels = _labels(batch, "training")
-        with _autocast(recipe.precision, device):
-            output = train_model(batch)
-        # The loss (and its backward) runs in fp32 on fp32 logits: bf16 covers the model's
-        # matmuls only, so the loss value and its gradient are not rounded to 8 mantissa bits.
-        loss = criterion(_logits(output).float(), labels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if recipe.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(clip_params, recipe.grad_clip)
-        optimizer.step()
-        if hook is not None:
-            hook()
-        n = labels.shape[0]
-        total += loss.detach().to(total.dtype) * n
-        count += n
-        if show and step % 20 == 0:
-            bar.set_postfix(loss=f"{loss.item():.4f}")
-    bar.close()
+    start_step = position.step
+    if start_step:
+        if position.batches is not None and n_batches is not None and position.batches != n_batches:
+            raise CheckpointError(
+                f"the checkpoint stopped after batch {start_step} of an epoch of {position.batches} batches, but "
+                f"this train loader has {n_batches}; resume with the same data, batch size and world size"
+            )
+        if len(position.loss_sums) == world_size:
+            total += position.loss_sums[rank]
+            count = position.counts[rank]
+        elif rank == 0:  # another world size wrote it: rank 0 carries the whole running sum
+            total += math.fsum(position.loss_sums)
+            count = sum(position.counts)
+    every = recipe.checkpoint_steps if on_checkpoint is not None else None
+    bar = tqdm(total=n_batches, initial=start_step, desc=desc, leave=False, disable=not show, dynamic_ncols=True)
+    start = time.perf_counter()
+    batches = iter(loader)
+    for _ in range(start_step):  # the batches the checkpoint has already trained on
+        if next(batches, None) is None:
+            raise CheckpointError(
+                f"the checkpoint stopped after batch {start_step} of the epoch but this train loader has fewer; "
+                "resume with the same data and batch size"
+            )
+    step = start_step
+    try:
+        while True:
+            # Seeded before the fetch, so whatever the loader draws is fixed by the step too.
+            _seed_step(_mix_step(base_seed, step), device)
+            batch = next(batches, None)
+            if batch is None:
+                break
+            batch = _to_device(batch, device)
+            labels = _labels(batch, "training")
+            with _autocast(recipe.precision, device):
+                output = train_model(batch)
+            # The loss (and its backward) runs in fp32 on fp32 logits: bf16 covers the model's
+            # matmuls only, so the loss value and its gradient are not rounded to 8 mantissa bits.
+            loss = criterion(_logits(output).float(), labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if recipe.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(clip_params, recipe.grad_clip)
+            optimizer.step()
+            if hook is not None:
+                hook()
+            n = labels.shape[0]
+            total += loss.detach().to(total.dtype) * n
+            count += n
+            step += 1
+            bar.update(1)
+            if show and step % 20 == 1:
+                bar.set_postfix(loss=f"{loss.item():.4f}")
+            if every is not None and (step_offset + step) % every == 0:
+                on_checkpoint(step, total, count, position.train_seconds + time.perf_counter() - start, n_batches)
+    finally:
+        bar.close()
     stats = torch.tensor([float(total), float(count)], dtype=total.dtype, device=device)
     distributed.all_reduce_sum(stats)
     if stats[1] == 0:
@@ -338,7 +431,20 @@ def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, 
             f"the training loss became {train_loss} (diverged); lower the learning rate "
             f"(lr = {recipe.lr}) or set grad_clip"
         )
-    return train_loss
+    return train_loss, step
+
+
+def _gather_partial(total: torch.Tensor, count: int, world_size: int, rank: int) -> tuple[list[float], list[int]]:
+    """Every rank's running (loss sum, count), on every rank (a collective: all ranks call it)."""
+    if world_size == 1:
+        return [float(total)], [int(count)]
+    # Each rank fills its own slots; the others add zeros, which keeps every value exact.
+    buf = torch.zeros(2 * world_size, dtype=torch.float64, device=total.device)
+    buf[rank] = total.to(torch.float64)
+    buf[world_size + rank] = float(count)
+    distributed.all_reduce_sum(buf)
+    values = buf.cpu().tolist()
+    return [float(v) for v in values[:world_size]], [int(v) for v in values[world_size:]]
 
 
 @torch.no_grad()
@@ -471,6 +577,21 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)  # also seeds every CUDA device
 
 
+def _seed_step(seed: int, device: torch.device) -> None:
+    """``_seed_everything`` for every step: only the generators this process trains with.
+
+    (``torch.manual_seed`` costs about 100 us of Python per call, more than a small model's step.)
+    """
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        torch.cuda.default_generators[index].manual_seed(seed)
+    elif device.type == "mps":
+        torch.mps.manual_seed(seed)
+
+
 def _make_criterion(recipe: Recipe, multi_label: bool, num_classes: int, class_counts, train_loader, device):
     weight = None
     if recipe.class_weights == "balanced":
@@ -551,12 +672,18 @@ def _csv_cell(value) -> str:
 
 def _write_csv(path: Path, history: list[dict], extra: tuple[str, ...]) -> None:
     columns = _csv_columns(extra)
+    # A process killed while writing this file left its temporary file behind.
+    for stale in path.parent.glob(path.name + ".tmp-*"):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
     with open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(columns)
         for row in history:
             writer.writerow([_csv_cell(row.get(c)) for c in columns])
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -630,22 +757,36 @@ def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
     return {"state": state, "param_groups": groups}
 
 
-def _save_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe, task: dict, progress: _Progress) -> None:
+def _save_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe, task: dict, progress: _Progress,
+                     position: _Position | None = None) -> None:
+    """Write the checkpoint after the last epoch of ``progress`` or, given ``position``, mid-epoch."""
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     epoch = len(progress.history)
+    step = position.step if position is not None else 0
+    tag = f"epoch{epoch:04d}" + (f"-step{step:06d}" if step else "")
     files = {}
-    model_name = f"model-epoch{epoch:04d}.safetensors"
+    model_name = f"model-{tag}.safetensors"
     files["model"] = {"name": model_name, "sha256": _save_tensors(ckpt_dir / model_name, model.state_dict())}
     opt_tensors, opt_meta = _flatten_optimizer(optimizer)
-    opt_name = f"optimizer-epoch{epoch:04d}.safetensors"
+    opt_name = f"optimizer-{tag}.safetensors"
     files["optimizer"] = {"name": opt_name, "sha256": _save_tensors(ckpt_dir / opt_name, opt_tensors)}
-    if progress.best_epoch == epoch or progress.best_file is None:
+    # Mid-epoch weights are never the best state; before the first epoch ends there is none.
+    if not step and (progress.best_epoch == epoch or progress.best_file is None):
         progress.best_file = dict(files["model"])
     files["best_model"] = progress.best_file
     sched = {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
+    partial = None
+    if step:
+        partial = {"loss_sums": position.loss_sums, "counts": position.counts,
+                   "train_seconds": position.train_seconds, "batches": position.batches}
+    # The tensor files' renames are durable before state.json names them.
+    _fsync_dir(ckpt_dir)
     state = {
         "format": CHECKPOINT_FORMAT,
         "epoch": epoch,
+        "step": step,
+        "global_step": progress.steps + step,
+        "partial_epoch": partial,
         "recipe": recipe.to_dict(),
         "task": task,
         "world_size": distributed.world_size(),
@@ -667,7 +808,7 @@ def _save_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe
     _fsync_file(tmp)
     os.replace(tmp, ckpt_dir / STATE_FILE)  # the commit point
     _fsync_dir(ckpt_dir)
-    keep = {f["name"] for f in files.values()}
+    keep = {f["name"] for f in files.values() if f is not None}
     for path in ckpt_dir.iterdir():
         if (_TENSOR_FILE.match(path.name) and path.name not in keep) or ".tmp-" in path.name:
             with contextlib.suppress(FileNotFoundError):
@@ -682,11 +823,12 @@ def _load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe
         raise CheckpointError(f"{state_path} is missing, so the checkpoint is incomplete; run without resume to start over")
     try:
         state = json.loads(state_path.read_text(encoding="utf-8"))
-        if state.get("format") != CHECKPOINT_FORMAT:
+        if state.get("format") not in _READABLE_FORMATS:
             raise ValueError(f"format {state.get('format')!r}")
         files, stored_recipe, stored_task = state["files"], state["recipe"], state["task"]
         saved_progress = state["progress"]
         opt_meta, sched_state = state["optimizer"], state["scheduler"]
+        position = _read_position(state)
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         raise CheckpointError(f"{state_path} is corrupt or not a textcls checkpoint ({err}); delete {ckpt_dir} to start over") from None
 
@@ -705,7 +847,13 @@ def _load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe
             )
 
     model_sd = _load_tensors(ckpt_dir, files["model"])
-    best_sd = model_sd if files["best_model"]["name"] == files["model"]["name"] else _load_tensors(ckpt_dir, files["best_model"])
+    best_entry = files.get("best_model")
+    if best_entry is None:  # a mid-epoch checkpoint of the first epoch
+        best_sd = None
+    elif best_entry["name"] == files["model"]["name"]:
+        best_sd = model_sd
+    else:
+        best_sd = _load_tensors(ckpt_dir, best_entry)
     opt_sd = _unflatten_optimizer(_load_tensors(ckpt_dir, files["optimizer"]), opt_meta)
     model_path = ckpt_dir / files["model"]["name"]
     try:
@@ -728,11 +876,35 @@ def _load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe
         best_metrics=saved_progress["best_metrics"],
         bad_epochs=int(saved_progress["bad_epochs"]),
         stopped_early=bool(saved_progress["stopped_early"]),
-        best_file=dict(files["best_model"]),
+        best_file=dict(best_entry) if best_entry is not None else None,
+        steps=int(state.get("global_step", 0)) - position.step,
     )
     if len(progress.history) != state.get("epoch"):
         raise CheckpointError(f"{state_path} is inconsistent (epoch {state.get('epoch')} but {len(progress.history)} history rows); delete {ckpt_dir} to start over")
-    return progress, {k: v.clone() for k, v in best_sd.items()}
+    if (best_entry is None) != (progress.best_epoch == 0):
+        raise CheckpointError(f"{state_path} is inconsistent (best epoch {progress.best_epoch} but best model file {best_entry!r}); delete {ckpt_dir} to start over")
+    best_state = {k: v.clone() for k, v in best_sd.items()} if best_sd is not None else None
+    return progress, best_state, position
+
+
+def _read_position(state: dict) -> _Position:
+    """The mid-epoch position of a checkpoint's ``state.json`` (ValueError/KeyError/TypeError if malformed)."""
+    step = state.get("step", 0)  # format /1 checkpoints are all at epoch boundaries
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step {step!r}")
+    if step == 0:
+        return _Position()
+    partial = state["partial_epoch"]
+    sums, counts = partial["loss_sums"], partial["counts"]
+    if (not isinstance(sums, list) or not isinstance(counts, list) or not sums or len(sums) != len(counts)
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in sums)
+            or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts)):
+        raise ValueError(f"partial_epoch {partial!r}")
+    batches = partial.get("batches")
+    if batches is not None and (isinstance(batches, bool) or not isinstance(batches, int) or batches < step):
+        raise ValueError(f"partial_epoch batches {batches!r} for step {step}")
+    return _Position(step=step, loss_sums=[float(v) for v in sums], counts=list(counts),
+                     train_seconds=float(partial.get("train_seconds", 0.0)), batches=batches)
 
 
 def _load_tensors(ckpt_dir: Path, entry: dict) -> dict[str, torch.Tensor]:

@@ -59,6 +59,10 @@ class Recipe:
     dev_fraction: float = 0.1  # carved from train (stratified, seeded) when no dev split exists
     seed: int = 0
     precision: str = "fp32"  # "fp32" | "bf16"
+    # Also checkpoint every N optimiser steps (counted over the whole run), not only after each
+    # epoch, so that a crash mid-epoch loses at most N steps. None: after each epoch only. It
+    # never changes the result (the engine re-seeds every step), so a resumed run may change it.
+    checkpoint_steps: int | None = None
 
     def __post_init__(self):
         check = _range_check
@@ -72,6 +76,10 @@ class Recipe:
         check("dev_fraction", self.dev_fraction, 0.0, 0.9, low_open=True)
         if self.patience is not None:
             check("patience", self.patience, 1, 100000)
+        if self.checkpoint_steps is not None:
+            if isinstance(self.checkpoint_steps, bool) or not isinstance(self.checkpoint_steps, int):
+                raise ConfigError(f"parameter 'checkpoint_steps' = {self.checkpoint_steps!r} must be an integer >= 1 (or None)")
+            check("checkpoint_steps", self.checkpoint_steps, 1, 1 << 40)
         if self.grad_clip is not None:
             check("grad_clip", self.grad_clip, 0.0, 1e6, low_open=True)
         if self.precision not in ("fp32", "bf16"):
