@@ -434,8 +434,12 @@ def _check_labels(labels: list) -> bool:
             kind = "a list of class names" if multi_label else "one class name"
             raise DataError(f"label {i} is {_short(value)} but label 0 is {kind}; pass every label as one class "
                             "name, or every label as a list of class names (multi-label)", index=i)
+        if isinstance(value, str) and not value.strip():
+            raise DataError(f"label {i} is an empty string; give text {i} a class name or drop it", index=i)
         if is_list:
             for name in value:
+                if isinstance(name, str) and not name.strip():
+                    raise DataError(f"label {i} holds an empty class name; remove it from the list", index=i)
                 if _is_missing(name) or isinstance(name, (list, tuple, set, dict, np.ndarray)):
                     shown = "NaN" if isinstance(name, (float, np.floating)) else _short(name)
                     raise DataError(f"label {i} holds {shown}, not a class name; "

@@ -28,7 +28,7 @@ from safetensors.numpy import load as load_numpy_bytes
 from safetensors.numpy import save as save_numpy_bytes
 
 from . import __version__
-from .errors import CheckpointError
+from .errors import CheckpointError, DataError
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
@@ -84,6 +84,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     The file gets the permissions a plain ``open(path, "w")`` would give (``0o666`` less the
     umask), not ``mkstemp``'s private ``0o600``."""
     path = Path(path)
+    if path.is_dir():
+        # os.replace would fail naming the temporary file, which the user never asked for.
+        raise DataError(f"{path}: is a folder; give a file path to write to")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -177,6 +180,9 @@ def read_config(run_dir: Path) -> dict:
     if not run_dir.is_dir():
         raise CheckpointError(f"{run_dir}: no such run directory; pass the folder `textcls train` printed")
     config = read_json(run_dir / CONFIG)
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{run_dir / CONFIG}: holds a JSON {type(config).__name__}, not an object; "
+                              "the file is not a textcls config, retrain or restore the run")
     missing = [k for k in ("model", "kind", "label_names") if k not in config]
     if missing:
         raise CheckpointError(f"{run_dir / CONFIG}: missing key '{missing[0]}'; the file is not a textcls config")
