@@ -449,3 +449,44 @@ def test_the_default_benchmark_folder_is_never_reused(tmp_path, monkeypatch):
     (path / "s.json").write_text("{}")
     with pytest.raises(TextclsError, match="already exists and is not empty"):
         runner.fresh_output_dir(suite, root=tmp_path / "runs")
+
+
+# --------------------------------------------------------------------------- option and input checks
+
+
+def test_predict_input_lines_name_the_bad_line():
+    from textcls.cli import read_texts
+
+    assert read_texts(b"\xef\xbb\xbfgood film\r\nbad film\rok film\n", "t.txt") == ["good film", "bad film", "ok film"]
+    assert read_texts(b"", "stdin") == []
+    for data, expected in ((b"good\ncaf\xe9\n", "t.txt:2: byte 0xe9 at column 4 is not UTF-8"),
+                           (b"good\n\nbad\n", "t.txt:2: blank line"),
+                           (b"good\n  \n", "t.txt:2: blank line"),
+                           (b"good\nbad\x00film\n", "t.txt:2: holds NUL bytes")):
+        with pytest.raises(TextclsError, match=expected):
+            read_texts(data, "t.txt")
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("--epochs", "1", "--set", "epochs=2"), ("error: --set epochs=2 repeats --epochs 1; give epochs once",)),
+    (("--set", "max_length=5", "--set", "max_length=6"), ("error: --set max_length is given twice",)),
+    (("--set", "max_length=0"), ("error: parameter 'max_length' = 0 is outside its allowed range [1, ",)),
+    (("--set", "patience=many"), ("patience", "many")),  # a string where the recipe wants a number
+])
+def test_overrides_are_checked_before_any_data_is_read(tmp_path, capsys, monkeypatch, args, expected):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = call(capsys, "train", "--model", "kim-cnn-rand", "--data", "/no/such/file.csv", *args)
+    assert code == 2
+    line = one_line_error(err)
+    assert line.startswith(expected[0]) if len(expected) == 1 else all(e in line for e in expected), line
+    assert "/no/such/file.csv" not in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_threads_zero_and_an_output_folder_are_refused(tmp_path, capsys):
+    code, _, err = call(capsys, "benchmark", "--suite", "tiny", "--threads", "0", "--output-dir", tmp_path)
+    assert code == 2 and one_line_error(err) == (
+        "error: --threads 0: must be at least 1 (leave it out to use every available CPU)")
+    (tmp_path / "out").mkdir()
+    code, _, err = call(capsys, "evaluate", tmp_path / "no-run", "--data", "x.csv", "--output", tmp_path / "out")
+    assert code == 2 and one_line_error(err).startswith(f"error: {tmp_path / 'out'}: is a folder; --output takes")

@@ -139,11 +139,34 @@ def _parse_sets(pairs: List[str]) -> dict:
         if "=" not in pair:
             raise ConfigError(f"--set '{pair}' is not key=value; write for example --set num_filters=50")
         key, value = pair.split("=", 1)
+        key = key.strip()
+        if key in out:
+            raise ConfigError(f"--set {key} is given twice; give each parameter once")
         try:
-            out[key.strip()] = json.loads(value)
+            out[key] = json.loads(value)
         except json.JSONDecodeError:
-            out[key.strip()] = value
+            out[key] = value
     return out
+
+
+def _check_overrides(model: str, named: dict, params: dict, seed: int):
+    """The preset with every override applied, or a ConfigError naming the option at fault."""
+    from .models.registry import get_preset
+
+    named = {k: v for k, v in named.items() if v is not None}
+    for key in sorted(set(named) & set(params)):
+        raise ConfigError(f"--set {key}={json.dumps(params[key])} repeats --{key.replace('_', '-')} "
+                          f"{named[key]}; give {key} once")
+    preset = get_preset(model)
+    for key, value in params.items():  # one at a time, so that a bad value is named
+        try:
+            preset.with_overrides(**{key: value})
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, TextclsError):
+                raise
+            raise ConfigError(f"--set {key}={json.dumps(value)}: not a valid value for parameter '{key}' "
+                              f"({exc}); give a value of the preset's type") from None
+    return preset.with_overrides(**named, **params, seed=seed)
 
 
 def _echo_metrics(title: str, metrics: dict) -> None:
@@ -312,7 +335,7 @@ def _abandon(partial: Path, created: bool) -> bool:
 
 def describe_os_error(exc: OSError, where: Optional[Path] = None) -> str:
     """One line for a failed file operation: the path, the reason, what to do."""
-    path = exc.filename or where
+    path = exc.filename2 or exc.filename or where  # a failed rename names its destination second
     reason = exc.strerror or str(exc) or type(exc).__name__
     fixes = {
         errno.ENOSPC: "free some disk space or write somewhere else",
@@ -364,14 +387,13 @@ def train(
 ):
     """Train a model, evaluate it on the test split and save the run. With no options: the quick start."""
     from .api import DEFAULT_MODEL, Classifier
-    from .models.registry import get_preset
 
     # Every check that needs no data first: a bad option fails at once and creates nothing.
     model = model or DEFAULT_MODEL
     check_device(device)
     params = _parse_sets(sets)
     named = {"epochs": epochs, "lr": lr, "batch_size": batch_size, "precision": precision, "embeddings": embeddings}
-    get_preset(model).with_overrides(**{k: v for k, v in named.items() if v is not None}, **params, seed=seed)
+    _check_overrides(model, named, params, seed)
     if run_dir is None:
         safe_data = Path(str(data)).name.replace("/", "-").replace(":", "-")
         run_dir = Path("runs") / f"{model}_{safe_data}_{time.strftime('%Y%m%d-%H%M%S')}"
@@ -526,6 +548,11 @@ def evaluate(
 
     if device is not None:
         check_device(device)
+    for option, path in (("--output", output), ("--confusion-png", confusion_png)):
+        if path is not None and path.is_dir():
+            raise ConfigError(f"{path}: is a folder; {option} takes a file path, e.g. {path / 'metrics.json'}"
+                              if option == "--output" else
+                              f"{path}: is a folder; {option} takes a file path, e.g. {path / 'confusion.png'}")
     file = _single_local_file(data, data_dir) if split is None else None
     clf = _load_run(run_dir, device)
     if file is not None:
@@ -584,21 +611,18 @@ def predict(
     """Classify texts; writes JSON Lines: text, label and class probabilities."""
     if device is not None:
         check_device(device)
-    clf = _load_run(run_dir, device)
     if texts:
         items = list(texts)
+    elif file is not None and str(file) != "-":
+        if file.is_dir():
+            raise DataError(f"{file}: is a folder; pass a text file with one text per line")
+        if not file.is_file():
+            raise DataError(f"{file}: no such file; pass a text file with one text per line")
+        items = read_texts(file.read_bytes(), str(file))
     else:
-        if file is not None and str(file) != "-":
-            if not file.is_file():
-                raise DataError(f"{file}: no such file; pass a text file with one text per line")
-            try:
-                items = file.read_text(encoding="utf-8").split("\n")
-            except UnicodeDecodeError as exc:
-                raise DataError(f"{file}: not UTF-8 (byte {exc.start}); convert it to UTF-8 first")
-        else:
-            items = sys.stdin.read().split("\n")
-        if items and items[-1] == "":
-            items.pop()  # the newline that ends the last line is not an empty record
+        stream = getattr(sys.stdin, "buffer", None)
+        items = read_texts(stream.read() if stream is not None else sys.stdin.read().encode("utf-8"), "stdin")
+    clf = _load_run(run_dir, device)
     probs = clf.predict_proba(items) if items else []
     names = [str(c) for c in clf.classes_]
     for text, row in zip(items, probs):
@@ -608,6 +632,27 @@ def predict(
         else:
             record["label"] = names[int(row.argmax())]
         typer.echo(json.dumps(record, ensure_ascii=False))
+
+
+def read_texts(data: bytes, where: str) -> List[str]:
+    """One text per line of UTF-8 ``data`` (``where``: the file, or ``stdin``, for messages).
+    CRLF and CR end lines too; the newline that ends the last line is not a text."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DataError(f"{where}:{line}: byte {data[exc.start]:#04x} at column {column} is not UTF-8; convert "
+                        "the text to UTF-8 first (e.g. iconv -f latin1 -t utf-8)") from None
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, 1):
+        if "\x00" in line:
+            raise DataError(f"{where}:{number}: holds NUL bytes (binary data?); pass plain text, one text per line")
+        if not line.strip():
+            raise DataError(f"{where}:{number}: blank line; a model cannot classify an empty text: remove the line")
+    return lines
 
 
 @app.command("list-models")
@@ -649,6 +694,7 @@ def benchmark(
     from .benchmark.report import format_tables
     from .benchmark.runner import fresh_output_dir
 
+    _check_threads(threads)
     if render:
         if only or merge:
             raise ConfigError("--render rewrites the whole report from its JSON; drop --only and --merge")
@@ -692,6 +738,8 @@ def speed(
     """Time presets at a fixed batch size and length on synthetic batches (training and inference ms, peak memory)."""
     from .benchmark.speed import format_speed_markdown, parse_overrides, run_speed, write_speed_report
 
+    _check_threads(threads)
+
     result = run_speed(list(models), list(lengths), batch_size=batch_size, steps=steps, warmup=warmup,
                        threads=threads, sentence_length=sentence_length, overrides=parse_overrides(list(sets)),
                        vocab_size=vocab_size, num_classes=num_classes,
@@ -704,6 +752,11 @@ def speed(
     if failed:
         typer.echo(f"error: {len(failed)} measurement(s) failed: {', '.join(failed)}", err=True)
         raise typer.Exit(1)
+
+
+def _check_threads(threads: Optional[int]) -> None:
+    if threads is not None and threads < 1:
+        raise ConfigError(f"--threads {threads}: must be at least 1 (leave it out to use every available CPU)")
 
 
 def main(argv: Optional[List[str]] = None) -> None:
