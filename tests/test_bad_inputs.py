@@ -321,6 +321,11 @@ def assert_absent(path: Path) -> None:
     assert not path.exists(), f"{path} was left behind: {sorted(str(p) for p in path.rglob('*'))}"
 
 
+def assert_only_resumable_partial(parent: Path) -> None:
+    assert_absent(parent / "run")
+    assert (parent / "run.partial" / "checkpoint").is_dir(), sorted(str(p) for p in parent.rglob("*"))
+
+
 def no_output(ctx: Ctx, out: str, err: str) -> None:
     assert out == ""
 
@@ -406,8 +411,12 @@ CLI_CASES = [
         {"classes/pos/1.txt": "good film", "classes/pos/2.txt": "great film", "classes/neg/": ""}),
     Cli("train-split-folder-without-train", train("splits"), 2, ("splits", "train"),
         {"splits/test.csv": TINY_CSV}),
-    Cli("train-fails-after-training-leaves-no-run-folder", train("tiny.csv", "--run-dir", "deep/nested/run", model=N),
-        2, ("after-training",), setup=fail_after_training, check=lambda ctx, out, err: assert_absent(ctx.tmp / "deep")),
+    # Decision: a failure after training has written a checkpoint keeps <run>.partial (and
+    # only it) so that --resume continues; nothing that looks like a finished run is made.
+    Cli("train-fails-after-training-keeps-only-a-resumable-partial",
+        train("tiny.csv", "--run-dir", "deep/nested/run", model=N),
+        2, ("after-training", "--resume", "run.partial"), setup=fail_after_training,
+        leftovers_ok=True, check=lambda ctx, out, err: assert_only_resumable_partial(ctx.tmp / "deep" / "nested")),
     Cli("train-jsonl-line-not-object", train("list.jsonl"), 2, (("list.jsonl:4", "line 4"),),
         {"list.jsonl": with_line(jsonl_text(good_records()), 4, '["good film", "pos"]')}),
     Cli("train-jsonl-invalid-json", train("broken.jsonl"), 2, (("broken.jsonl:6", "line 6"),),
