@@ -283,3 +283,280 @@ def test_unknown_format_and_bad_options(tmp_path):
         load_dataset(str(path), test_fraction=1.5)
     with pytest.raises(ConfigError, match="max_per_split"):
         load_dataset(str(path), max_per_split=0)
+
+
+# ---------------------------------------------------------------------------------------
+# Broken quoting, unknown headers, label columns that are text
+
+
+def refused(exc_type, *args, **kwargs) -> str:
+    """The one-line message of the error ``load_dataset(*args, **kwargs)`` raises."""
+    with pytest.raises(exc_type) as err:
+        load_dataset(*args, **kwargs)
+    return one_line(err)
+
+
+def labelled_rows(n=40, text="doc {i}"):
+    return [f"{text.format(i=i)},{'ab'[i % 2]}" for i in range(n)]
+
+
+def test_csv_unterminated_quote_is_refused_where_the_field_opens(tmp_path):
+    # The reported case: a quote opened on line 12 is closed by a quote inside a later
+    # record, which used to glue 28 records into one labelled 'Texas ?"'.
+    rows = labelled_rows()
+    rows[10] = '"a story about Dallas, a'
+    rows[38] = 'a story about "Texas ?",a'
+    msg = refused(DataError, str(write(tmp_path / "q.csv", "text,label\n" + "\n".join(rows) + "\n")))
+    assert msg.startswith(f"{tmp_path / 'q.csv'}:12: a quoted field opens on this line and runs on to line 40")
+    assert 'write a quote mark as ""' in msg and "--format tsv --delimiter ','" in msg
+    # The closing quote ends the field cleanly further down: the lines it swallowed read as records.
+    rows = labelled_rows()
+    rows[4], rows[8] = '"unterminated doc, with comma,a', 'text ends with a quote",b'
+    msg = refused(DataError, str(write(tmp_path / "c.csv", "text,label\n" + "\n".join(rows) + "\n")))
+    assert msg.startswith(f"{tmp_path / 'c.csv'}:6: a quoted field opens on this line and runs on to line 10, taking in 3")
+    # Never closed: the rest of the file would be one field.
+    rows = labelled_rows()
+    rows[20] = '"never closed,a'
+    msg = refused(DataError, str(write(tmp_path / "e.csv", "text,label\n" + "\n".join(rows) + "\n")))
+    assert msg.startswith(f"{tmp_path / 'e.csv'}:22: a quoted field opens on this line and is never closed")
+    # An open quote in the label column.
+    rows = labelled_rows()
+    rows[6], rows[11] = 'doc 6,"a', 'doc 11,b"'
+    msg = refused(DataError, str(write(tmp_path / "l.csv", "text,label\n" + "\n".join(rows) + "\n")))
+    assert msg.startswith(f"{tmp_path / 'l.csv'}:8: a quoted field opens on this line and runs on to line 13, so the record's label holds a line break")
+    # A stray quote after a closed one, on one line.
+    rows = labelled_rows()
+    rows[3] = '"abc"def,a'
+    msg = refused(DataError, str(write(tmp_path / "s.csv", "text,label\n" + "\n".join(rows) + "\n")))
+    assert msg.startswith(f"{tmp_path / 's.csv'}:5: a quoted field is closed and followed by more text on this line")
+
+
+def test_csv_legitimate_multiline_fields_and_literal_quotes_still_read(tmp_path):
+    rows = labelled_rows()
+    rows[3] = '"para one, with a comma\npara two\n\npara three, the end",a'
+    rows[9] = '"she said ""hi""\nand left",b'
+    ds = load_dataset(str(write(tmp_path / "m.csv", "text,label\n" + "\n".join(rows) + "\n")))
+    texts = list(ds["train"]["text"]) + list(ds["test"]["text"])
+    assert len(texts) == 40
+    assert "para one, with a comma\npara two\n\npara three, the end" in texts and 'she said "hi"\nand left' in texts
+    # The advice the quoting errors give: read quote marks as plain text.
+    rows = labelled_rows()
+    rows[5] = 'a 12" record,b'
+    rows[7] = '"quoted" at the start,b'
+    path = write(tmp_path / "p.csv", "text,label\n" + "\n".join(rows) + "\n")
+    ds = load_dataset(str(path), format="tsv", delimiter=",")
+    texts = list(ds["train"]["text"]) + list(ds["test"]["text"])
+    assert len(texts) == 40 and '"quoted" at the start' in texts and 'a 12" record' in texts
+
+
+def test_csv_row_with_more_fields_than_the_header(tmp_path):
+    rows = labelled_rows()
+    rows[5] = "hello, world,a"
+    msg = refused(DataError, str(write(tmp_path / "d.csv", "text,label\n" + "\n".join(rows) + "\n")))
+    assert f"{tmp_path / 'd.csv'}:7: row has 3 fields, the header has 2 (text, label); quote the field that holds a comma" in msg
+    # A trailing delimiter is not a field.
+    ds = load_dataset(str(write(tmp_path / "t.csv", "text,label\n" + "".join(r + ",\n" for r in labelled_rows()))))
+    assert len(ds["train"]) + len(ds["test"]) == 40
+
+
+def test_csv_unknown_header_names_are_not_read_as_a_record(tmp_path):
+    # The reported case: columns swapped and the header read as a record (797 "classes").
+    sentences = [f"this is sentence number {i} of the corpus,{'ab'[i % 2]}" for i in range(100)]
+    path = write(tmp_path / "h.csv", "sentence_txt,klass\n" + "\n".join(sentences) + "\n")
+    msg = refused(DataError, str(path))
+    assert msg.startswith(f"{path}: the label column 0 (0-based; the file was read without a header) looks like text")
+    assert "101 distinct values among 101 records" in msg
+    assert "its first row (sentence_txt, klass) was read as a record" in msg
+    assert "--header" in msg and "--text-column NAME --label-column NAME" in msg
+    # Label first: the header's "label" is on no other row.
+    swapped = write(tmp_path / "k.csv", "klass,sentence_txt\n" + "".join(f"{'ab'[i % 2]},doc number {i}\n" for i in range(30)))
+    msg = refused(DataError, str(swapped))
+    assert msg.startswith(f"{swapped}:1: the first row (klass, sentence_txt) looks like a header")
+    assert "--header" in msg and "--no-header" in msg and "--text-column NAME --label-column NAME" in msg
+    # Told the header and the columns, the file reads correctly.
+    ds = load_dataset(str(path), header=True, text_columns=["sentence_txt"], label_column="klass")
+    assert ds.label_names == ["a", "b"] and len(ds["train"]) + len(ds["test"]) == 100
+    # Told only that there is a header: the columns it could not identify, and how to name them.
+    msg = refused(DataError, str(path), header=True)
+    assert msg.startswith(f"{path}: no text column found among: sentence_txt, klass (the header row)")
+    assert "--text-column NAME" in msg and "--label-column NAME" in msg and "--no-header" in msg
+
+
+def test_label_column_that_is_text_is_refused(tmp_path):
+    rows = [f"this is a fairly long sentence number {i} here,{'ab'[i % 2]}" for i in range(30)]
+    path = write(tmp_path / "d.csv", "text,label\n" + "\n".join(rows) + "\n")
+    msg = refused(DataError, str(path), text_columns=["label"], label_column="text")
+    assert msg.startswith(f"{path}: the label column 'text' looks like text, not class names: 30 distinct values among 30 records")
+    assert "the header is: text, label" in msg and "--label-column NAME" in msg
+    # Long "class names", longer than the texts (a few records, so not by distinct count).
+    long = "".join(json.dumps({"text": "ab"[i % 2], "label": f"a whole review {i % 3} that went into the wrong field"}) + "\n" for i in range(9))
+    jpath = write(tmp_path / "d.jsonl", long)
+    msg = refused(DataError, str(jpath))
+    assert msg.startswith(f"{jpath}: the label column 'label' looks like text, not class names: its values are")
+    # Many classes that repeat are class names.
+    ok = write(tmp_path / "ok.csv", "text,label\n" + "".join(f"doc {i},class{i % 25}\n" for i in range(100)))
+    assert len(load_dataset(str(ok)).label_names) == 25
+
+
+# ---------------------------------------------------------------------------------------
+# Damaged, unreadable, binary and wrongly encoded files
+
+
+def test_truncated_gzip_names_file_and_line(tmp_path):
+    data = "".join(json.dumps({"text": f"doc {i}", "label": "ab"[i % 2]}) + "\n" for i in range(3000)).encode()
+    packed = gzip.compress(data)
+    path = write(tmp_path / "d.jsonl.gz", packed[: len(packed) // 2])
+    msg = refused(DataError, str(path))
+    assert msg.startswith(f"{path}:") and "the file is truncated or corrupt" in msg
+    line = int(msg.split(":")[1])
+    assert 1 < line < 3000 and f"after line {line - 1}" in msg
+    csv_data = ("text,label\n" + "".join(f"doc {i},{'ab'[i % 2]}\n" for i in range(3000))).encode()
+    packed = gzip.compress(csv_data)
+    path = write(tmp_path / "d.csv.gz", packed[:-20])  # the trailer (CRC, size) cut
+    msg = refused(DataError, str(path))
+    assert msg.startswith(f"{path}:") and "truncated or corrupt" in msg
+    # A .gz name on plain data; gzip data without the .gz name is read.
+    msg = refused(DataError, str(write(tmp_path / "plain.csv.gz", csv_data)))
+    assert "plain.csv.gz: is named .gz but is not gzip-compressed" in msg
+    ds = load_dataset(str(write(tmp_path / "packed.csv", gzip.compress(csv_data))))
+    assert len(ds["train"]) + len(ds["test"]) == 3000
+
+
+def test_unreadable_file(tmp_path, monkeypatch):
+    from textcls.data import readers
+
+    path = write(tmp_path / "secret.csv", "text,label\n" + "\n".join(labelled_rows()) + "\n")
+    real_open = open
+
+    def guarded_open(file, *args, **kwargs):
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    # Tests run as root, for whom chmod 000 blocks nothing: the reader's open() refuses instead.
+    monkeypatch.setattr(readers, "open", guarded_open, raising=False)
+    msg = refused(DataError, str(path))
+    assert msg.startswith(f"{path}: cannot be read: permission denied") and "chmod u+r" in msg
+
+
+def test_unknown_encoding_is_a_config_error(tmp_path):
+    path = write(tmp_path / "d.csv", "text,label\n" + "\n".join(labelled_rows()) + "\n")
+    for bad in ("no-such-enc", "base64"):
+        msg = refused(ConfigError, str(path), encoding=bad)
+        assert msg.startswith(f"parameter 'encoding' = {bad!r} is not a known text encoding")
+        assert "utf-8" in msg and "latin-1" in msg and "utf-16" in msg
+
+
+BODY = "text,label\n" + "".join(f"café {i},{'ab'[i % 2]}\n" for i in range(20))
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-32", "utf-8-sig"])
+def test_byte_order_mark_is_followed(tmp_path, codec):
+    path = write(tmp_path / "d.csv", BODY.encode(codec))
+    ds = load_dataset(str(path))
+    texts = list(ds["train"]["text"]) + list(ds["test"]["text"])
+    assert ds.label_names == ["a", "b"] and sorted(texts)[0] == "café 0" and len(texts) == 20
+    # The explicit encoding works too (lines are split after decoding, not on byte 0A).
+    explicit = load_dataset(str(path), encoding=codec.replace("-sig", ""))
+    assert sorted(list(explicit["train"]["text"]) + list(explicit["test"]["text"])) == sorted(texts)
+
+
+def test_utf16_in_other_formats_and_without_bom(tmp_path):
+    jsonl = "".join(json.dumps({"text": f"naïve {i}", "label": "ab"[i % 2]}, ensure_ascii=False) + "\n" for i in range(10))
+    assert load_dataset(str(write(tmp_path / "d.jsonl", jsonl.encode("utf-16")))).label_names == ["a", "b"]
+    ft = write(tmp_path / "f.txt", "".join(f"__label__{'ab'[i % 2]} doc {i}\n" for i in range(10)).encode("utf-16"))
+    assert load_dataset(str(ft)).label_names == ["a", "b"]
+    # Without a mark: refused with the encoding the NUL bytes show, which then reads it.
+    bare = write(tmp_path / "le.csv", BODY.encode("utf-16-le"))
+    msg = refused(DataError, str(bare))
+    assert msg == (f'{bare}: holds NUL bytes at a steady stride, so it is UTF-16-LE text without a byte-order mark; '
+                   'pass encoding="utf-16-le" (CLI: --encoding utf-16-le)')
+    assert len(load_dataset(str(bare), encoding="utf-16-le")["train"]) == 18
+    # A marked file read with another encoding says which one it has (no latin-1 advice).
+    msg = refused(DataError, str(write(tmp_path / "m.csv", BODY.encode("utf-16"))), encoding="latin-1")
+    assert "m.csv: starts with a UTF-16-LE byte-order mark" in msg and 'encoding="utf-16"' in msg
+    # An undecodable line in UTF-16 names its line.
+    broken = BODY.encode("utf-16-le").replace("café 3".encode("utf-16-le"), b"\x00\xd8" + "x 3".encode("utf-16-le"))
+    msg = refused(DataError, str(write(tmp_path / "b.csv", broken)), encoding="utf-16-le")
+    assert "b.csv:5: byte(s)" in msg and "cannot be decoded as utf-16-le" in msg
+
+
+def test_binary_and_misnamed_files(tmp_path):
+    msg = refused(DataError, str(write(tmp_path / "b.csv", bytes(range(256)) * 8)))
+    assert msg.startswith(f"{tmp_path / 'b.csv'}: holds NUL and other control bytes (")
+    assert "the first NUL at byte 0), so it is a binary file, not text" in msg
+    # One stray NUL byte in a text file is not a binary file: the record is read as before.
+    stray = write(tmp_path / "n.csv", "text,label\n" + "\n".join(labelled_rows()).replace("doc 3,", "doc\x003,", 1) + "\n")
+    assert "doc\x003" in list(load_dataset(str(stray))["train"]["text"]) + list(load_dataset(str(stray))["test"]["text"])
+    assert refused(DataError, str(write(tmp_path / "x.csv", b"BZh91AY&SY" + bytes(100)))).endswith(
+        "x.csv: is a bzip2-compressed file, not text; decompress it first (textcls reads .gz files itself)")
+    table = datasets.Dataset.from_dict({"text": ["x", "y"], "label": ["a", "b"]})
+    table.to_parquet(str(tmp_path / "real.parquet"))
+    misnamed = write(tmp_path / "p.csv", (tmp_path / "real.parquet").read_bytes())
+    assert refused(DataError, str(misnamed)).startswith(f"{misnamed}: is a parquet file, not text")
+    zipped = write(tmp_path / "z.csv", b"PK\x03\x04" + b"\x14" * 40)
+    assert refused(DataError, str(zipped)).startswith(f"{zipped}: is a zip archive")
+    msg = refused(DataError, str(write(tmp_path / "cr.csv", b"text,label\rdoc,a\rdoc2,b\r")))
+    assert msg.startswith(f"{tmp_path / 'cr.csv'}:1: a carriage return") and "dos2unix" in msg
+
+
+def test_corrupt_parquet(tmp_path):
+    import os
+
+    table = datasets.Dataset.from_dict({"text": [f"t{i}" for i in range(10)], "label": ["ab"[i % 2] for i in range(10)]})
+    table.to_parquet(str(tmp_path / "good.parquet"))
+    good = (tmp_path / "good.parquet").read_bytes()
+    cut = write(tmp_path / "cut.parquet", good[: len(good) // 2])
+    assert refused(DataError, str(cut)) == f"{cut}: the parquet file is truncated (it does not end with PAR1); write or copy it again"
+    garbled = write(tmp_path / "garbled.parquet", b"PAR1" + os.urandom(200) + b"PAR1")
+    assert refused(DataError, str(garbled)).startswith(f"{garbled}: the parquet file is corrupt (")
+    text = write(tmp_path / "text.parquet", "text,label\n")
+    assert refused(DataError, str(text)).startswith(f"{text}: is not a parquet file")
+
+
+def test_folders_where_files_belong_and_other_layout_errors(tmp_path):
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    books = write(tmp_path / "books.txt", "b1\nb2\n")
+    msg = refused(DataError, [str(books), str(folder)])
+    assert msg == f"{folder}: is a folder, not a file; pass a file, or the folder as the data source"
+    # A sub-folder inside a class folder would be left out silently.
+    for label in ("spam", "ham"):
+        write(tmp_path / "mail" / label / "1.txt", f"{label} one")
+    write(tmp_path / "mail" / "ham" / "archive" / "2.txt", "old ham")
+    msg = refused(DataError, str(tmp_path / "mail"))
+    assert msg.startswith(f"{tmp_path / 'mail' / 'ham' / 'archive'}: a folder inside the class folder ham")
+    # A binary document in a class folder is a bad record, named by its file.
+    write(tmp_path / "mail" / "ham" / "archive" / "2.txt", "x").unlink()
+    (tmp_path / "mail" / "ham" / "archive").rmdir()
+    write(tmp_path / "mail" / "spam" / "img.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    msg = refused(DataError, str(tmp_path / "mail"))
+    assert msg.startswith(f"{tmp_path / 'mail' / 'spam' / 'img.png'}: is a PNG image file, not text; check the path")
+
+
+def test_jsonl_records_of_the_wrong_shape(tmp_path):
+    path = write(tmp_path / "a.jsonl", '[1, 2]\n{"text": "x", "label": "a"}\n')
+    assert refused(DataError, str(path)).startswith(f"{path}:1: a JSON array, not an object; write one JSON object a line")
+    path = write(tmp_path / "m.jsonl", '{"text": "x", "label": "a"}\n{"body": "y", "label": "b"}\n')
+    msg = refused(DataError, str(path))
+    assert msg.startswith(f"{path}:2: no field 'text' in this record (its fields: body, label)")
+    path = write(tmp_path / "n.jsonl", '{"text": "x", "label": "a"}\n{"text": {"en": "y"}, "label": "b"}\n')
+    assert refused(DataError, str(path)).startswith(f"{path}:2: field 'text' holds a JSON object, not text")
+    path = write(tmp_path / "l.jsonl", '{"text": "x", "label": "a"}\n{"text": "y", "label": {"name": "b"}}\n')
+    assert refused(DataError, str(path)).startswith(f"{path}:2: field 'label' holds a JSON object that is not a class name")
+
+
+def test_bad_delimiter_is_a_config_error(tmp_path):
+    path = write(tmp_path / "d.csv", "text;label\n" + "".join(f"doc {i};{'ab'[i % 2]}\n" for i in range(10)))
+    msg = refused(ConfigError, str(path), delimiter=";;")
+    assert msg.startswith("parameter 'delimiter' = ';;' is not one character")
+    assert load_dataset(str(path), delimiter=";").label_names == ["a", "b"]
+    tsv = write(tmp_path / "t.csv", "".join(f"doc {i}\t{'ab'[i % 2]}\n" for i in range(10)))
+    assert load_dataset(str(tsv), delimiter="\\t", text_columns=[0], label_column=1).label_names == ["a", "b"]
+
+
+def test_column_index_beyond_the_first_row(tmp_path):
+    path = write(tmp_path / "d.tsv", "".join(f"{'ab'[i % 2]}\tdoc {i}\n" for i in range(10)))
+    msg = refused(DataError, str(path), header=False, label_column=0, text_columns=[5])
+    assert msg == (f"{path}:1: text_columns index 5 is out of range: the first row has 2 field(s) (indices 0-1); "
+                   "pass an index below 2, or check delimiter= (CLI: --delimiter)")

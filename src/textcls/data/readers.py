@@ -8,8 +8,13 @@ Formats (inferred from the extension, or named with ``format=``):
   first column is the label and the remaining columns are the text (the Zhang et al. and
   ``label<TAB>text`` conventions). With a header and no columns given, the first column
   called ``text``/``sentence``/``content``/``review``/... is the text and the first called
-  ``label``/``labels``/``class``/... is the label. TSV is read without quote handling
-  (sentences carry stray quote marks); CSV uses standard double-quote quoting.
+  ``label``/``labels``/``class``/... is the label. TSV (``format="tsv"``, whatever the
+  ``delimiter``) is read without quote handling (sentences carry stray quote marks); CSV uses
+  standard double-quote quoting, strictly: a stray or unclosed quote is an error at the line
+  where the quoted field opens, never records glued into one. With a header, a row with more
+  fields than the header is a bad record. A header of unknown column names, or a label column
+  that is obviously text (nearly every record its own class, "class names" longer than the
+  texts), is refused with the columns to pass.
 - ``jsonl`` (``.jsonl``, ``.jsonl.gz``, ``.ndjson``): one JSON object a line; the label field
   may hold a list of class names (multi-label).
 - ``parquet``: read through ``datasets``; ``ClassLabel`` integers become class names.
@@ -24,7 +29,12 @@ A folder holding ``train.*`` / ``dev.*`` (or ``valid.*``, ``validation.*``, ``va
 ``test.*`` files, or ``train/`` / ``dev/`` / ``test/`` sub-folders, is read split by split.
 
 Text files are split on ``\\n`` only (never ``str.splitlines``, which also splits on NEL, 0x85)
-and decoded line by line, so an undecodable byte is reported with its file and line. Blank
+and decoded line by line, so an undecodable byte is reported with its file and line. A
+byte-order mark is followed (UTF-8, UTF-16, UTF-32); UTF-16/32 text is decoded as a stream
+before it is split. Gzip data is recognised by its magic bytes. A file that cannot be read
+(permission, a folder, truncated or corrupt compression, binary, UTF-16 without a mark) is a
+one-line ``DataError`` naming it (and the line reached); an unknown ``encoding`` is a
+``ConfigError``. Blank
 lines are not records in formats that carry the label on the line (CSV/TSV, JSON Lines,
 fastText); in one-document-a-line files a blank line is an empty document, which is a bad
 record like any other.
@@ -36,11 +46,16 @@ row) raise a one-line ``DataError`` naming the file and line, or with
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import csv
 import gzip
 import json
 import re
+import stat
 import sys
+import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -86,6 +101,16 @@ class ReadOptions:
             raise ConfigError(f"parameter 'on_bad_record' = {self.on_bad_record!r} is not one of error, skip")
         if self.format is not None and self.format not in FORMATS:
             raise ConfigError(f"parameter 'format' = {self.format!r} is not one of {', '.join(FORMATS)}")
+        if self.encoding is not None:
+            check_encoding(self.encoding)
+        if self.delimiter is not None:
+            delimiter = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(self.delimiter, self.delimiter)
+            if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '"\r\n':
+                raise ConfigError(
+                    f"parameter 'delimiter' = {self.delimiter!r} is not one character; pass one such as "
+                    "',', ';', '|' or \\t for a tab (CLI: --delimiter ';')"
+                )
+            object.__setattr__(self, "delimiter", delimiter)
         if self.text_columns is not None:
             cols = (self.text_columns,) if isinstance(self.text_columns, (str, int)) else tuple(self.text_columns)
             if not cols:
@@ -164,11 +189,195 @@ def _clean_label(label: Any) -> str | list[str] | None:
 
 
 # ---------------------------------------------------------------------------------------
-# Lines
+# Opening, encodings, lines
+
+# (byte-order mark, the codec that reads it). UTF-32-LE's mark starts with UTF-16-LE's, so
+# the longer marks are tried first.
+_BOMS = (
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+_BOM_NAMES = {b"\x00\x00\xfe\xff": "UTF-32-BE", b"\xff\xfe\x00\x00": "UTF-32-LE", b"\xef\xbb\xbf": "UTF-8",
+              b"\xff\xfe": "UTF-16-LE", b"\xfe\xff": "UTF-16-BE"}
+ENCODING_EXAMPLES = "utf-8, latin-1 or utf-16"
+# How much of a file is looked at to recognise a BOM, a binary file or UTF-16 without a BOM.
+_HEAD = 4096
+# Errors a damaged compressed file raises while it is read (BadGzipFile is an OSError).
+_STREAM_ERRORS = (EOFError, zlib.error, OSError)
 
 
-def _open_binary(path: Path):
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+def check_encoding(encoding: str, parameter: str = "encoding") -> str:
+    """``encoding`` if Python has a text codec of that name, else a ConfigError."""
+    try:
+        info = codecs.lookup(encoding)
+    except (LookupError, TypeError, ValueError):
+        info = None
+    if info is None or not getattr(info, "_is_text_encoding", True):
+        raise ConfigError(
+            f"parameter '{parameter}' = {encoding!r} is not a known text encoding; "
+            f"pass one such as {ENCODING_EXAMPLES} (CLI: --encoding utf-8)"
+        )
+    return encoding
+
+
+def _codec_name(encoding: str) -> str:
+    return codecs.lookup(encoding).name
+
+
+def _bom_of(head: bytes) -> bytes | None:
+    return next((bom for bom, _ in _BOMS if head.startswith(bom)), None)
+
+
+def _effective_encoding(encoding: str, head: bytes) -> str:
+    """The codec to read a file with: a UTF-16/UTF-32 byte-order mark wins over the default
+    utf-8 (such a file cannot be UTF-8: bytes FF FE / FE FF are invalid there). An explicit
+    other encoding is kept; the binary sniff below then explains the mismatch."""
+    bom = _bom_of(head)
+    if bom is not None and _codec_name(encoding) in ("utf-8", "utf-8-sig"):
+        return dict(_BOMS)[bom]
+    return encoding
+
+
+def _ascii_compatible(encoding: str) -> bool:
+    """Whether ``\\n`` is byte 0A in this encoding, so lines can be split before decoding."""
+    try:
+        return "\n\r".encode(encoding) == b"\n\r" and "a".encode(encoding) == b"a"
+    except (UnicodeError, LookupError):
+        return False
+
+
+def _unreadable(path: Path, err: OSError) -> str:
+    if isinstance(err, PermissionError):
+        return f"{path}: cannot be read: permission denied; give yourself read access (chmod u+r) or copy the file somewhere readable"
+    if isinstance(err, IsADirectoryError):
+        return f"{path}: is a folder, not a file; pass a file, or the folder as the data source"
+    reason = err.strerror or str(err) or type(err).__name__
+    return f"{path}: cannot be read ({reason}); check the path and the disk"
+
+
+@contextlib.contextmanager
+def open_binary(path: Path):
+    """``path`` opened for binary reading; gzip data (by magic bytes) is decompressed.
+
+    An unreadable file (permission, folder, I/O) is a DataError naming it; so is a ``.gz``
+    name on data that is not gzip-compressed.
+    """
+    try:
+        raw = open(path, "rb")
+    except OSError as err:
+        raise DataError(_unreadable(path, err)) from None
+    try:
+        try:
+            magic = raw.read(2)
+            raw.seek(0)
+        except OSError as err:
+            raise DataError(_unreadable(path, err)) from None
+        if magic == b"\x1f\x8b":
+            with gzip.GzipFile(fileobj=raw, mode="rb") as fh:
+                yield fh
+        elif path.name.lower().endswith(".gz") and magic:
+            raise DataError(
+                f"{path}: is named .gz but is not gzip-compressed; drop .gz from its name, or compress it with gzip"
+            )
+        else:
+            yield raw
+    finally:
+        raw.close()
+
+
+def _damaged(path: Path, lines_read: int, err: BaseException) -> DataError:
+    reason = " ".join(str(err).split()) or type(err).__name__
+    if isinstance(err, OSError) and not isinstance(err, gzip.BadGzipFile) and err.errno is not None:
+        return DataError(
+            f"{path}:{lines_read + 1}: reading stopped after line {lines_read} ({err.strerror or reason}); "
+            "check the disk, or copy the file again"
+        )
+    return DataError(
+        f"{path}:{lines_read + 1}: the file is truncated or corrupt: its compressed data ends or breaks after "
+        f"line {lines_read} ({reason}); download or create the file again"
+    )
+
+
+def _peek(path: Path, fh, lines_read: int = 0) -> bytes:
+    try:
+        return fh.peek(_HEAD)[:_HEAD]
+    except _STREAM_ERRORS as err:
+        raise _damaged(path, lines_read, err) from None
+
+
+def _sniff_binary(path: Path, head: bytes, encoding: str) -> None:
+    """Refuse, with the right advice, a file that is not text in an ASCII-compatible encoding:
+    a UTF-16/32 byte-order mark read with another encoding, UTF-16/32 without a mark (NUL
+    bytes at a steady stride), a parquet, zip, compressed or image file (magic bytes), or a
+    binary file (NUL bytes among many other control bytes in its first ``_HEAD`` bytes)."""
+    bom = _bom_of(head)
+    if bom is not None and bom != b"\xef\xbb\xbf":
+        real = dict(_BOMS)[bom]
+        raise DataError(
+            f"{path}: starts with a {_BOM_NAMES[bom]} byte-order mark but encoding={encoding!r} was asked for; "
+            f'pass encoding="{real}" (CLI: --encoding {real}) or leave the encoding unset'
+        )
+    if head.startswith(b"PAR1"):
+        raise DataError(f'{path}: is a parquet file, not text; name it .parquet or pass format="parquet" (CLI: --format parquet)')
+    if head.startswith(b"PK\x03\x04"):
+        raise DataError(f"{path}: is a zip archive, not text; unpack it and pass the file (or folder) inside")
+    kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
+    if kind is not None:
+        fix = "decompress it first (textcls reads .gz files itself)" if kind.endswith("compressed") else "check the path"
+        raise DataError(f"{path}: is a {kind} file, not text; {fix}")
+    # A stray NUL byte is a damaged record (read as before); a binary file has NUL bytes and
+    # many other control bytes, which text (even with an odd \x01 delimiter) does not.
+    controls = sum(head.count(b) for b in _CONTROL_BYTES)
+    if b"\x00" not in head or controls < max(16, len(head) // 50):
+        return
+    wide = _guess_wide_encoding(head)
+    if wide is not None:
+        raise DataError(
+            f"{path}: holds NUL bytes at a steady stride, so it is {wide.upper()} text without a byte-order mark; "
+            f'pass encoding="{wide}" (CLI: --encoding {wide})'
+        )
+    raise DataError(
+        f"{path}: holds NUL and other control bytes ({controls} in its first {len(head)} bytes; the first NUL at "
+        f"byte {head.index(0)}), so it is a binary file, not text; "
+        "check the path, or pass format= (CLI: --format) if it is a parquet file"
+    )
+
+
+_CONTROL_BYTES = tuple(b for b in range(32) if b not in b"\t\n\v\f\r\x1b")
+_MAGIC = (
+    (b"BZh", "bzip2-compressed"),
+    (b"\xfd7zXZ\x00", "xz-compressed"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
+    (b"7z\xbc\xaf\x27\x1c", "7-zip-compressed"),
+    (b"%PDF-", "PDF"),
+    (b"\x89PNG", "PNG image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+)
+
+
+def _guess_wide_encoding(data: bytes) -> str | None:
+    """utf-16-le/-be or utf-32-le/-be when NUL bytes sit at a steady stride (ASCII text in a
+    wide encoding); None otherwise."""
+    data = data[: len(data) - len(data) % 4]
+    if len(data) < 4 or b"\x00" not in data:
+        return None
+
+    def zero(offset: int, stride: int) -> float:
+        lane = data[offset::stride]
+        return lane.count(0) / max(len(lane), 1)
+
+    if zero(1, 4) > 0.9 and zero(2, 4) > 0.9 and zero(3, 4) > 0.9:
+        return "utf-32-le"
+    if zero(0, 4) > 0.9 and zero(1, 4) > 0.9 and zero(2, 4) > 0.9:
+        return "utf-32-be"
+    if zero(1, 2) > 0.6 and zero(0, 2) < 0.1:
+        return "utf-16-le"
+    if zero(0, 2) > 0.6 and zero(1, 2) < 0.1:
+        return "utf-16-be"
+    return None
 
 
 def _describe_decode_error(err: UnicodeDecodeError, encoding: str) -> str:
@@ -176,12 +385,32 @@ def _describe_decode_error(err: UnicodeDecodeError, encoding: str) -> str:
     return f"byte(s) {bad.hex(' ')} at column {err.start + 1} cannot be decoded as {encoding}"
 
 
-def decode_hint(encoding: str) -> str:
+def decode_hint(encoding: str, raw: bytes = b"") -> str:
+    """What to do about a line that does not decode; ``raw`` (the line's bytes) lets NUL
+    bytes or a byte-order mark point at the encoding the file really has."""
+    bom = _bom_of(raw)
+    wide = dict(_BOMS)[bom] if bom is not None and bom != b"\xef\xbb\xbf" else None
+    if wide is None and b"\x00" in raw:
+        wide = _guess_wide_encoding(raw) or _guess_wide_encoding(raw[1:]) or "utf-16"
+    if wide is not None:
+        return f'the line holds NUL bytes, as {wide.upper()} text does: pass encoding="{wide}" (CLI: --encoding {wide})'
     return (
         'pass encoding="latin-1" (CLI: --encoding latin-1) or the file\'s real encoding'
         if encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig")
         else "pass the file's real encoding with encoding= (CLI: --encoding)"
     )
+
+
+def _mark_bad_bytes(err: UnicodeError):
+    """Decode error handler of the stream path: each undecodable byte becomes U+DC00+byte, a
+    lone surrogate no codec yields for valid input, so a line can be checked after decoding."""
+    if isinstance(err, UnicodeDecodeError):
+        return "".join(chr(0xDC00 + b) for b in err.object[err.start : err.end]), err.end
+    raise err
+
+
+codecs.register_error("textcls-mark", _mark_bad_bytes)
+_MARKED = re.compile("[\udc00-\udcff]+")
 
 
 def iter_lines(
@@ -192,33 +421,122 @@ def iter_lines(
 ) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, text)`` for each ``\\n``-terminated line of ``path``.
 
-    Lines are split on ``\\n`` alone (binary iteration) and decoded one at a time, so NEL
-    bytes stay inside their record and an undecodable line is reported (or skipped and
-    counted) by its number. A trailing ``\\r`` is dropped; so is a UTF-8 byte-order mark.
+    Lines are split on ``\\n`` alone and decoded one at a time, so NEL bytes stay inside
+    their record and an undecodable line is reported (or skipped and counted) by its number.
+    A trailing ``\\r`` is dropped; so is a byte-order mark. A UTF-16/UTF-32 byte-order mark
+    is followed when the encoding is the default utf-8; encodings in which ``\\n`` is not
+    byte 0A (UTF-16, UTF-32, ...) are decoded as a stream and then split on ``\\n``.
+    A file that is binary, unreadable, truncated or corrupt is a one-line DataError.
     """
+    path = Path(path)
+    check_encoding(encoding)
     _require_file(path)
-    with _open_binary(path) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf") and encoding.lower().startswith("utf"):
-                raw = raw[3:]
-            try:
-                yield lineno, raw.decode(encoding, errors)
-            except UnicodeDecodeError as err:
-                buffer.reject(f"{path}:{lineno}", _describe_decode_error(err, encoding), decode_hint(encoding))
+    with open_binary(path) as fh:
+        head = _peek(path, fh)
+        encoding = _effective_encoding(encoding, head)
+        family = _codec_name(encoding)
+        if family in ("utf-16", "utf-32") and _bom_of(head) is None:
+            # Python's incremental utf-16/utf-32 decoders need the mark to know the byte order;
+            # NUL bytes at a steady stride tell it for (mostly) ASCII text.
+            guess = _guess_wide_encoding(head)
+            if guess is None or not guess.startswith(family):
+                raise DataError(
+                    f"{path}: has no byte-order mark, so {encoding} cannot tell its byte order; "
+                    f'pass encoding="{family}-le" or "{family}-be" (CLI: --encoding {family}-le)'
+                )
+            encoding = guess
+        if _ascii_compatible(encoding):
+            _sniff_binary(path, head, encoding)
+            yield from _byte_lines(path, fh, buffer, encoding, errors)
+        else:
+            yield from _stream_lines(path, fh, buffer, encoding, errors)
+
+
+def _byte_lines(path, fh, buffer, encoding, errors) -> Iterator[tuple[int, str]]:
+    strip_bom = _codec_name(encoding).startswith("utf")
+    lineno = 0
+    lines = iter(fh)
+    while True:
+        try:
+            raw = next(lines)
+        except StopIteration:
+            return
+        except _STREAM_ERRORS as err:
+            raise _damaged(path, lineno, err) from None
+        lineno += 1
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if lineno == 1 and strip_bom and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            text = raw.decode(encoding, errors)
+        except UnicodeDecodeError as err:
+            buffer.reject(f"{path}:{lineno}", _describe_decode_error(err, encoding), decode_hint(encoding, raw))
+            continue
+        yield lineno, text
+
+
+def _stream_lines(path, fh, buffer, encoding, errors) -> Iterator[tuple[int, str]]:
+    decoder = codecs.getincrementaldecoder(encoding)("textcls-mark" if errors == "strict" else errors)
+    lineno, pending = 0, ""
+
+    def finish(line: str) -> Iterator[tuple[int, str]]:
+        if line.endswith("\r"):
+            line = line[:-1]
+        if lineno == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+        bad = _MARKED.search(line)
+        if bad is None:
+            yield lineno, line
+            return
+        raw = bytes(ord(c) - 0xDC00 for c in bad.group())
+        buffer.reject(
+            f"{path}:{lineno}",
+            f"byte(s) {raw.hex(' ')} at character {bad.start() + 1} cannot be decoded as {encoding}",
+            "pass the file's real encoding with encoding= (CLI: --encoding)",
+        )
+
+    while True:
+        try:
+            chunk = fh.read(1 << 16)
+        except _STREAM_ERRORS as err:
+            raise _damaged(path, lineno, err) from None
+        try:
+            pending += decoder.decode(chunk, final=not chunk)
+        except UnicodeError as err:  # the mark handler covers bad bytes; this is the codec itself
+            raise DataError(
+                f"{path}:{lineno + 1}: cannot be decoded as {encoding} ({err}); pass the file's real encoding "
+                "with encoding= (CLI: --encoding)"
+            ) from None
+        *complete, pending = pending.split("\n")
+        for line in complete:
+            lineno += 1
+            yield from finish(line)
+        if not chunk:
+            break
+    if pending:
+        lineno += 1
+        yield from finish(pending)
 
 
 def _require_file(path: Path) -> None:
-    if not path.is_file():
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file; check the path") from None
+    except OSError as err:
+        raise DataError(_unreadable(path, err)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DataError(f"{path}: is a folder, not a file; pass a file, or the folder as the data source")
+    if not stat.S_ISREG(st.st_mode):
         raise DataError(f"{path}: no such file; check the path")
-    if path.stat().st_size == 0:
+    if st.st_size == 0:
         raise DataError(f"{path}: empty file; it holds no records")
 
 
-def _finish(path: Path, buffer: RecordBuffer, before: int, skipped_before: int) -> None:
+def _finish(path: Path, buffer: RecordBuffer, before: int, skipped_before: int, header: Sequence[str] | None = None) -> None:
     """Every file must contribute records; an empty or all-bad file is an error."""
     if len(buffer) > before:
         return
@@ -227,6 +545,11 @@ def _finish(path: Path, buffer: RecordBuffer, before: int, skipped_before: int) 
         raise DataError(
             f"{path}: all {n_bad} records were bad and skipped (first: {buffer.skipped[skipped_before]}); "
             "fix the file or check encoding= and the column options"
+        )
+    if header is not None:
+        raise DataError(
+            f"{path}: holds a header row ({', '.join(header)}) and no records; add records, "
+            "or pass header=False (CLI: --no-header) if that row is a record"
         )
     raise DataError(f"{path}: no records found (the file is empty or blank); check the path and the format")
 
@@ -253,6 +576,7 @@ def read_delimited(
     before, skipped_before = len(buffer), len(buffer.skipped)
     if quoting is None:
         quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    quoted = quoting != csv.QUOTE_NONE
     named = [c for c in [*(text_columns or ()), label_column] if isinstance(c, str)]
     if header is False and named:
         raise DataError(
@@ -261,27 +585,44 @@ def read_delimited(
         )
     if header is None and (text_columns is not None or label_column is not None):
         header = bool(named)
+    auto_header = header is None  # decided below from the first row
 
-    state = {"start": None}
+    # start/end: the lines of the record being parsed; lines: its text (quoted formats only),
+    # to find where a bad quoted field opened.
+    state: dict[str, Any] = {"start": None, "end": 0, "lines": []}
 
     def feed() -> Iterator[str]:
         for lineno, line in iter_lines(path, buffer, encoding, decode_errors):
             if state["start"] is None:
-                state["start"] = lineno
+                state["start"], state["lines"] = lineno, []
+            state["end"] = lineno
+            if quoted:
+                state["lines"].append((lineno, line))
             yield line + "\n"
 
-    reader = csv.reader(feed(), delimiter=delimiter, quoting=quoting)
+    # Reading chosen against unterminated or stray quotes (a CSV whose quote at line N was never
+    # closed used to swallow the next records into one field): strict=True makes csv refuse a
+    # closing quote followed by anything but the delimiter or the line end, and a file that ends
+    # inside a quoted field. A quote that closes cleanly further down is caught below: a record
+    # that spans lines must keep the header's field count and a label without a line break,
+    # and a multi-line field must not be made of lines that look like records of their own.
+    # Legitimate multi-line quoted fields (paragraphs of a review) pass all of these.
+    reader = csv.reader(feed(), delimiter=delimiter, quoting=quoting, strict=quoted)
     text_idx: list[int] | None = None
     label_idx: int | None = None
     columns: list[str] | None = None
+    first_row: tuple[int, list[str]] | None = None  # first record, when no header was found
+    raw_labels: Counter = Counter()
+    spanning: list[tuple[int, int, list[str]]] = []
     while True:
         try:
             row = next(reader)
         except StopIteration:
             break
         except csv.Error as err:
-            raise DataError(f"{path}:{state['start']}: malformed {_fmt_name(delimiter)} row ({err}); fix the quoting")
-        lineno, state["start"] = state["start"], None
+            raise _csv_error(path, err, state, delimiter) from None
+        lineno, end = state["start"], state["end"]
+        state["start"] = None
         if not row or (len(row) == 1 and not row[0].strip()):
             continue  # a blank line is not a record
         where = f"{path}:{lineno}"
@@ -292,7 +633,19 @@ def read_delimited(
                 columns = [c.strip() for c in row]
                 text_idx, label_idx = _resolve_columns(path, columns, text_columns, label_column)
                 continue
-            text_idx, label_idx = _resolve_indices(path, len(row), text_columns, label_column)
+            text_idx, label_idx = _resolve_indices(path, len(row), text_columns, label_column, lineno)
+            if auto_header:
+                first_row = (lineno, row)
+        if end > lineno and quoted:
+            _check_spanning_record(path, lineno, end, row, columns, label_idx, delimiter)
+            spanning.append((lineno, end, row))
+        if columns is not None and len(_trim(row)) > len(columns):
+            buffer.reject(
+                where,
+                f"row has {len(row)} fields, the header has {len(columns)} ({', '.join(columns)})",
+                f"quote the field that holds a {_delimiter_name(delimiter)} or fix the row",
+            )
+            continue
         # No text columns given means "every column but the label": at least two fields.
         need = max([label_idx, *text_idx]) + 1 if text_idx else max(label_idx + 1, 2)
         if len(row) < need:
@@ -303,6 +656,7 @@ def read_delimited(
         if text_transform is not None:
             text = text_transform(text)
         label = row[label_idx].strip()
+        raw_labels[label] += 1
         if label_map is not None and label:
             if label not in label_map:
                 buffer.reject(
@@ -311,7 +665,214 @@ def read_delimited(
                 continue
             label = label_map[label]
         buffer.add(where, text, label)
-    _finish(path, buffer, before, skipped_before)
+    for start, end, row in spanning:
+        _check_swallowed_records(path, start, end, row, columns, label_idx, delimiter, raw_labels)
+    _finish(path, buffer, before, skipped_before, header=columns)
+    choose = "text_columns= and label_column= (CLI: --text-column NAME --label-column NAME)"
+    if columns is not None:
+        desc = f"{columns[label_idx]!r}"
+        advice = f"name the text and class columns with {choose}; the header is: {', '.join(columns)}"
+    else:
+        desc = f"{label_idx} (0-based; the file was read without a header)"
+        advice = (
+            "give the 0-based indices of the text and class columns with text_columns= and label_column= "
+            "(CLI: --text-column N --label-column N)"
+        )
+        if first_row is not None:
+            shown = ", ".join(c.strip()[:30] for c in first_row[1])
+            advice = (
+                f"its first row ({shown}) was read as a record: if it is a header, pass header=True (CLI: --header) "
+                f"and name the text and class columns with {choose}; if not, {advice}"
+            )
+    _check_label_column(path, buffer, before, desc, advice)
+    if first_row is not None and text_columns is None and label_column is None:
+        _check_first_row_is_record(path, first_row, label_idx, raw_labels)
+
+
+def _trim(cells: list[str]) -> list[str]:
+    """The cells without trailing empty ones (a trailing delimiter is not a field)."""
+    n = len(cells)
+    while n and not cells[n - 1].strip():
+        n -= 1
+    return cells[:n]
+
+
+def _delimiter_name(delimiter: str) -> str:
+    return {",": "comma", "\t": "tab", ";": "semicolon", "|": "'|'"}.get(delimiter, repr(delimiter))
+
+
+def _quote_fix(delimiter: str) -> str:
+    d = "\\t" if delimiter == "\t" else delimiter
+    return (
+        'fix the quoting there (close the quote; inside a quoted field write a quote mark as "") '
+        f'or read quote marks as plain text with format="tsv", delimiter="{d}" (CLI: --format tsv --delimiter \'{d}\')'
+    )
+
+
+def _quote_open_line(lines: list[tuple[int, str]], delimiter: str) -> int | None:
+    """The line on which the last quoted field opened before the parse stopped (at the end of
+    ``lines``, or at a closing quote followed by text), by csv's own QUOTE_MINIMAL rules."""
+    opened, in_quote = None, False
+    for lineno, line in lines:
+        s = line + "\n"
+        field_start = not in_quote
+        j = 0
+        while j < len(s):
+            c = s[j]
+            if in_quote:
+                if c == '"':
+                    if s[j + 1 : j + 2] == '"':
+                        j += 2
+                        continue
+                    in_quote = False
+                    if s[j + 1 : j + 2] not in (delimiter, "\n"):
+                        return opened  # csv stops here: "',' expected after '\"'"
+                    field_start = False
+            elif c == '"' and field_start:
+                in_quote, opened = True, lineno
+            else:
+                field_start = c in (delimiter, "\n")
+            j += 1
+    return opened
+
+
+def _csv_error(path: Path, err: csv.Error, state: dict, delimiter: str) -> DataError:
+    start, end, lines = state["start"], state["end"], state["lines"]
+    msg = str(err)
+    if "new-line character" in msg:
+        return DataError(
+            f"{path}:{end}: a carriage return (\\r) inside the line splits a field; convert the file's "
+            "line endings to \\n (dos2unix, or mac2unix for old Mac files) or remove the character"
+        )
+    opened = (_quote_open_line(lines, delimiter) if lines else None) or start
+    if "unexpected end of data" in msg:
+        return DataError(
+            f"{path}:{opened}: a quoted field opens on this line and is never closed: it runs to the end of "
+            f"the file (line {end}); {_quote_fix(delimiter)}"
+        )
+    if "expected after" in msg:
+        if opened == end:
+            return DataError(
+                f"{path}:{end}: a quoted field is closed and followed by more text on this line ({msg}); "
+                f"{_quote_fix(delimiter)}"
+            )
+        return DataError(
+            f"{path}:{opened}: a quoted field opens on this line and runs on to line {end}, where its closing "
+            f"quote is followed by more text ({msg}); its quote is probably not closed: {_quote_fix(delimiter)}"
+        )
+    return DataError(f"{path}:{start}: malformed {_fmt_name(delimiter)} row ({msg}); {_quote_fix(delimiter)}")
+
+
+def _field_open_line(start: int, row: list[str], j: int) -> int:
+    """The line on which field ``j`` of a record starting on line ``start`` begins."""
+    return start + sum(f.count("\n") for f in row[:j])
+
+
+def _check_spanning_record(path, start, end, row, columns, label_idx, delimiter) -> None:
+    """A record spanning lines through a quoted field: a label holding a line break, or a
+    field count other than the header's, means a quote was left open (not skippable: the
+    lines it swallowed are records)."""
+    multi = next((j for j, f in enumerate(row) if "\n" in f), 0)
+    if label_idx < len(row) and "\n" in row[label_idx]:
+        raise DataError(
+            f"{path}:{_field_open_line(start, row, label_idx)}: a quoted field opens on this line and runs on to "
+            f"line {end}, so the record's label holds a line break; its quote is probably not closed: "
+            f"{_quote_fix(delimiter)}"
+        )
+    if columns is not None and len(_trim(row)) != len(_trim(columns)):
+        raise DataError(
+            f"{path}:{_field_open_line(start, row, multi)}: a quoted field opens on this line and runs on to line "
+            f"{end}, and the record it ends has {len(row)} fields where the header has {len(columns)}; its quote "
+            f"is probably not closed: {_quote_fix(delimiter)}"
+        )
+
+
+def _check_swallowed_records(path, start, end, row, columns, label_idx, delimiter, labels) -> None:
+    """A multi-line field at least half of whose lines (but the last) read as whole records
+    with a label seen elsewhere in the file is an unclosed quote that swallowed them."""
+    known = {label for label in labels if label}
+    width = len(_trim(columns)) if columns is not None else None
+    for j, field in enumerate(row):
+        pieces = field.split("\n")[:-1]
+        if not pieces or j == label_idx:
+            continue
+        like = []
+        for k, piece in enumerate(pieces):
+            try:
+                cells = next(csv.reader([piece], delimiter=delimiter), [])
+            except csv.Error:
+                continue
+            if (
+                len(cells) > label_idx
+                and cells[label_idx].strip() in known
+                and (width is None or len(_trim(cells)) == width)
+            ):
+                like.append(k)
+        if like and 2 * len(like) >= len(pieces):
+            opened = _field_open_line(start, row, j)
+            example = pieces[like[0]].strip()
+            example = example if len(example) <= 60 else example[:57] + "..."
+            raise DataError(
+                f"{path}:{opened}: a quoted field opens on this line and runs on to line {end}, taking in "
+                f"{len(like)} line(s) that read as records of their own (line {opened + like[0]}: {example!r}); "
+                f"its quote is probably not closed: {_quote_fix(delimiter)}"
+            )
+
+
+def _check_label_column(path, buffer: RecordBuffer, before: int, desc: str, advice: str) -> None:
+    """Refuse a label column that is obviously text: nearly every record its own class, or
+    "class names" longer than the texts. Such a file trains a model with hundreds of one-record
+    classes and 0 test accuracy; it means the columns are swapped or the header was missed."""
+    labels = buffer.labels[before:]
+    n = len(labels)
+    if not n:
+        return
+    names = [x for label in labels for x in (label if isinstance(label, list) else [label])]
+    if not names:
+        return
+    distinct = len(set(names))
+    lengths = sorted(len(x) for x in names)
+    words = sorted(len(x.split()) for x in names)
+    texts = sorted(len(t) for t in buffer.texts[before:])
+    median_len, median_words, median_text = lengths[len(lengths) // 2], words[len(words) // 2], texts[len(texts) // 2]
+    many = (n >= 50 and distinct >= 0.9 * n) or (n >= 20 and distinct >= 0.5 * n and median_words >= 3)
+    long = median_len >= 40 and median_len > 2 * median_text
+    if not (many or long):
+        return
+    why = (
+        f"{distinct} distinct values among {n} records"
+        if many
+        else f"its values are {median_len} characters long (median), the texts {median_text}"
+    )
+    example = max(names[: 50], key=len)
+    example = example if len(example) <= 50 else example[:47] + "..."
+    raise DataError(
+        f"{path}: the label column {desc} looks like text, not class names: {why} (e.g. {example!r}); {advice}"
+    )
+
+
+_HEADER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ .\-]{0,39}")
+
+
+def _check_first_row_is_record(path, first_row, label_idx, raw_labels: Counter) -> None:
+    """No header was recognised, yet the first row looks like one: short identifier-like
+    cells, and a "label" that no other row has while the other labels repeat (column names
+    such as ``sentence_txt,klass`` that are not among the known ones)."""
+    lineno, row = first_row
+    label = row[label_idx].strip() if label_idx < len(row) else ""
+    n = sum(raw_labels.values())
+    if n < 10 or raw_labels[label] != 1:
+        return
+    others = len(raw_labels) - 1
+    cells = [c.strip() for c in row]
+    if others > (n - 1) / 2 or not all(_HEADER_NAME.fullmatch(c) and len(c.split()) <= 3 for c in cells):
+        return
+    raise DataError(
+        f"{path}:{lineno}: the first row ({', '.join(cells)}) looks like a header whose column names are not known "
+        f"ones: its label {label!r} is on no other row; pass header=True (CLI: --header) with text_columns= and "
+        "label_column= naming the columns (CLI: --text-column NAME --label-column NAME), or header=False "
+        "(CLI: --no-header) if that row is a record"
+    )
 
 
 def _fmt_name(delimiter: str) -> str:
@@ -321,6 +882,13 @@ def _fmt_name(delimiter: str) -> str:
 def _looks_like_header(row: list[str]) -> bool:
     known = set(TEXT_CANDIDATES) | set(LABEL_CANDIDATES) | {"title", "description", "id"}
     return any(cell.strip().lower() in known for cell in row)
+
+
+def _columns_advice() -> str:
+    return (
+        "name the text column with text_columns= (CLI: --text-column NAME) and the class column with "
+        "label_column= (CLI: --label-column NAME), or pass header=False (CLI: --no-header) if that row is a record"
+    )
 
 
 def _resolve_columns(path, columns, text_columns, label_column) -> tuple[list[int], int]:
@@ -341,7 +909,7 @@ def _resolve_columns(path, columns, text_columns, label_column) -> tuple[list[in
         hit = next((c for c in TEXT_CANDIDATES if c in lower), None)
         if hit is None:
             raise DataError(
-                f"{path}: no text column found among: {', '.join(columns)}; pass text_columns= (CLI: --text-column)"
+                f"{path}: no text column found among: {', '.join(columns)} (the header row); {_columns_advice()}"
             )
         text_idx = [lower.index(hit)]
     else:
@@ -350,7 +918,7 @@ def _resolve_columns(path, columns, text_columns, label_column) -> tuple[list[in
         hit = next((c for c in LABEL_CANDIDATES if c in lower), None)
         if hit is None:
             raise DataError(
-                f"{path}: no label column found among: {', '.join(columns)}; pass label_column= (CLI: --label-column)"
+                f"{path}: no label column found among: {', '.join(columns)} (the header row); {_columns_advice()}"
             )
         label_idx = lower.index(hit)
     else:
@@ -358,12 +926,19 @@ def _resolve_columns(path, columns, text_columns, label_column) -> tuple[list[in
     return text_idx, label_idx
 
 
-def _resolve_indices(path, n_fields, text_columns, label_column) -> tuple[list[int], int]:
+def _resolve_indices(path, n_fields, text_columns, label_column, lineno=1) -> tuple[list[int], int]:
     label_idx = 0 if label_column is None else label_column
     text_idx = [] if text_columns is None else list(text_columns)
     for i in [label_idx, *text_idx]:
         if not isinstance(i, int) or i < 0:
             raise DataError(f"{path}: column {i!r} must be a 0-based index when the file has no header")
+    given = [("label_column", label_column)] + [("text_columns", i) for i in (text_columns or ())]
+    for role, i in given:
+        if i is not None and i >= n_fields:
+            raise DataError(
+                f"{path}:{lineno}: {role} index {i} is out of range: the first row has {n_fields} field(s) "
+                f"(indices 0-{n_fields - 1}); pass an index below {n_fields}, or check delimiter= (CLI: --delimiter)"
+            )
     if n_fields < 2 and text_columns is None:
         raise DataError(
             f"{path}: the first row has only {n_fields} field(s), need a label and a text; "
@@ -399,7 +974,7 @@ def read_jsonl(
             buffer.reject(where, f"not valid JSON ({err.msg} at column {err.colno})", "fix the line")
             continue
         if not isinstance(obj, dict):
-            buffer.reject(where, f"a JSON {type(obj).__name__}, not an object", "write one JSON object a line")
+            buffer.reject(where, f"a JSON {_json_kind(obj)}, not an object", "write one JSON object a line")
             continue
         if fields is None:
             keys = list(obj)
@@ -407,10 +982,45 @@ def read_jsonl(
             label_field = _pick_fields(
                 path, lineno, keys, None if label_column is None else [label_column], LABEL_CANDIDATES, "label_column"
             )[0]
-        parts = [obj.get(f) for f in fields]
+        present = [f for f in fields if f in obj]
+        if not present or label_field not in obj:
+            missing = fields[0] if not present else label_field
+            buffer.reject(
+                where,
+                f"no field {missing!r} in this record (its fields: {', '.join(obj) or 'none'})",
+                "add the field or remove the record",
+            )
+            continue
+        nested = next((f for f in present if isinstance(obj[f], (dict, list))), None)
+        if nested is not None:
+            buffer.reject(
+                where,
+                f"field {nested!r} holds a JSON {_json_kind(obj[nested])}, not text",
+                "make it a string, or name the text fields with text_columns= (CLI: --text-column)",
+            )
+            continue
+        label = obj[label_field]
+        if isinstance(label, dict) or isinstance(label, list) and any(isinstance(x, (dict, list)) for x in label):
+            buffer.reject(
+                where,
+                f"field {label_field!r} holds a JSON {_json_kind(label)} that is not a class name or a list of class names",
+                "write the class name (or a list of names) there",
+            )
+            continue
+        parts = [obj[f] for f in present]
         text = text_join.join(str(p) for p in parts if p is not None and str(p).strip())
-        buffer.add(where, text, obj.get(label_field))
+        buffer.add(where, text, label)
     _finish(path, buffer, before, skipped_before)
+    if label_field is not None:
+        _check_label_column(
+            path, buffer, before, f"{label_field!r}",
+            "name the class field with label_column= (CLI: --label-column NAME) and the text field with "
+            "text_columns= (CLI: --text-column NAME)",
+        )
+
+
+def _json_kind(value: Any) -> str:
+    return "object" if isinstance(value, dict) else "array" if isinstance(value, list) else type(value).__name__
 
 
 def _pick_fields(path, lineno, keys, wanted, candidates, role) -> list[str]:
@@ -491,25 +1101,56 @@ def read_class_files(
 
 def read_class_folders(root: Path, buffer: RecordBuffer, *, encoding: str = "utf-8") -> None:
     """Append one record per file of each ``<root>/<class>/`` folder."""
+    check_encoding(encoding)
     for class_dir in _visible(root):
         if not class_dir.is_dir():
             raise DataError(f"{class_dir}: a file among class folders; put each document in {root}/<class>/")
-        docs = [p for p in _visible(class_dir) if p.is_file()]
+        entries = _visible(class_dir)
+        sub = next((p for p in entries if p.is_dir()), None)
+        if sub is not None:
+            # Documents in it would be left out silently: a class folder holds files only.
+            raise DataError(
+                f"{sub}: a folder inside the class folder {class_dir.name}; move its documents up into "
+                f"{class_dir} or remove it"
+            )
+        docs = [p for p in entries if p.is_file()]
         if not docs:
             raise DataError(f"{class_dir}: class folder holds no documents; add files or remove the folder")
         for doc in docs:
-            raw = doc.read_bytes()
             try:
-                text = raw.decode(encoding)
-            except UnicodeDecodeError as err:
-                line = raw[: err.start].count(b"\n") + 1
-                buffer.reject(f"{doc}:{line}", _describe_decode_error(err, encoding), decode_hint(encoding))
-                continue
-            buffer.add(str(doc), text, class_dir.name)
+                raw = doc.read_bytes()
+            except OSError as err:
+                raise DataError(_unreadable(doc, err)) from None
+            text = _decode_document(doc, raw, buffer, encoding)
+            if text is not None:
+                buffer.add(str(doc), text, class_dir.name)
+
+
+def _decode_document(doc: Path, raw: bytes, buffer: RecordBuffer, encoding: str) -> str | None:
+    """A whole document's text (byte-order mark followed and dropped), or None when it
+    was rejected as binary or undecodable and skipped."""
+    enc = _effective_encoding(encoding, raw[:4])
+    if _ascii_compatible(enc):
+        try:
+            _sniff_binary(doc, raw[:_HEAD], enc)
+        except DataError as err:
+            reason, _, fix = str(err).partition(": ")[2].partition("; ")
+            buffer.reject(str(doc), reason, fix)
+            return None
+    try:
+        text = raw.decode(enc)
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        buffer.reject(f"{doc}:{line}", _describe_decode_error(err, enc), decode_hint(enc, raw))
+        return None
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def _visible(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    try:
+        return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    except OSError as err:
+        raise DataError(_unreadable(folder, err)) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -597,13 +1238,53 @@ def _table_column(where, columns, spec, role) -> str:
 
 def read_parquet(path: Path, buffer: RecordBuffer, options: ReadOptions) -> list[str] | None:
     _require_file(path)
-    table = datasets.Dataset.from_parquet(str(path))
+    table = _open_parquet(path)
     before, skipped_before = len(buffer), len(buffer.skipped)
     names, _ = read_table(
         table, buffer, where=str(path), text_columns=options.text_columns, label_column=options.label_column
     )
     _finish(path, buffer, before, skipped_before)
+    label = options.label_column
+    if label is None:
+        label = next((c for c in LABEL_CANDIDATES if c in table.column_names), None)
+    elif isinstance(label, int):
+        label = table.column_names[label]
+    _check_label_column(
+        path, buffer, before, f"{label!r}",
+        "name the class column with label_column= (CLI: --label-column NAME) and the text column with "
+        "text_columns= (CLI: --text-column NAME)",
+    )
     return names
+
+
+def _open_parquet(path: Path) -> datasets.Dataset:
+    """The parquet file as a Dataset; a file that is not parquet, or is cut short, is a
+    DataError naming it (pyarrow's own errors are several lines long)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            size = fh.seek(0, 2)
+            fh.seek(max(size - 4, 4))
+            tail = fh.read(4)
+    except OSError as err:
+        raise DataError(_unreadable(path, err)) from None
+    if head != b"PAR1":
+        raise DataError(
+            f"{path}: is not a parquet file (it does not start with PAR1); pass the right format= (CLI: --format) "
+            "or give the file its real extension"
+        )
+    if tail != b"PAR1":
+        raise DataError(f"{path}: the parquet file is truncated (it does not end with PAR1); write or copy it again")
+    import pyarrow.parquet as pq
+
+    try:
+        # Footer and schema first, with pyarrow itself: datasets logs its own multi-line
+        # report of a bad file to stderr before raising.
+        pq.ParquetFile(str(path)).schema_arrow
+        return datasets.Dataset.from_parquet(str(path))
+    except Exception as err:  # pyarrow/datasets errors on a damaged file; any of them is "corrupt"
+        reason = " ".join(str(err).split())[:200] or type(err).__name__
+        raise DataError(f"{path}: the parquet file is corrupt ({type(err).__name__}: {reason}); write or copy it again") from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -689,14 +1370,15 @@ def infer_format(path: Path) -> str:
 
 
 def _first_line_is_fasttext(path: Path) -> bool:
+    _require_file(path)
+    with open_binary(path) as fh:
+        head = _peek(path, fh)
+    encoding = _effective_encoding("utf-8", head)
     try:
-        with _open_binary(path) as fh:
-            for raw in fh:
-                if raw.strip():
-                    return raw.lstrip().startswith(b"__label__")
-    except OSError:
+        text = codecs.getincrementaldecoder(encoding)("ignore").decode(head)
+    except UnicodeError:
         return False
-    return False
+    return text.lstrip("\ufeff \t\r\n").startswith("__label__")
 
 
 def read_file(path: Path, buffer: RecordBuffer, options: ReadOptions, fmt: str | None = None) -> list[str] | None:
@@ -713,6 +1395,7 @@ def read_file(path: Path, buffer: RecordBuffer, options: ReadOptions, fmt: str |
             text_columns=options.text_columns,
             label_column=options.label_column,
             encoding=encoding,
+            quoting=csv.QUOTE_NONE if fmt == "tsv" else None,
         )
     elif fmt == "jsonl":
         read_jsonl(path, buffer, text_columns=options.text_columns, label_column=options.label_column, encoding=encoding)
@@ -725,6 +1408,17 @@ def read_file(path: Path, buffer: RecordBuffer, options: ReadOptions, fmt: str |
     else:
         raise DataError(f"{path}: format {fmt!r} needs a folder, not a file; pass the folder")
     return None
+
+
+def _kind(path: Path) -> str | None:
+    """'file', 'dir' or None; a path that cannot even be looked at is a DataError."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise DataError(_unreadable(path, err)) from None
+    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else None
 
 
 def _split_of(path: Path) -> str | None:
@@ -747,11 +1441,12 @@ def read_path(source: str | Path | Sequence[str | Path], options: ReadOptions, n
         return build_text_dataset(name or ",".join(map(str, paths)), {"train": buffer}, split_notes={"train": "all records of the files"})
     path = Path(source)
     name = name or str(source)
-    if path.is_file():
+    kind = _kind(path)
+    if kind == "file":
         buffer = RecordBuffer(options.on_bad_record)
         class_names = read_file(path, buffer, options)
         return build_text_dataset(name, {"train": buffer}, label_order=class_names, split_notes={"train": f"all records of {path.name}"})
-    if not path.is_dir():
+    if kind != "dir":
         raise DataError(f"{path}: no such file or folder; check the path")
     entries = _visible(path)
     if not entries:
