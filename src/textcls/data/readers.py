@@ -139,6 +139,9 @@ class RecordBuffer:
         self.texts: list[str] = []
         self.labels: list[Any] = []
         self.skipped: list[str] = []
+        # (where, is a list) of the first kept record: one file holds one kind of label, so a
+        # stray list in a single-label file is refused rather than turning the file multi-label.
+        self._first_kind: tuple[str, bool] | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -151,8 +154,11 @@ class RecordBuffer:
         tail = f"; {fix}, {SKIP_HINT}" if skippable else f"; {fix}"
         raise DataError(f"{where}: {reason}{tail}")
 
-    def add(self, where: str, text: Any, label: Any) -> bool:
-        """Validate and keep one record; returns False when it was skipped."""
+    def add(self, where: str, text: Any, label: Any, *, any_label_kind: bool = False) -> bool:
+        """Validate and keep one record; returns False when it was skipped.
+
+        ``any_label_kind``: the format itself marks multi-label records (fastText lines with
+        several ``__label__`` prefixes), so one class name beside lists is not a mistake."""
         if text is None:
             text = ""
         if not isinstance(text, str):
@@ -166,6 +172,16 @@ class RecordBuffer:
         label = _clean_label(label)
         if label is None:
             self.reject(where, "missing or empty label", "give the record a class name or remove it")
+            return False
+        is_list = isinstance(label, list)
+        if self._first_kind is None:
+            self._first_kind = (where, is_list)
+        elif is_list != self._first_kind[1] and not any_label_kind:
+            first_where, first_is_list = self._first_kind
+            kinds = ("a list of class names", "one class name")
+            self.reject(where, f"the label is {kinds[0] if is_list else kinds[1]} but the first record's "
+                        f"({first_where}) is {kinds[0] if first_is_list else kinds[1]}",
+                        "write every label as one class name, or every label as a list (multi-label)")
             return False
         self.texts.append(text)
         self.labels.append(label)
@@ -1060,7 +1076,7 @@ def read_fasttext(path: Path, buffer: RecordBuffer, *, encoding: str = "utf-8") 
         if not labels:
             buffer.reject(where, "no __label__ prefix", "start the line with __label__<class>")
             continue
-        buffer.add(where, stripped[pos:], labels if len(labels) > 1 else labels[0])
+        buffer.add(where, stripped[pos:], labels if len(labels) > 1 else labels[0], any_label_kind=True)
     _finish(path, buffer, before, skipped_before)
 
 
