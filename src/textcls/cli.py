@@ -415,7 +415,8 @@ def train(
                      progress=progress)
 
     with run_dir_lock(run_dir) if writer else contextlib.nullcontext():
-        _check_run_dir(run_dir, partial, resume)  # again: the data took a while to read
+        if writer:
+            _check_run_dir(run_dir, partial, resume)  # again, under the lock: reading the data took a while
         created = not partial.exists()
         try:
             try:
