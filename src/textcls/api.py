@@ -98,6 +98,10 @@ class Classifier(ClassifierMixin, BaseEstimator):
     def fit_dataset(self, dataset: TextDataset, *, run_dir: str | Path | None = None,
                     resume: bool = False) -> "Classifier":
         preset = get_preset(self.model).with_overrides(**self._overrides())
+        if not dataset.multi_label and len(dataset.label_names) < 2:
+            shown = f" ('{dataset.label_names[0]}')" if dataset.label_names else ""
+            raise DataError(f"{dataset.name}: the training data holds a single class{shown}; "
+                            "a classifier needs records of at least two classes")
         self.task_names_ = list(dataset.task_names) if dataset.task_names else None
         if self.task_names_ and preset.kind != "classic" and accepts_arch_param(preset, "num_tasks"):
             # Multi-task data and a model with per-task heads: one head per task. A model
