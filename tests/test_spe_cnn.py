@@ -17,7 +17,8 @@ from textcls.train import build_optimizer
 from tolerance import FEW_OPS, approx32
 
 VOCAB = 40
-PRESETS = ["spe-cnn", "single-cnn-static", "single-cnn-nonstatic", "single-cnn-bow", "spe-cnn-bow"]
+PRESETS = ["spe-cnn", "spe-cnn-pe-scaled", "single-cnn-static", "single-cnn-nonstatic", "single-cnn-bow",
+           "spe-cnn-bow"]
 
 
 @pytest.fixture(autouse=True)
@@ -113,6 +114,40 @@ def test_activation_is_linear_and_layer_norm_has_the_paper_epsilon():
     # Linear: the feature map of -x is the negated map (less the bias twice) before the norm.
     x = torch.randn(1, 8, 6)
     torch.testing.assert_close(model.conv(-x) - model.conv.bias[:, None], -(model.conv(x) - model.conv.bias[:, None]))
+
+
+def test_position_scale_multiplies_the_encoding_and_the_paper_preset_keeps_it_at_one():
+    # The faithful preset: eq. 3 as written, no scale in its arch, the model's default 1.0.
+    assert "position_scale" not in get_preset("spe-cnn").arch
+    faithful = _model("spe-cnn").eval()
+    assert faithful.position_scale == 1.0
+    torch.testing.assert_close(faithful.positions(9), sinusoidal_encoding(9, 8))
+    # The variant: the same preset in every other respect, the encoding times 0.1.
+    scaled_preset, paper_preset = get_preset("spe-cnn-pe-scaled"), get_preset("spe-cnn")
+    assert scaled_preset.arch == {**paper_preset.arch, "position_scale": 0.1}
+    assert scaled_preset.recipe == paper_preset.recipe and scaled_preset.inputs == paper_preset.inputs
+    scaled = _model("spe-cnn-pe-scaled").eval()
+    assert scaled.position_scale == 0.1
+    torch.testing.assert_close(scaled.positions(9), 0.1 * sinusoidal_encoding(9, 8))
+    # Same weights (same seed): the scaled model equals eq. 3 with 0.1 * p_t by hand...
+    doc = [5, 9, 7, 3, 11]
+    ids = torch.tensor([doc])
+    with torch.no_grad():
+        logits = scaled(_batch(ids)).logits[0]
+        words = scaled.embedding.weight[doc] + 0.1 * sinusoidal_encoding(5, 8)
+        feature_map = scaled.norm(scaled.conv(words.T.unsqueeze(0))[0].T)
+        expected = scaled.output(torch.cat([feature_map.max(dim=0).values, feature_map.mean(dim=0)]))
+        torch.testing.assert_close(logits, expected, atol=1e-5, rtol=0)
+        # ... and differs from the faithful one, whose weights are the same.
+        for a, b in zip(scaled.parameters(), faithful.parameters()):
+            assert torch.equal(a, b)
+        assert (faithful(_batch(ids)).logits[0] - logits).abs().max() > 1e-4
+        # Scale 1 through the parameter is the faithful model exactly.
+        one = _model("spe-cnn-pe-scaled", position_scale=1.0).eval()
+        torch.testing.assert_close(one(_batch(ids)).logits, faithful(_batch(ids)).logits, atol=0, rtol=0)
+    # The one-hot (Table 4) path scales its |V|-d encoding too.
+    bow = _model("spe-cnn-bow", position_scale=0.5)
+    torch.testing.assert_close(bow.positions(4), 0.5 * sinusoidal_encoding(4, VOCAB))
 
 
 # ---------------------------------------------------------------- frozen vectors
@@ -236,6 +271,9 @@ def test_the_presets_are_the_rows_of_tables_3_and_4():
     assert arch["single-cnn-nonstatic"] == {"embedding_mode": "nonstatic", "position_encoding": False}
     assert arch["single-cnn-bow"] == {"embedding_mode": "one-hot", "position_encoding": False}
     assert arch["spe-cnn-bow"] == {"embedding_mode": "one-hot", "position_encoding": True}
+    # Not a row of the paper: spe-cnn with the encoding scaled by 0.1 (see the docs).
+    assert arch["spe-cnn-pe-scaled"] == {"embedding_mode": "static", "position_encoding": True,
+                                         "position_scale": 0.1}
     for name in PRESETS:
         recipe = get_preset(name).recipe
         assert (recipe.optimizer, recipe.lr, recipe.weight_decay, recipe.batch_size, recipe.dev_fraction) == (
@@ -275,6 +313,10 @@ def test_bad_parameters_are_one_line_config_errors():
         _model("spe-cnn", layer_norm_eps=0.0)
     with pytest.raises(ConfigError, match="'position_encoding' = 'yes' must be true or false"):
         _model("spe-cnn", position_encoding="yes")
+    with pytest.raises(ConfigError, match=r"'position_scale' = -0.1 is outside"):
+        _model("spe-cnn", position_scale=-0.1)
+    with pytest.raises(ConfigError, match="'position_scale' = '0.1' must be a number"):
+        _model("spe-cnn", position_scale="0.1")
 
 
 # ---------------------------------------------------------------- learning on real data
@@ -299,3 +341,37 @@ def test_spe_cnn_learns_trec_from_a_small_slice():
     majority = np.bincount(data.encoded["dev"].labels).max() / len(data.encoded["dev"])
     assert losses[-1] < 0.5 * losses[0]
     assert majority < 0.3 and result.best_metrics["accuracy"] > majority + 0.35
+
+
+# ---------------------------------------------------------------- the full-fidelity suite
+
+
+def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures():
+    from textcls.benchmark.peers import is_peer
+    from textcls.benchmark.runner import load_suite
+
+    full = load_suite("spe_cnn_full")
+    assert {e.dataset for e in full.entries} == {"mr", "mpqa", "trec", "reuters-single", "20news", "imdb"}
+    neural = ["spe-cnn", "spe-cnn-pe-scaled", "single-cnn-static", "single-cnn-nonstatic", "kim-cnn-static",
+              "kim-cnn-nonstatic"]
+    for entry in full.entries:
+        assert entry.max_per_split is None, entry.id  # no sampling
+        # 5 seeds (the paper's repetitions) under 20,000 training documents, 3 on imdb.
+        assert entry.seeds == ([0, 1, 2] if entry.dataset == "imdb" else [0, 1, 2, 3, 4]), entry.id
+        if is_peer(entry.model) or entry.model == "tfidf-lr":
+            assert entry.paper is None
+            continue
+        assert entry.model in neural
+        # The presets' recipe untouched: only the length cap is overridden.
+        assert entry.overrides == {"max_length": 3000}, entry.id
+        assert entry.paper is not None and entry.paper_source.startswith("spe_cnn Table 3"), entry.id
+    ids = {e.id for e in full.entries}
+    for dataset in ("mr", "mpqa", "trec", "reuters-single", "20news", "imdb"):
+        assert {f"{dataset}:{m}" for m in neural + ["fasttext-tutorial", "tfidf-lr", "minilm-lr"]} <= ids
+    # The paper's figures, as in the 30-minute suite (Table 3).
+    budget = {(e.dataset, e.model): e.paper for e in load_suite("spe_cnn").entries if e.paper is not None}
+    for entry in full.entries:
+        if (entry.dataset, entry.model) in budget:
+            assert entry.paper == budget[(entry.dataset, entry.model)], entry.id
+    scaled = {e.dataset: e.paper for e in full.entries if e.model == "spe-cnn-pe-scaled"}
+    assert scaled == {e.dataset: e.paper for e in full.entries if e.model == "spe-cnn"}

@@ -26,6 +26,14 @@ Presets (section 3.2's recipe: Adam, lr 1e-4, L2 1e-4, batches of 40, early stop
   (Table 3, section 3.3's "SingleCNN-static / -nonstatic").
 - ``single-cnn-bow`` / ``spe-cnn-bow``: Table 4, "simple bag-of-words" word vectors, without
   and with SPE (read as one-hot word vectors, see below).
+- ``spe-cnn-pe-scaled``: not in the paper. ``spe-cnn`` with the encoding multiplied by
+  ``position_scale = 0.1`` before eq. 3. With the offline 50-d vectors the unscaled encoding
+  (norm ``sqrt(50/2) = 5.0``, every dimension within +-1) is larger than the GloVe vectors it
+  is added to (mean norm 4.36); the convolution is linear, so ``w . (x + p) = w . x + w . p``
+  and max-pooling picks the windows where ``w . p`` peaks rather than those with the telling
+  words. Scaled by 0.1 it took an IMDB slice from 70.7 to 80.4 and a 20news slice from 41.5
+  to 54.0 % (docs/models/spe_cnn.md has the numbers, and what can be said of the paper's
+  300-d setting).
 
 Readings of the ambiguous passages (each is also commented at its line):
 
@@ -115,6 +123,21 @@ SPE_CNN_PRESETS = [
         "(3 x 128), layer norm, max+avg pooling." + _GLOVE_NOTE,
         paper=_PAPER,
     ),
+    # Not in the paper: spe-cnn with the encoding scaled by 0.1. At 50-d the unscaled encoding
+    # (norm 5.0, 36 of 50 dimensions swinging by more than 0.5 over 500 positions) outweighs
+    # the GloVe vectors (mean norm 4.36), and the linear convolution then max-pools on position
+    # rather than content; x 0.1 took an IMDB slice from 70.7 to 80.4 % and a 20news slice from
+    # 41.5 to 54.0 % (docs/models/spe_cnn.md, "Scaled positions").
+    Preset(
+        "spe-cnn-pe-scaled",
+        "spe-cnn",
+        arch={"embedding_mode": "static", "position_encoding": True, "position_scale": 0.1},
+        recipe=SPE_RECIPE,
+        inputs=_GLOVE,
+        description="SingleCNN-SPE with the sinusoidal encoding scaled by 0.1 (not in the paper: at 50-d "
+        "the unscaled encoding outweighs the word vectors)." + _GLOVE_NOTE,
+        paper=_PAPER,
+    ),
     Preset(
         "single-cnn-static",
         "spe-cnn",
@@ -169,6 +192,8 @@ class SingleCNN(TextModel):
         filters: number of filters ``m`` (128).
         layer_norm_eps: layer-normalisation epsilon (1e-6).
         dropout: dropout rate on the pooled features (0.1).
+        position_scale: factor on the sinusoidal encoding before it is added (1.0: eq. 3 as
+            written; ``spe-cnn-pe-scaled`` uses 0.1, see the module docstring).
     """
 
     def __init__(
@@ -184,6 +209,7 @@ class SingleCNN(TextModel):
         filters: int = 128,
         layer_norm_eps: float = 1e-6,
         dropout: float = 0.1,
+        position_scale: float = 1.0,
     ):
         super().__init__()
         check_choice("embedding_mode", embedding_mode, EMBEDDING_MODES)
@@ -194,9 +220,13 @@ class SingleCNN(TextModel):
         check_positive_int("filters", filters, 1 << 16)
         range_check("layer_norm_eps", layer_norm_eps, 0.0, 1.0, low_open=True)
         check_probability("dropout", dropout)
+        if isinstance(position_scale, bool) or not isinstance(position_scale, (int, float)):
+            raise ConfigError(f"parameter 'position_scale' = {position_scale!r} must be a number")
+        range_check("position_scale", position_scale, 0.0, 100.0)
 
         self.embedding_mode = embedding_mode
         self.position_encoding = position_encoding
+        self.position_scale = float(position_scale)
         self.window = int(window)
         self.filters = int(filters)
         if embedding_mode == "one-hot":
@@ -236,7 +266,8 @@ class SingleCNN(TextModel):
         self._position_cache: Tensor | None = None
 
     def positions(self, length: int, device: torch.device | None = None) -> Tensor:
-        """The first ``length`` rows of the sinusoidal table (eq. 1-2), ``[length, input_dim]``."""
+        """The first ``length`` rows of the sinusoidal table (eq. 1-2) times ``position_scale``,
+        ``[length, input_dim]``: the ``p_t`` that eq. 3 adds."""
         cache = self._position_cache
         if cache is None or cache.size(0) < length or (device is not None and cache.device != device):
             # Grown geometrically so that ever longer batches rebuild it rarely. Built outside
@@ -245,6 +276,8 @@ class SingleCNN(TextModel):
             with torch.inference_mode(False):
                 cache = sinusoidal_encoding(rows, self.input_dim).to(device or "cpu")
             self._position_cache = cache
+        if self.position_scale != 1.0:
+            return cache[:length] * self.position_scale
         return cache[:length]
 
     def forward(self, batch: dict[str, Tensor]) -> Output:
