@@ -3,6 +3,8 @@
 ``prepare(dataset, inputs)`` fits the text pipeline on the training split only (the
 vocabulary, Word2Vec vectors and bigram table never see dev or test text), encodes every
 split, builds the embedding matrix the preset asks for, and returns loaders on demand.
+``resolve_recipe(recipe, prepared)`` then fills in the recipe fields a preset leaves to the
+training corpus (``Recipe.auto``: fasttext-bag's epochs and learning rate).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 from ..errors import ConfigError, DataError
 from ..text.embeddings import EmbeddingResult, build_embeddings
 from ..text.pipeline import TextPipeline
+from ..train.recipe import Recipe
 from .batching import EncodedDataset, make_loader
 from .records import TextDataset
 
@@ -71,6 +74,15 @@ class PreparedData:
             for c in (y if self.dataset.multi_label else [y]):
                 counts[c] += 1
         return counts
+
+    def corpus_stats(self) -> dict:
+        """What a recipe rule reads (``Recipe.resolve``): the training split's document count,
+        mean length in tokens (after the pipeline's truncation; an empty document counts
+        its one [UNK]) and the number of classes."""
+        lengths = self.encoded["train"].lengths
+        n_docs = len(lengths)
+        return {"n_docs": n_docs, "mean_tokens": float(sum(lengths)) / max(n_docs, 1),
+                "n_classes": self.num_classes}
 
     def loader(self, split: str, batch_size: int, *, shuffle: bool = False, seed: int = 0,
                num_replicas: int = 1, rank: int = 0):
@@ -132,3 +144,11 @@ def prepare(dataset: TextDataset, inputs: dict, *, seed: int = 0,
                                 **({"settings": embeddings.settings} if embeddings.settings else {})}
     report["vocab_size"] = pipeline.vocab_size
     return PreparedData(dataset, pipeline, encoded, shape, embeddings, report)
+
+
+def resolve_recipe(recipe: Recipe, prepared: PreparedData) -> Recipe:
+    """``recipe`` with the fields it leaves to the data (``recipe.auto``) chosen from
+    ``prepared``'s training split (``PreparedData.corpus_stats``); unchanged without ``auto``."""
+    if recipe.auto is None:
+        return recipe
+    return recipe.resolve(**prepared.corpus_stats())

@@ -13,14 +13,18 @@ Bigram ids come from the text pipeline (``bigram_ids`` / ``bigram_mask``, ids in
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from ..train.recipe import Recipe, register_lr_lambda
+from ..train.recipe import Recipe, register_auto_rule, register_lr_lambda
 from .base import Output, TextModel
-from .layers import build_embedding, check_positive_int, masked_mean
+from .layers import build_embedding, check_flag, check_positive_int
 from .registry import Preset, register_model
 
 
@@ -36,22 +40,94 @@ def linear_decay(epochs: int):
     return lambda epoch: max(1.0 - (epoch + 0.5) / epochs, 0.0)
 
 
-# Joulin et al. run 5 epochs and pick lr in {0.05, 0.1, 0.25, 0.5} on dev, with one SGD
-# update per example. We average the loss over a mini-batch of 32 for speed, so the
-# per-example rate 0.25 becomes 0.25 * 32 = 8 on the batch mean (on TREC, lr 8 reached 0.90
-# test accuracy in 5 epochs, lr 4 0.87).
+# ---------------------------------------------------------------- the recipe
+#
+# fastText (Joulin et al. 2017, and the library) takes one SGD step per document at a
+# per-example rate `a` that falls linearly to 0 over training; users pick `a` and the epochs
+# for their data (the paper: 5 epochs, a in {0.05, 0.1, 0.25, 0.5}, on 120k-3.6M documents;
+# the tutorial: a = 1.0 and 25 epochs on 12k short questions). The engine here averages the
+# loss over a batch of 32, so a step at lr moves a rare word's row as one fastText step at
+# a = lr / 32 would; fastText's a = 1.0 is lr 32. The rows shared by the whole batch (the
+# output matrix, frequent words) get 32 gradients taken at the same point instead of 32
+# steps that each see the last, so a batch tolerates less than fastText: at lr 32 TREC (10
+# words a question) and MPQA (3 words a phrase) diverged or oscillated, while 20news (446
+# words a post) trained best there. The mean of n rows shrinks the hidden vector's size (and
+# the output layer's curvature) with n, and each row's gradient is 1/n of the document's, so
+# long documents both allow and need a larger rate. Hence `fasttext_recipe_for`: the
+# per-example rate and the epochs as functions of the corpus.
+
+LR_SHORT = 0.25  # per-example rate for documents of <= REF_TOKENS tokens (tuned on TREC)
+LR_MAX = 1.0  # fastText's tutorial rate: the ceiling (lr 32 at batch 32)
+REF_TOKENS = 10.0  # TREC's mean question length
+# Progress needed, as the sum of the per-example rate over the epochs: ~2.5 for TREC-length
+# documents, growing with the square root of the length (20news needed ~15 to match fastText)
+# and with the square root of how few documents each class has below TREC's 800 (a
+# 900-question slice of TREC needed ~3 where the whole of it needed ~1.5-2.5).
+PROGRESS_AT_REF = 2.5
+REF_DOCS_PER_CLASS = 800.0  # TREC: 4,906 training questions / 6 classes
+MIN_EPOCHS, MAX_EPOCHS = 5, 50
+
+
+class FastTextSchedule(NamedTuple):
+    """What ``fasttext_recipe_for`` chooses: fastText's per-example rate and the epochs."""
+
+    per_example_lr: float
+    epochs: int
+
+    def lr(self, batch_size: int) -> float:
+        """The engine's lr (its loss is the batch mean): the per-example rate times the batch."""
+        return self.per_example_lr * batch_size
+
+
+def fasttext_recipe_for(n_docs: int, mean_tokens: float, n_classes: int) -> FastTextSchedule:
+    """fastText's per-example learning rate and epoch count for a training corpus.
+
+    With ``L`` = ``mean_tokens`` (words per training document) and ``m`` = ``n_docs / n_classes``:
+
+    - rate ``a = clip(0.25 * sqrt(L / 10), 0.25, 1.0)``: the paper's (and TREC's) 0.25 up to
+      TREC's length, fastText's tutorial 1.0 from 160 tokens on;
+    - progress ``P = 2.5 * sqrt(L / 10) * max(1, sqrt(800 / m))``: the sum of the rate over
+      the epochs that training needs; longer documents, and fewer documents per class than
+      TREC's 800, need more (a class's output row is updated by its documents only);
+    - epochs ``E = clip(ceil(P / a), 5, 50)``: at least the paper's 5.
+
+    So documents of 10-160 tokens get 10 epochs (more with few documents per class) at a
+    rate that grows with their length, and longer ones fastText's rate and more epochs.
+    Training keeps the best epoch on dev, so more epochs than needed cost time, not accuracy.
+    """
+    check_positive_int("n_docs", n_docs)
+    check_positive_int("n_classes", n_classes)
+    if isinstance(mean_tokens, bool) or not isinstance(mean_tokens, (int, float)) or not mean_tokens > 0:
+        raise ConfigError(f"parameter 'mean_tokens' = {mean_tokens!r} must be a positive number")
+    length = math.sqrt(mean_tokens / REF_TOKENS)
+    rate = min(max(LR_SHORT * length, LR_SHORT), LR_MAX)
+    few_docs = max(1.0, math.sqrt(REF_DOCS_PER_CLASS / (n_docs / n_classes)))
+    progress = PROGRESS_AT_REF * length * few_docs
+    epochs = min(max(math.ceil(progress / rate - 1e-9), MIN_EPOCHS), MAX_EPOCHS)
+    return FastTextSchedule(round(rate, 4), int(epochs))
+
+
+@register_auto_rule("fasttext")
+def _fasttext_rule(recipe: Recipe, *, n_docs: int, mean_tokens: float, n_classes: int) -> dict:
+    chosen = fasttext_recipe_for(n_docs, mean_tokens, n_classes)
+    return {"epochs": chosen.epochs, "lr": chosen.lr(recipe.batch_size)}
+
+
+# The preset's own lr and epochs (TREC-tuned: a = 0.25, lr 8, 5 epochs) are the fallback where
+# no corpus is at hand; training resolves them from the data (Recipe.auto, data.prepare.resolve_recipe)
+# unless they are given explicitly.
 FASTTEXT_RECIPE = Recipe(
     optimizer="sgd",
     lr=8.0,
     batch_size=32,
     epochs=5,
     schedule={"type": "lambda", "name": "linear-decay", "epochs": 5},
+    auto={"rule": "fasttext", "fields": ["epochs", "lr"]},
 )
-# fastText's default is 2**21 buckets. Here 2**18 (2.6M floats at 10-d): the embedding
-# gradient is dense, so every step touches every bucket. On TREC (one CPU thread, batches of
-# 32) an epoch took ~8 s with 2**20 buckets and ~0.9 s with 2**18, at the same test accuracy
-# (0.90). For big corpora raise it (bigram_buckets=2**21) and accept the slower steps.
-DEFAULT_BIGRAM_BUCKETS = 1 << 18
+# fastText's default, 2**21 buckets. The tables' gradients are sparse (FastTextBag), so a step
+# costs the rows it touches, not the table's size: on TREC, 5 epochs took 1.2 s of training
+# passes at 2**21 buckets with sparse gradients and 80 s with dense ones (2**18 dense: 4.5 s).
+DEFAULT_BIGRAM_BUCKETS = 1 << 21
 _FASTTEXT_INPUTS = {"shape": "flat", "lowercase": True, "min_freq": 1, "embeddings": None, "embedding_dim": 10}
 _PAPER = "Joulin et al. 2017, Bag of Tricks for Efficient Text Classification (EACL)"
 
@@ -77,7 +153,19 @@ FASTTEXT_PRESETS = [
 
 @register_model("fasttext-bag", presets=FASTTEXT_PRESETS)
 class FastTextBag(TextModel):
-    """Mean of word (and hashed bigram) embeddings, then a bias-free linear layer."""
+    """Mean of word (and hashed bigram) embeddings, then a bias-free linear layer.
+
+    The tables are ``nn.Embedding`` modules (``words``, ``bigrams``: the state-dict keys of
+    every run saved before), read with ``F.embedding_bag`` over the real positions only:
+    the ids under ``mask`` / ``bigram_mask`` are packed into one flat list with per-document
+    offsets, so padding costs nothing and a padded batch gives each document's own mean.
+
+    ``sparse=True`` (the default) makes the tables' gradients sparse: a step touches the
+    rows of the batch's words and bigrams, not all ``vocab_size + bigram_buckets`` rows,
+    which is what lets the table have fastText's 2**21 buckets. ``train.optim`` switches a
+    table back to dense gradients when the recipe's optimiser cannot take sparse ones
+    (Adam, weight decay, momentum, gradient clipping); see ``optim.dense_gradients_unless_supported``.
+    """
 
     def __init__(
         self,
@@ -87,22 +175,30 @@ class FastTextBag(TextModel):
         *,
         embedding_dim: int = 10,
         bigram_buckets: int = 0,
+        sparse: bool = True,
     ):
         super().__init__()
         check_positive_int("embedding_dim", embedding_dim, 1 << 16)
         if bigram_buckets != 0:
             check_positive_int("bigram_buckets", bigram_buckets)
+        check_flag("sparse", sparse)
         init_range = 1.0 / embedding_dim
         self.words = build_embedding(vocab_size, embedding_dim, embeddings, uniform_range=init_range)
         # Row 0 is the bigram PAD; bucket ids run 1..bigram_buckets.
         self.bigrams = (
             build_embedding(bigram_buckets + 1, embedding_dim, uniform_range=init_range) if bigram_buckets else None
         )
+        for table in self.tables():
+            table.sparse = sparse
         self.output = nn.Linear(embedding_dim, num_classes, bias=False)
         nn.init.zeros_(self.output.weight)
 
+    def tables(self) -> list[nn.Embedding]:
+        """The input tables (words, then bigrams when the model has them)."""
+        return [t for t in (self.words, self.bigrams) if t is not None]
+
     def forward(self, batch: dict[str, Tensor]) -> Output:
-        vectors, mask = self.words(batch["input_ids"]), batch["mask"].bool()
+        total, count = _bag_sum(self.words, batch["input_ids"], batch["mask"])
         if self.bigrams is not None:
             if "bigram_ids" not in batch:
                 raise ConfigError(
@@ -110,6 +206,20 @@ class FastTextBag(TextModel):
                     "bigram_buckets in the text pipeline, or use fasttext-bag-unigram"
                 )
             # One average over words and bigrams together, as fastText averages all input rows.
-            vectors = torch.cat([vectors, self.bigrams(batch["bigram_ids"])], dim=1)
-            mask = torch.cat([mask, batch["bigram_mask"].bool()], dim=1)
-        return Output(logits=self.output(masked_mean(vectors, mask, dim=1)))
+            bigram_total, bigram_count = _bag_sum(self.bigrams, batch["bigram_ids"], batch["bigram_mask"])
+            total, count = total + bigram_total, count + bigram_count
+        # An empty document (no real word or bigram) is the zero vector, as in masked_mean.
+        hidden = total / count.clamp_min(1).unsqueeze(1).to(total.dtype)
+        return Output(logits=self.output(hidden))
+
+
+def _bag_sum(table: nn.Embedding, ids: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """(sum of ``table``'s rows over each document's real positions ``[B, D]``, their count ``[B]``)."""
+    mask = mask.bool()
+    lengths = mask.sum(dim=1)
+    offsets = torch.zeros_like(lengths)
+    torch.cumsum(lengths[:-1], dim=0, out=offsets[1:])
+    # No padding_idx: the mask already leaves padding out, and F.embedding_bag with one was
+    # ~100x slower here (19.5 ms instead of 0.17 ms for 14,000 ids into 2**21 rows).
+    total = F.embedding_bag(ids[mask], table.weight, offsets, mode="sum", sparse=table.sparse)
+    return total, lengths

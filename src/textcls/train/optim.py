@@ -16,6 +16,7 @@ from the recipe and only needs its ``last_epoch``.
 from __future__ import annotations
 
 import bisect
+import logging
 from typing import Callable, Iterable
 
 import torch
@@ -25,7 +26,10 @@ from torch.optim.lr_scheduler import LambdaLR
 from ..errors import ConfigError
 from .recipe import Recipe, get_lr_lambda
 
-__all__ = ["build_optimizer", "build_scheduler", "lr_factor"]
+__all__ = ["build_optimizer", "build_scheduler", "lr_factor", "dense_gradients_unless_supported",
+           "sparse_gradients_supported"]
+
+log = logging.getLogger("textcls.train")
 
 # Zeiler (2012) / Kim (2014): Adadelta with decay rate 0.95 and epsilon 1e-6.
 ADADELTA_RHO = 0.95
@@ -38,8 +42,13 @@ def build_optimizer(params: Iterable[torch.Tensor] | nn.Module, recipe: Recipe) 
     ``params`` is an iterable of tensors or an ``nn.Module``. Weight decay (``recipe.weight_decay``)
     applies to every trainable parameter (L2 for adam/sgd/adadelta, decoupled for adamw), as
     in the papers, which do not exempt biases.
+
+    Given a module, its sparse-gradient embedding tables (``nn.Embedding(sparse=True)``, as
+    fasttext-bag's) keep their sparse gradients only where the recipe can use them (see
+    ``sparse_gradients_supported``); otherwise they are switched to dense gradients here.
     """
     if isinstance(params, nn.Module):
+        dense_gradients_unless_supported(params, recipe)
         params = params.parameters()
     trainable = [p for p in params if p.requires_grad]
     if not trainable:
@@ -60,6 +69,50 @@ def build_optimizer(params: Iterable[torch.Tensor] | nn.Module, recipe: Recipe) 
         return torch.optim.Adadelta(trainable, lr=lr, rho=ADADELTA_RHO, eps=ADADELTA_EPS, weight_decay=wd)
     # Recipe.__post_init__ already rejects other names; this guards a Recipe built around it.
     raise ConfigError(f"optimizer '{name}' is not one of adam, adamw, sgd, adadelta")
+
+
+def sparse_gradients_supported(recipe: Recipe) -> str | None:
+    """None when training with ``recipe`` can take sparse gradients, else the reason it cannot.
+
+    Only plain SGD updates from a sparse gradient (``torch.optim.SGD`` adds the rows it is
+    given). Adam, AdamW and Adadelta refuse sparse gradients; SGD's weight decay adds the
+    dense weights to the gradient, which torch refuses for a sparse one; momentum would keep a
+    dense (or ever-growing sparse) buffer that the checkpoint cannot store as safetensors;
+    ``clip_grad_norm_`` has no sparse norm; and DDP's NCCL all-reduce has no sparse kind.
+    """
+    from . import distributed
+
+    if recipe.optimizer != "sgd":
+        return f"optimizer {recipe.optimizer} needs dense gradients"
+    if recipe.weight_decay:
+        return "SGD weight decay needs dense gradients"
+    if recipe.momentum:
+        return "SGD momentum needs dense gradients"
+    if recipe.grad_clip is not None:
+        return "gradient clipping needs dense gradients"
+    if distributed.world_size() > 1:
+        return "DDP needs dense gradients"
+    return None
+
+
+def dense_gradients_unless_supported(module: nn.Module, recipe: Recipe) -> list[str]:
+    """Switch ``module``'s sparse embedding tables to dense gradients when ``recipe`` needs them.
+
+    Returns the names of the tables switched (and logs why). The forward pass is the same
+    either way; only the gradient's layout changes, so the training is the same (up to the
+    order of floating-point additions).
+    """
+    reason = sparse_gradients_supported(recipe)
+    switched = []
+    if reason is None:
+        return switched
+    for name, sub in module.named_modules():
+        if isinstance(sub, (nn.Embedding, nn.EmbeddingBag)) and sub.sparse:
+            sub.sparse = False
+            switched.append(name)
+    if switched:
+        log.info("dense gradients for %s: %s", ", ".join(switched), reason)
+    return switched
 
 
 def lr_factor(schedule: dict | None) -> Callable[[int], float]:

@@ -1,0 +1,261 @@
+"""fasttext-bag: sparse table gradients, fastText's 2**21 buckets, masking, the data-scaled
+recipe (``fasttext_recipe_for`` / ``Recipe.auto``), old saved runs, and learning on TREC."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import textcls
+from textcls import Classifier
+from textcls.data.prepare import prepare, resolve_recipe
+from textcls.data.splits import ensure_dev
+from textcls.errors import ConfigError
+from textcls.models import create_model
+from textcls.models.fasttext_bag import FASTTEXT_RECIPE, fasttext_recipe_for
+from textcls.models.registry import get_preset
+from textcls.train.engine import fit
+from textcls.train.optim import build_optimizer
+from textcls.train.recipe import MAX_LR, Recipe
+from tolerance import KERNEL
+
+VOCAB = 60
+BUCKETS = 50
+
+
+def _pad(docs, length=None, filler=0):
+    """``[B, L]`` ids padded with ``filler`` and the mask of the real positions (from lengths)."""
+    length = length or max(1, max(len(d) for d in docs))
+    ids = torch.full((len(docs), length), filler, dtype=torch.long)
+    mask = torch.zeros(len(docs), length, dtype=torch.bool)
+    for row, doc in enumerate(docs):
+        ids[row, : len(doc)] = torch.tensor(doc, dtype=torch.long)
+        mask[row, : len(doc)] = True
+    return ids, mask
+
+
+def _batch(words, bigrams, word_length=None, bigram_length=None, filler=0):
+    ids, mask = _pad(words, word_length, filler)
+    bigram_ids, bigram_mask = _pad(bigrams, bigram_length, filler)
+    return {"input_ids": ids, "mask": mask, "bigram_ids": bigram_ids, "bigram_mask": bigram_mask}
+
+
+def _docs(lengths, seed, high):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(2, high, size=n).tolist() for n in lengths]
+
+
+def _model(**overrides):
+    torch.manual_seed(0)
+    model = create_model("fasttext-bag", num_classes=3, vocab_size=VOCAB, bigram_buckets=BUCKETS, **overrides)
+    with torch.no_grad():
+        model.output.weight.normal_()  # fastText starts it at zero, which would hide errors
+    return model
+
+
+# ---------------------------------------------------------------- the model
+
+
+def test_default_preset_has_fasttexts_two_million_buckets_and_sparse_tables():
+    preset = get_preset("fasttext-bag")
+    assert preset.inputs["bigram_buckets"] == 2**21
+    model = create_model(preset, num_classes=2, vocab_size=VOCAB)
+    assert model.bigrams.weight.shape == (2**21 + 1, 10)
+    assert model.words.sparse and model.bigrams.sparse
+    # Still nn.Embedding tables, so parameter counts that look for embeddings find them.
+    assert all(isinstance(t, nn.Embedding) for t in model.tables())
+
+
+def test_table_gradients_are_sparse_and_touch_only_the_batch_rows():
+    model = _model()
+    words, bigrams = _docs([5, 2], seed=1, high=VOCAB), _docs([4, 1], seed=2, high=BUCKETS + 1)
+    logits = model(_batch(words, bigrams)).logits
+    nn.functional.cross_entropy(logits, torch.tensor([0, 2])).backward()
+    for table, docs in ((model.words, words), (model.bigrams, bigrams)):
+        grad = table.weight.grad
+        assert grad.is_sparse
+        rows = set(grad.coalesce().indices()[0].tolist())
+        assert rows == {i for doc in docs for i in doc}
+    assert not model.output.weight.grad.is_sparse
+
+
+def test_sparse_and_dense_gradients_train_to_the_same_weights():
+    words, bigrams = _docs([6, 3, 4, 1], seed=3, high=VOCAB), _docs([5, 2, 3, 0], seed=4, high=BUCKETS + 1)
+    batch, labels = _batch(words, bigrams, 8, 7), torch.tensor([0, 1, 2, 1])
+    recipe = FASTTEXT_RECIPE.with_overrides(lr=16.0)
+    trained = []
+    for sparse in (True, False):
+        model = _model(sparse=sparse)
+        optimizer = build_optimizer(model, recipe)
+        for _ in range(3):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(batch).logits, labels).backward()
+            optimizer.step()
+        assert model.words.weight.grad.is_sparse == sparse
+        trained.append(model.state_dict())
+    for key in trained[0]:
+        torch.testing.assert_close(trained[0][key], trained[1][key], **KERNEL)
+    assert not torch.equal(trained[0]["words.weight"], _model().state_dict()["words.weight"])
+
+
+@pytest.mark.parametrize(
+    "overrides, reason",
+    [({"optimizer": "adam", "lr": 0.01}, "adam"), ({"weight_decay": 1e-4}, "weight decay"),
+     ({"momentum": 0.9}, "momentum"), ({"grad_clip": 1.0}, "clipping")],
+)
+def test_optimisers_that_need_dense_gradients_switch_the_tables_to_dense(overrides, reason):
+    model = _model()
+    optimizer = build_optimizer(model, FASTTEXT_RECIPE.with_overrides(**overrides))
+    assert not model.words.sparse and not model.bigrams.sparse, reason
+    batch = _batch(_docs([3, 2], seed=5, high=VOCAB), _docs([2, 1], seed=6, high=BUCKETS + 1))
+    nn.functional.cross_entropy(model(batch).logits, torch.tensor([0, 1])).backward()
+    if "grad_clip" in overrides:
+        torch.nn.utils.clip_grad_norm_(list(model.parameters()), 1.0)
+    optimizer.step()  # torch refuses sparse gradients in all of these; dense ones step
+    assert not model.words.weight.grad.is_sparse
+
+
+def test_padded_batch_gives_each_documents_logits_whatever_the_padding_holds():
+    model = _model().eval()
+    words = _docs([7, 2, 4, 1, 0], seed=3, high=VOCAB)
+    bigrams = _docs([6, 1, 3, 0, 0], seed=4, high=BUCKETS + 1)
+    with torch.no_grad():
+        batched = model(_batch(words, bigrams, 9, 8)).logits
+        # The mask, not the id, says what is padding: junk ids under a False mask change nothing.
+        junk = model(_batch(words, bigrams, 9, 8, filler=7)).logits
+        torch.testing.assert_close(junk, batched, **KERNEL)
+        for row in range(len(words)):
+            alone = model(_batch([words[row]], [bigrams[row]])).logits
+            torch.testing.assert_close(batched[row : row + 1], alone, **KERNEL)
+        # One mean over words and bigrams together; an empty document is the zero vector.
+        rows = torch.cat([model.words.weight[words[0]], model.bigrams.weight[bigrams[0]]])
+        torch.testing.assert_close(batched[0], model.output(rows.mean(dim=0)), **KERNEL)
+        assert torch.equal(batched[4], torch.zeros(3))
+
+
+def _old_forward(state, batch):
+    """fasttext-bag's forward before sparse tables: nn.Embedding lookups and a masked mean."""
+    vectors = torch.cat([state["words.weight"][batch["input_ids"]], state["bigrams.weight"][batch["bigram_ids"]]], 1)
+    mask = torch.cat([batch["mask"], batch["bigram_mask"]], 1).unsqueeze(-1)
+    hidden = (vectors * mask).sum(1) / mask.sum(1).clamp_min(1)
+    return hidden @ state["output.weight"].T
+
+
+def test_a_state_dict_of_the_old_model_loads_and_gives_its_logits():
+    # What a run saved before this change holds: the same three keys, 2**18 + 1 bigram rows.
+    rng = np.random.default_rng(0)
+    old = {"words.weight": torch.tensor(rng.uniform(-0.1, 0.1, (VOCAB, 10)), dtype=torch.float32),
+           "bigrams.weight": torch.tensor(rng.uniform(-0.1, 0.1, (2**18 + 1, 10)), dtype=torch.float32),
+           "output.weight": torch.tensor(rng.normal(size=(3, 10)), dtype=torch.float32)}
+    old["words.weight"][0] = old["bigrams.weight"][0] = 0
+    model = create_model("fasttext-bag", num_classes=3, vocab_size=VOCAB, bigram_buckets=2**18).eval()
+    model.load_state_dict(old, strict=True)
+    batch = _batch(_docs([5, 3, 1], seed=7, high=VOCAB), _docs([4, 2, 0], seed=8, high=2**18 + 1), 6, 5)
+    with torch.no_grad():
+        torch.testing.assert_close(model(batch).logits, _old_forward(old, batch), **KERNEL)
+
+
+def test_a_run_saved_before_this_change_loads(tmp_path):
+    # A run directory as the old code wrote it: 2**18 buckets, lr 8 for 5 epochs, no 'auto'.
+    texts = ["what is a bag of words", "who wrote the paper", "where is the model", "how fast is it"] * 5
+    labels = ["what", "who", "where", "how"] * 5
+    clf = Classifier("fasttext-bag", epochs=2, lr=8.0, params={"bigram_buckets": 2**18}).fit(texts, labels)
+    run = clf.save_pretrained(tmp_path / "old")
+    config = json.loads((run / "config.json").read_text())
+    del config["recipe"]["auto"]
+    (run / "config.json").write_text(json.dumps(config))
+    loaded = Classifier.from_pretrained(run)
+    assert loaded.model_.bigrams.weight.shape == (2**18 + 1, 10)
+    assert loaded.preset_.recipe.auto is None
+    np.testing.assert_array_equal(loaded.predict_proba(texts[:4]), clf.predict_proba(texts[:4]))
+
+
+# ---------------------------------------------------------------- the recipe
+
+
+def test_recipe_rule_gives_more_epochs_to_longer_documents_and_fewer_documents_per_class():
+    trec = fasttext_recipe_for(4906, 10.6, 6)
+    assert trec.epochs == 10 and trec.per_example_lr == pytest.approx(0.2574)
+    # Long documents: fastText's own rate, and more epochs (20news).
+    news = fasttext_recipe_for(10182, 446.0, 20)
+    assert news.per_example_lr == 1.0 and news.epochs > 2 * trec.epochs
+    # Fewer documents (per class): more epochs at the same rate.
+    slice_ = fasttext_recipe_for(900, 10.6, 6)
+    assert slice_.per_example_lr == trec.per_example_lr and slice_.epochs > 2 * trec.epochs
+    assert fasttext_recipe_for(4906, 10.6, 30).epochs > trec.epochs  # more classes
+    # Monotone in the length; the rate stays in [0.25, 1.0] and the epochs in [5, 50].
+    schedules = [fasttext_recipe_for(5000, length, 4) for length in (1, 3, 10, 30, 100, 300, 1000, 10000)]
+    assert [s.per_example_lr for s in schedules] == sorted(s.per_example_lr for s in schedules)
+    assert [s.epochs for s in schedules] == sorted(s.epochs for s in schedules)
+    assert schedules[0].per_example_lr == 0.25 and schedules[-1].per_example_lr == 1.0
+    assert schedules[0].epochs == 5 and fasttext_recipe_for(10, 10000, 20).epochs == 50
+    assert fasttext_recipe_for(1_000_000, 20, 2).epochs == 10  # a big corpus is not cut below
+    with pytest.raises(ConfigError, match="'mean_tokens' = 0"):
+        fasttext_recipe_for(100, 0, 2)
+    with pytest.raises(ConfigError, match="'n_docs' = 0"):
+        fasttext_recipe_for(0, 10, 2)
+
+
+def test_recipe_resolve_sets_lr_per_batch_and_keeps_the_schedule_in_step():
+    recipe = get_preset("fasttext-bag").recipe
+    assert recipe.auto == {"rule": "fasttext", "fields": ["epochs", "lr"]}
+    resolved = recipe.resolve(n_docs=10182, mean_tokens=446.0, n_classes=20)
+    chosen = fasttext_recipe_for(10182, 446.0, 20)
+    assert (resolved.epochs, resolved.lr, resolved.auto) == (chosen.epochs, 32.0, None)
+    assert resolved.schedule == {"type": "lambda", "name": "linear-decay", "epochs": chosen.epochs}
+    # The engine's loss is a batch mean: lr is the per-example rate times the batch size.
+    assert recipe.with_overrides(batch_size=8).resolve(n_docs=10182, mean_tokens=446.0, n_classes=20).lr == 8.0
+    # An explicit value wins over the data's choice, field by field.
+    preset = get_preset("fasttext-bag").with_overrides(epochs=3)
+    assert preset.recipe.auto == {"rule": "fasttext", "fields": ["lr"]}
+    mine = preset.recipe.resolve(n_docs=10182, mean_tokens=446.0, n_classes=20)
+    assert (mine.epochs, mine.lr, mine.schedule["epochs"]) == (3, 32.0, 3)
+    assert get_preset("fasttext-bag").with_overrides(epochs=3, lr=4.0).recipe.auto is None
+    # It survives config.json, and a recipe without a rule resolves to itself.
+    assert Recipe.from_dict(json.loads(json.dumps(recipe.to_dict()))) == recipe
+    assert Recipe().resolve(n_docs=1, mean_tokens=1.0, n_classes=2) == Recipe()
+    with pytest.raises(ConfigError, match="field 'dropout'"):
+        Recipe(auto={"rule": "fasttext", "fields": ["dropout"]})
+    with pytest.raises(ConfigError, match="unknown recipe rule 'fastext'"):
+        Recipe(auto={"rule": "fastext", "fields": ["lr"]}).resolve(n_docs=1, mean_tokens=1.0, n_classes=2)
+
+
+def test_lr_bound_admits_fasttexts_rate_on_a_batch_mean_and_still_catches_typos():
+    assert Recipe(optimizer="sgd", lr=32.0).lr == 32.0
+    assert MAX_LR >= 5 * 256  # fastText autotune's largest rate at batch 256
+    with pytest.raises(ConfigError, match="'lr' = 100000.0 is outside"):
+        Recipe(lr=1e5)
+
+
+@pytest.fixture(scope="module")
+def trec_slice():
+    return ensure_dev(textcls.load_dataset("trec", max_per_split=1000), fraction=0.1, seed=0)
+
+
+def test_learns_trec_from_a_thousand_questions_with_the_resolved_recipe(trec_slice):
+    preset = get_preset("fasttext-bag")
+    prepared = prepare(trec_slice, preset.inputs)
+    stats = prepared.corpus_stats()
+    assert stats["n_docs"] == len(trec_slice["train"]) and stats["n_classes"] == 6
+    assert 8 < stats["mean_tokens"] < 14  # TREC questions: ~10.6 tokens
+    recipe = resolve_recipe(preset.recipe, prepared)
+    chosen = fasttext_recipe_for(**stats)
+    assert (recipe.epochs, recipe.lr) == (chosen.epochs, chosen.lr(32)) and recipe.epochs > 10
+    torch.manual_seed(0)
+    model = create_model(replace(preset, recipe=recipe), num_classes=6, vocab_size=prepared.pipeline.vocab_size)
+    result = fit(model, prepared.loader("train", 32, shuffle=True), prepared.loader("dev", 256), recipe,
+                 num_classes=6, progress=False)
+    assert model.words.sparse and result.epochs_run == recipe.epochs
+    test = prepared.encoded["test"]
+    majority = np.bincount(test.labels).max() / len(test)
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for batch in prepared.loader("test", 256):
+            correct += int((model(batch).logits.argmax(1) == batch["labels"]).sum())
+    accuracy = correct / len(test)
+    # fastText (epoch 25, lr 1.0) scores 0.78 on this slice; the majority class is ~0.23.
+    assert accuracy > 0.7 > majority + 0.4, (accuracy, majority)
