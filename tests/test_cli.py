@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -108,10 +109,27 @@ def test_resume_needs_an_interrupted_run_and_a_partial_run_needs_resume(tmp_path
     run_dir = tmp_path / "r"
     out = run("train", "--model", "fasttext-bag", "--data", "trec", "--run-dir", str(run_dir), "--resume")
     assert out.returncode == 2 and "no interrupted run to resume" in out.stderr
-    (tmp_path / "r.partial").mkdir()
+    checkpointed = tmp_path / "r.partial" / "checkpoint"
+    checkpointed.mkdir(parents=True)
+    (checkpointed / "state.json").write_text("{}")
     out = run("train", "--model", "fasttext-bag", "--data", "trec", "--run-dir", str(run_dir))
     assert out.returncode == 2 and "pass --resume" in out.stderr
-    assert not run_dir.exists()
+    assert not run_dir.exists() and (checkpointed / "state.json").is_file()
+
+
+def test_a_partial_run_killed_before_its_first_checkpoint_is_cleared_and_restarted(tmp_path):
+    # What a SIGKILL before the first checkpoint leaves: a partial folder with nothing to resume.
+    run_dir = tmp_path / "r"
+    (tmp_path / "r.partial").mkdir()
+    (tmp_path / "r.partial" / "epochs.csv").write_text("epoch\n")
+    for extra in ([], ["--resume"]):
+        out = run("train", "--model", "tfidf-lr", "--data", "trec", "--max-per-split", "120",
+                  "--run-dir", str(run_dir), *extra)
+        assert out.returncode == 0, out.stderr
+        assert "holds no checkpoint" in out.stderr and (run_dir / "config.json").is_file()
+        assert not (tmp_path / "r.partial").exists()
+        shutil.rmtree(run_dir)
+        (tmp_path / "r.partial").mkdir()
 
 
 def test_headerless_tsv_with_chosen_columns_and_test_fraction(tmp_path):

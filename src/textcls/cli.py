@@ -308,13 +308,26 @@ def _remove_empty(folders: list) -> None:
             return  # not empty (the run is in it) or gone: keep the rest too
 
 
-def _check_run_dir(run_dir: Path, partial: Path, resume: bool) -> None:
+def _check_run_dir(run_dir: Path, partial: Path, resume: bool) -> bool:
+    """Refuse a finished or unexpected run folder; returns ``resume`` as it applies now.
+
+    A partial folder with no checkpoint is what a training killed (SIGKILL, power loss) before
+    its first checkpoint leaves: nothing in it can be continued, so it is removed and the run
+    starts over, with a note, instead of sending the user between --resume and its absence.
+    The caller holds the run folder's lock or has checked that nobody does."""
     if run_dir.exists():
         raise ConfigError(f"{run_dir}: run directory already exists; choose another --run-dir")
+    if partial.is_dir() and not _resumable(partial):
+        typer.echo(f"note: {partial} holds no checkpoint (its training stopped before the first one); "
+                   "removing it and starting the run from the beginning", err=True)
+        shutil.rmtree(partial)
+        if resume:
+            return False
     if resume and not partial.exists():
         raise ConfigError(f"{partial}: no interrupted run to resume; drop --resume to start one")
     if partial.exists() and not resume:
         raise ConfigError(f"{partial}: an interrupted run is there; pass --resume to continue it or delete it")
+    return resume
 
 
 def _resumable(partial: Path) -> bool:
@@ -403,7 +416,9 @@ def train(
     writer = _launch_rank() == 0  # under torchrun only rank 0 writes the run folder
     if writer:
         _refuse_if_locked(run_dir)
-    _check_run_dir(run_dir, partial, resume)
+        resume = _check_run_dir(run_dir, partial, resume)
+    else:  # rank 0 checks and clears the folder; a partial without a checkpoint is not resumed
+        resume = resume and _resumable(partial)
 
     dataset = _load_data(data, data_dir=data_dir, max_per_split=max_per_split, **reader.load_options())
     if dataset.skipped:
@@ -416,7 +431,7 @@ def train(
 
     with run_dir_lock(run_dir) if writer else contextlib.nullcontext():
         if writer:
-            _check_run_dir(run_dir, partial, resume)  # again, under the lock: reading the data took a while
+            resume = _check_run_dir(run_dir, partial, resume)  # again, under the lock: reading the data took a while
         created = not partial.exists()
         try:
             try:
@@ -466,10 +481,11 @@ def _train_into(clf, dataset, run_dir: Path, work_dir: Path, *, resume: bool, co
         plot_confusion_matrix(test["confusion_matrix"], dataset.label_names, work_dir / "confusion_matrix.png")
     # The resume checkpoint has served its purpose once the run is saved (not before: a full
     # disk while saving leaves a run that --resume finishes); the run keeps only what loading
-    # and reading it need.
-    shutil.rmtree(work_dir / CHECKPOINT_DIR, ignore_errors=True)
+    # and reading it need. Rename first: a kill between the two steps then leaves a finished
+    # run with a stale checkpoint folder in it, never a partial one that cannot be resumed.
     if work_dir != run_dir:
         os.replace(work_dir, run_dir)
+    shutil.rmtree(run_dir / CHECKPOINT_DIR, ignore_errors=True)
     distributed.cleanup()
     return test, seconds
 
