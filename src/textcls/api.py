@@ -10,6 +10,7 @@ from train with the recipe's seed), which is what the CLI and the benchmarks use
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -19,7 +20,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from . import artifacts
-from .data.prepare import encode_texts, label_targets, prepare
+from .data.prepare import encode_texts, label_targets, prepare, resolve_recipe
 from .data.records import TextDataset
 from .data.splits import ensure_dev
 from .errors import CheckpointError, ConfigError, DataError, ModelError
@@ -115,6 +116,11 @@ class Classifier(ClassifierMixin, BaseEstimator):
             return self._fit_classic(dataset, preset)
         dataset = ensure_dev(dataset, fraction=preset.recipe.dev_fraction, seed=preset.recipe.seed)
         prepared = prepare(dataset, preset.inputs, seed=preset.recipe.seed)
+        # Recipe fields the preset leaves to the data (fasttext-bag's epochs and lr, chosen like
+        # a fastText user's from the corpus) are resolved from the training split here, and the
+        # run saves the resolved values.
+        preset = replace(preset, recipe=resolve_recipe(preset.recipe, prepared))
+        self.preset_ = preset
         self.pipeline_ = prepared.pipeline
         self.data_report_ = prepared.report
         matrix = prepared.embeddings.matrix if prepared.embeddings is not None else None
