@@ -130,7 +130,8 @@ def train_and_save(out: Path, *, n_train: int, n_dev: int, epochs: int, batch_si
     from safetensors.torch import save_file
 
     from textcls.data.batching import make_loader
-    from textcls.train import Recipe, fit
+    from textcls.recipe import Recipe
+    from textcls.train import fit
     from textcls.train import distributed
 
     env = distributed.init_from_env()

@@ -15,7 +15,8 @@ from torch import nn
 from ddp_worker import BagOfWords, Output, build_vocab, encode, read_reuters, trec_datasets
 from textcls.data.batching import EncodedDataset, make_loader
 from textcls.errors import CheckpointError, ConfigError, DataError
-from textcls.train import Recipe, build_optimizer, build_scheduler, fit, predict_proba, register_lr_lambda
+from textcls.recipe import Recipe, register_lr_lambda
+from textcls.train import build_optimizer, build_scheduler, fit, predict_proba
 from textcls.train.engine import CSV_COLUMNS, step_seed
 from tolerance import KERNEL, approx32
 

@@ -19,7 +19,7 @@ from textcls.models.fasttext_bag import FASTTEXT_RECIPE, fasttext_recipe_for
 from textcls.models.registry import get_preset
 from textcls.train.engine import fit
 from textcls.train.optim import build_optimizer
-from textcls.train.recipe import MAX_LR, Recipe
+from textcls.recipe import MAX_LR, Recipe
 from tolerance import KERNEL
 
 VOCAB = 60

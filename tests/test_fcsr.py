@@ -17,8 +17,8 @@ from textcls.data.splits import ensure_dev
 from textcls.errors import ConfigError
 from textcls.models import create_model, get_preset, list_models
 from textcls.models.fcsr import FCSR_INPUTS, FIGURE3_WINDOWS, fofe_contexts
+from textcls.recipe import get_lr_lambda
 from textcls.train import fit
-from textcls.train.recipe import get_lr_lambda
 from tolerance import KERNEL
 
 VOCAB = 40

@@ -19,7 +19,7 @@ from textcls.models.layers import (
     masked_softmax,
     sinusoidal_encoding,
 )
-from textcls.train.recipe import get_lr_lambda
+from textcls.recipe import get_lr_lambda
 from tolerance import KERNEL, approx32
 
 VOCAB = 60

@@ -8,7 +8,7 @@ from textcls.errors import ConfigError
 from textcls.models import ClassicModel, Output, Preset, TextModel, create_model, get_preset, list_models
 from textcls.models.base import TextModel as BaseTextModel
 from textcls.models.registry import _FAMILIES, _PRESETS, DEFAULT_CAPS, register_model, register_preset
-from textcls.train.recipe import Recipe
+from textcls.recipe import Recipe
 
 FIRST_PRESETS = {
     "kim-cnn-rand",

@@ -309,7 +309,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
             raise CheckpointError(f"{run_dir / artifacts.CONFIG}: {exc}; it was written by another textcls version")
         from dataclasses import replace
 
-        from .train.recipe import Recipe
+        from .recipe import Recipe
 
         clf.preset_ = replace(preset, arch=config["arch"], inputs=config["inputs"],
                               recipe=Recipe.from_dict(config["recipe"]))

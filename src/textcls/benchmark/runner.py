@@ -375,7 +375,7 @@ def _run_job(job: dict) -> dict:
     from ..data import load_dataset
     from ..data.splits import ensure_dev
     from ..eval.metrics import compute_metrics
-    from ..train.recipe import Recipe
+    from ..recipe import Recipe
     from .peers import create_peer, is_peer
 
     entry = Entry(**job["entry"])

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..validate import check_int
 from . import system
 
 DEFAULT_VOCAB = 20_000
@@ -179,13 +180,11 @@ def run_speed(models: list[str], lengths: list[int], *, batch_size: int = 32, st
     for what, value, hi in (("batch_size", batch_size, 1 << 16), ("steps", steps, 10_000),
                             ("sentence_length", sentence_length, 1 << 16), ("vocab_size", vocab_size, 1 << 24),
                             ("num_classes", num_classes, 1 << 16)):
-        if not isinstance(value, int) or not 1 <= value <= hi:
-            raise ConfigError(f"parameter '{what}' = {value!r} must be an integer in [1, {hi}]")
+        check_int(what, value, 1, hi)
     if vocab_size < 3:
         raise ConfigError(f"parameter 'vocab_size' = {vocab_size} must be at least 3 (PAD, UNK and one word)")
     for length in lengths:
-        if not isinstance(length, int) or length < 1:
-            raise ConfigError(f"length {length!r} must be a positive integer")
+        check_int("length", length, 1, None)
     threads = threads or system.available_cpus()
     rows = []
     for length in lengths:

@@ -38,6 +38,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from ..errors import ConfigError, DataError
+from ..validate import check_int
 
 SHAPES = ("flat", "hierarchical")
 _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
@@ -123,8 +124,7 @@ class EncodedDataset(Dataset):
             hierarchical = _looks_hierarchical(ids)
         self.shape = "hierarchical" if hierarchical else "flat"
         self.multi_label = bool(multi_label)
-        if num_classes is not None and (not isinstance(num_classes, int) or num_classes < 1):
-            raise ConfigError(f"parameter 'num_classes' = {num_classes!r} must be a positive integer")
+        num_classes = check_int("num_classes", num_classes, 1, None, optional=True)
         if self.multi_label and num_classes is None:
             raise ConfigError("parameter 'num_classes' is required with multi_label=True (it is the width of the multi-hot labels)")
         self.num_classes = num_classes
@@ -341,12 +341,6 @@ class Collator:
 # --------------------------------------------------------------------------- sampler
 
 
-def _positive_int(name: str, value, lo: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise ConfigError(f"parameter '{name}' = {value!r} must be an integer >= {lo}")
-    return int(value)
-
-
 class BucketBatchSampler(Sampler[list[int]]):
     """Length-bucketed batches of dataset indices, deterministic for a given (seed, epoch).
 
@@ -363,11 +357,10 @@ class BucketBatchSampler(Sampler[list[int]]):
 
     def __init__(self, lengths: Sequence[int], batch_size: int, *, shuffle: bool = True, seed: int = 0,
                  bucket_factor: int = 50, drop_last: bool = False, num_replicas: int = 1, rank: int = 0):
-        self.batch_size = _positive_int("batch_size", batch_size)
-        self.bucket_factor = _positive_int("bucket_factor", bucket_factor)
-        self.num_replicas = _positive_int("num_replicas", num_replicas)
-        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank < self.num_replicas:
-            raise ConfigError(f"parameter 'rank' = {rank!r} must be in [0, {self.num_replicas - 1}] (num_replicas = {self.num_replicas})")
+        self.batch_size = check_int("batch_size", batch_size, 1, None)
+        self.bucket_factor = check_int("bucket_factor", bucket_factor, 1, None)
+        self.num_replicas = check_int("num_replicas", num_replicas, 1, None)
+        self.rank = check_int("rank", rank, 0, self.num_replicas - 1)
         if self.batch_size % self.num_replicas:
             raise ConfigError(
                 f"parameter 'batch_size' = {self.batch_size} (the global batch) is not divisible by "
@@ -381,7 +374,6 @@ class BucketBatchSampler(Sampler[list[int]]):
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
         self.drop_last = bool(drop_last)
-        self.rank = int(rank)
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -446,7 +438,7 @@ def make_loader(dataset: EncodedDataset, batch_size: int, *, shuffle: bool, seed
     """
     if not isinstance(dataset, EncodedDataset):
         raise ConfigError(f"make_loader needs an EncodedDataset, got {type(dataset).__name__}; wrap token ids with EncodedDataset(ids, labels)")
-    num_workers = _positive_int("num_workers", num_workers, lo=0)
+    num_workers = check_int("num_workers", num_workers, 0, None)
     sampler = BucketBatchSampler(dataset.lengths, batch_size, shuffle=shuffle, seed=seed,
                                  bucket_factor=bucket_factor, drop_last=drop_last,
                                  num_replicas=num_replicas, rank=rank)

@@ -33,10 +33,11 @@ from typing import Any, Callable, Sequence
 import datasets
 
 from ..errors import ConfigError, DataError, close_names
+from ..validate import range_check
 from . import readers
 from .readers import ReadOptions, RecordBuffer, build_text_dataset
 from .records import TextDataset
-from .splits import carve_split, split_labels, subsample, tail_split
+from .splits import MAX_HELD_OUT, carve_split, check_max_per_split, split_labels, subsample, tail_split
 
 DATA_DIR_ENV = "TEXTCLS_DATA_DIR"
 HUB_DIR_ENV = "TEXTCLS_HUB_DIR"
@@ -776,10 +777,10 @@ def load_dataset(
     Bad records raise ``DataError`` or, with ``on_bad_record="skip"``, are skipped and
     listed in ``TextDataset.skipped``.
     """
-    if test_fraction is not None and not 0.0 < test_fraction <= 0.9:
-        raise ConfigError(f"parameter 'test_fraction' = {test_fraction} is outside its allowed range (0, 0.9]")
-    if max_per_split is not None and (isinstance(max_per_split, bool) or max_per_split < 1):
-        raise ConfigError(f"parameter 'max_per_split' = {max_per_split} is outside its allowed range [1, inf)")
+    if test_fraction is not None:
+        range_check("test_fraction", test_fraction, 0, MAX_HELD_OUT, low_open=True)
+    if max_per_split is not None:
+        check_max_per_split(max_per_split)
     options = ReadOptions(
         encoding=encoding,
         on_bad_record=on_bad_record,

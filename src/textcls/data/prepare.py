@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError, DataError
+from ..recipe import Recipe
 from ..text.embeddings import EmbeddingResult, build_embeddings
 from ..text.pipeline import TextPipeline
-from ..train.recipe import Recipe
 from .batching import EncodedDataset, make_loader
 from .records import TextDataset
 

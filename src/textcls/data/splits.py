@@ -30,10 +30,20 @@ import datasets
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from ..errors import ConfigError, DataError
+from ..errors import DataError
+from ..validate import check_int, range_check
 from .records import TextDataset
 
 SPLIT_ORDER = ("train", "dev", "test")
+
+
+# The largest share of a split that may be held out as test or dev.
+MAX_HELD_OUT = 0.9
+
+
+def check_max_per_split(value) -> int:
+    """``max_per_split`` (records kept of each split) as an int, or a ConfigError."""
+    return check_int("max_per_split", value, 1, None)
 
 
 def _stratum(label: Any) -> str:
@@ -53,8 +63,7 @@ def stratified_split(labels: Sequence[Any], fraction: float | int, seed: int = 0
     if isinstance(fraction, (int, np.integer)) and not isinstance(fraction, bool):
         n_held = int(fraction)
     else:
-        if not 0.0 < fraction < 1.0:
-            raise ConfigError(f"split fraction = {fraction} is outside its allowed range (0, 1)")
+        range_check("fraction", fraction, 0, 1, low_open=True, high_open=True)
         n_held = math.ceil(fraction * n)
     if n < 2 or not 1 <= n_held < n:
         raise DataError(
@@ -139,15 +148,13 @@ def ensure_dev(ds: TextDataset, fraction: float = 0.1, seed: int = 0) -> TextDat
     """
     if "dev" in ds.splits:
         return ds
-    if not 0.0 < fraction <= 0.9:
-        raise ConfigError(f"parameter 'dev_fraction' = {fraction} is outside its allowed range (0, 0.9]")
+    range_check("dev_fraction", fraction, 0, MAX_HELD_OUT, low_open=True)
     return carve_split(ds, "dev", fraction, seed, seed_name="seed")
 
 
 def subsample(ds: TextDataset, max_per_split: int, seed: int = 0) -> TextDataset:
     """Keep at most ``max_per_split`` records of each split: a seeded, stratified subsample."""
-    if max_per_split < 1:
-        raise ConfigError(f"parameter 'max_per_split' = {max_per_split} is outside its allowed range [1, inf)")
+    max_per_split = check_max_per_split(max_per_split)
     splits = dict(ds.splits)
     notes = dict(ds.split_notes)
     for name, split in ds.splits.items():

@@ -26,7 +26,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, DataError
+from ..errors import DataError
+from ..validate import range_check
 
 __all__ = ["compute_metrics", "format_report"]
 
@@ -66,8 +67,7 @@ def compute_metrics(
     probs = _as_array(probs, "probs")
     _check_probs(probs, label_names, multi_label)
     if multi_label:
-        if not (isinstance(threshold, (int, float)) and 0.0 <= float(threshold) <= 1.0):
-            raise ConfigError(f"parameter 'threshold' = {threshold} is outside its allowed range [0, 1]")
+        range_check("threshold", threshold, 0, 1)
         y_true = _check_multi_hot(y_true, probs)
         return _multi_label_metrics(y_true, probs, label_names, float(threshold))
     y_true = _check_indices(y_true, probs)

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import CheckpointError, ConfigError, DataError
-from ..train.recipe import Recipe, range_check
-from .layers import check_positive_int
+from ..recipe import Recipe
+from ..validate import check_positive_int, range_check
 from .registry import Preset, register_model
 
 CLASSIFIERS = ("lr", "nb")

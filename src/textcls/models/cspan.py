@@ -54,13 +54,11 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from ..train.recipe import Recipe
+from ..recipe import Recipe
+from ..validate import check_choice, check_flag, check_positive_int
 from .base import Output, TextModel
 from .layers import (
     build_embedding,
-    check_choice,
-    check_flag,
-    check_positive_int,
     masked_attention,
     masked_mean,
     masked_rnn,

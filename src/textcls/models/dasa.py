@@ -68,17 +68,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from ..train.recipe import Recipe, range_check
+from ..recipe import Recipe
+from ..validate import check_choice, check_flag, check_positive_int, check_probability, range_check
 from .base import Output, TextModel
-from .layers import (
-    build_embedding,
-    check_choice,
-    check_flag,
-    check_positive_int,
-    check_probability,
-    masked_attention,
-    masked_softmax,
-)
+from .layers import build_embedding, masked_attention, masked_softmax
 from .registry import Preset, register_model, register_preset
 
 __all__ = [

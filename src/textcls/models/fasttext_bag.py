@@ -22,9 +22,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from ..train.recipe import Recipe, register_auto_rule, register_lr_lambda
+from ..recipe import Recipe, register_auto_rule, register_lr_lambda
+from ..validate import check_flag, check_positive_int, range_check
 from .base import Output, TextModel
-from .layers import build_embedding, check_flag, check_positive_int
+from .layers import build_embedding
 from .registry import Preset, register_model
 
 
@@ -97,8 +98,7 @@ def fasttext_recipe_for(n_docs: int, mean_tokens: float, n_classes: int) -> Fast
     """
     check_positive_int("n_docs", n_docs)
     check_positive_int("n_classes", n_classes)
-    if isinstance(mean_tokens, bool) or not isinstance(mean_tokens, (int, float)) or not mean_tokens > 0:
-        raise ConfigError(f"parameter 'mean_tokens' = {mean_tokens!r} must be a positive number")
+    range_check("mean_tokens", mean_tokens, 0, None, low_open=True)
     length = math.sqrt(mean_tokens / REF_TOKENS)
     rate = min(max(LR_SHORT * length, LR_SHORT), LR_MAX)
     few_docs = max(1.0, math.sqrt(REF_DOCS_PER_CLASS / (n_docs / n_classes)))

@@ -30,9 +30,10 @@ import numpy as np
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from ..train.recipe import Recipe
+from ..recipe import Recipe
+from ..validate import check_positive_int
 from .base import Output, TextModel
-from .layers import AttentionPooling, build_embedding, check_positive_int, masked_rnn
+from .layers import AttentionPooling, build_embedding, masked_rnn
 from .registry import Preset, register_model
 
 _PAPER = ("Yang et al. 2016, Hierarchical Attention Networks for Document Classification (NAACL), "

@@ -7,8 +7,6 @@ empty document or an all-padding sentence cannot poison a batch.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -16,7 +14,8 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..errors import ConfigError
-from ..train.recipe import range_check
+# Re-exported until models/fcsr.py, lstm.py and transformer.py import them from ..validate.
+from ..validate import check_choice, check_flag, check_positive_int, check_probability  # noqa: F401
 
 __all__ = [
     "masked_softmax",
@@ -27,10 +26,6 @@ __all__ = [
     "masked_rnn",
     "sinusoidal_encoding",
     "build_embedding",
-    "check_positive_int",
-    "check_probability",
-    "check_choice",
-    "check_flag",
 ]
 
 
@@ -194,29 +189,3 @@ def build_embedding(
         embedding.weight[0].zero_()
     embedding.weight.requires_grad_(not freeze)
     return embedding
-
-
-def check_positive_int(name: str, value, hi: int = 1 << 31) -> None:
-    """Range check for integer hyper-parameters (``>= 1``)."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-        raise ConfigError(f"parameter '{name}' = {value!r} must be an integer in [1, {hi}]")
-    range_check(name, value, 1, hi)
-
-
-def check_probability(name: str, value) -> None:
-    """Range check for dropout-like rates: ``0 <= value < 1``."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value) or value >= 1:
-        raise ConfigError(f"parameter '{name}' = {value!r} is outside its allowed range [0, 1)")
-    range_check(name, value, 0.0, 1.0)
-
-
-def check_choice(name: str, value, choices) -> None:
-    """``value`` must be one of ``choices`` (mode switches such as ``pooling``)."""
-    if value not in choices:
-        raise ConfigError(f"parameter '{name}' = {value!r} is not one of {', '.join(map(str, choices))}")
-
-
-def check_flag(name: str, value) -> None:
-    """``value`` must be a real bool (1 or "yes" from a config file is refused, not guessed)."""
-    if not isinstance(value, bool):
-        raise ConfigError(f"parameter '{name}' = {value!r} must be true or false")

@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, close_names
+from ..recipe import Recipe
 from ..text.pipeline import TextPipeline
-from ..train.recipe import Recipe, range_check
+from ..validate import check_int
 
 __all__ = [
     "DEFAULT_CAPS",
@@ -174,18 +175,12 @@ def _check_inputs(name: str, kind: str, inputs: dict[str, Any]) -> None:
     if kind == "neural":
         if "embedding_dim" not in inputs:
             raise ConfigError(f"preset '{name}' needs inputs['embedding_dim'] (the word-vector width)")
-        _check_int("embedding_dim", inputs["embedding_dim"], 1, 1 << 16)
+        check_int("embedding_dim", inputs["embedding_dim"], 1, 1 << 16)
     if inputs.get("bigram_buckets") is not None:
-        _check_int("bigram_buckets", inputs["bigram_buckets"], 0, 1 << 31)
+        check_int("bigram_buckets", inputs["bigram_buckets"], 0, 1 << 31)
     for key in ("max_length", "max_sentences", "max_sentence_length"):
         if inputs.get(key) is not None:  # None: no cap
-            _check_int(key, inputs[key], 1, (1 << 31) - 1)
-
-
-def _check_int(name: str, value, lo: int, hi: int) -> None:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-        raise ConfigError(f"parameter '{name}' = {value!r} must be an integer in [{lo}, {hi}]")
-    range_check(name, value, lo, hi)
+            check_int(key, inputs[key], 1, (1 << 31) - 1)
 
 
 def _constructor_params(cls: type) -> list[str]:
@@ -313,7 +308,7 @@ def create_model(
     preset = preset.with_overrides(**overrides)
     cls = get_family(preset.family)
     _check_shape(preset, cls)
-    _check_int("num_classes", num_classes, 1, 1 << 24)
+    check_int("num_classes", num_classes, 1, 1 << 24)
     arch = dict(preset.arch)
     arch.update({k: preset.inputs[k] for k in _forwarded_inputs(cls) if k in preset.inputs})
 
@@ -352,7 +347,7 @@ def create_model(
         )
     if vocab_size is None:
         raise ConfigError(f"model '{preset.name}' needs vocab_size (the tokenizer's vocabulary size)")
-    _check_int("vocab_size", vocab_size, 2, 1 << 31)
+    check_int("vocab_size", vocab_size, 2, 1 << 31)
     model = cls(vocab_size=vocab_size, num_classes=num_classes, embeddings=embeddings, **arch)
     model.preset = preset
     return model

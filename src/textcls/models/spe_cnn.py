@@ -72,18 +72,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from ..train.recipe import Recipe, range_check
+from ..recipe import Recipe
+from ..validate import check_choice, check_flag, check_positive_int, check_probability, range_check
 from .base import Output, TextModel
-from .layers import (
-    build_embedding,
-    check_choice,
-    check_flag,
-    check_positive_int,
-    check_probability,
-    masked_max,
-    masked_mean,
-    sinusoidal_encoding,
-)
+from .layers import build_embedding, masked_max, masked_mean, sinusoidal_encoding
 from .registry import Preset, register_model
 
 EMBEDDING_MODES = ("static", "nonstatic", "one-hot")
@@ -220,8 +212,6 @@ class SingleCNN(TextModel):
         check_positive_int("filters", filters, 1 << 16)
         range_check("layer_norm_eps", layer_norm_eps, 0.0, 1.0, low_open=True)
         check_probability("dropout", dropout)
-        if isinstance(position_scale, bool) or not isinstance(position_scale, (int, float)):
-            raise ConfigError(f"parameter 'position_scale' = {position_scale!r} must be a number")
         range_check("position_scale", position_scale, 0.0, 100.0)
 
         self.embedding_mode = embedding_mode

@@ -33,7 +33,6 @@ from __future__ import annotations
 import gzip
 import logging
 import math
-import numbers
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +41,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ConfigError, DataError
+from ..validate import MAX_INT, check_int
 from .pipeline import SPECIAL_TOKENS
 
 logger = logging.getLogger("textcls")
@@ -122,9 +122,9 @@ def build_embeddings(
     """
     started = time.perf_counter()
     vocab = list(vocab)
-    _check_int("seed", seed, 0, 2**32 - 1)
+    check_int("seed", seed, 0, 2**32 - 1)
     if dim is not None:
-        _check_int("dim", dim, 1, 100_000)
+        check_int("dim", dim, 1, 100_000)
     if token_counts is not None and len(token_counts) != len(vocab):
         raise ConfigError(
             f"token_counts has {len(token_counts)} entries but the vocabulary has {len(vocab)}; "
@@ -244,10 +244,10 @@ def _train_word2vec(vocab, dim, seed, train_texts, min_count, window, epochs):
             "embeddings source 'word2vec' needs train_texts: the token lists of the training texts "
             "(TextPipeline.tokenize(texts))"
         )
-    _check_int("min_count", min_count, 1, 2**31 - 1)
-    _check_int("window", window, 1, 10_000)
+    check_int("min_count", min_count, 1, MAX_INT)
+    check_int("window", window, 1, 10_000)
     if epochs is not None:
-        _check_int("epochs", epochs, 1, 10_000)
+        check_int("epochs", epochs, 1, 10_000)
     sentences = []
     for i, tokens in enumerate(train_texts):
         if isinstance(tokens, str):
@@ -387,8 +387,3 @@ def _stream_word2vec_binary(path: Path, opener, wanted: set[str]):
             if word in wanted and word not in vectors:
                 vectors[word] = np.frombuffer(buffer, dtype="<f4", count=dim, offset=start).astype(np.float32)
     return dim, vectors
-
-
-def _check_int(name: str, value, lo: int, hi: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
-        raise ConfigError(f"parameter '{name}' = {value!r} is outside its allowed range [{lo}, {hi}]")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import numbers
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -27,6 +26,7 @@ import numpy as np
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from ..errors import CheckpointError, ConfigError, DataError, close_names
+from ..validate import MAX_INT, check_int
 from .normalize import build_normalizer, check_settings, check_texts, strip_newsgroups
 
 PAD_TOKEN, UNK_TOKEN = "[PAD]", "[UNK]"
@@ -37,7 +37,6 @@ TOKENIZER_FILE = "tokenizer.json"
 FASTTEXT_NGRAM_PRIME = 116049371
 SENTENCE_END_CHARS = ".!?"
 
-_MAX_INT = 2**31 - 1
 _SETTING_NAMES = (
     "lowercase", "strip_html", "charset", "newsgroups", "min_freq", "max_vocab",
     "max_length", "max_sentences", "max_sentence_length", "bigram_buckets",
@@ -116,8 +115,7 @@ def hash_bigrams(docs: Sequence[Sequence[int]], buckets: int) -> list[list[int]]
     arithmetic (fastText's ``addWordNgrams`` with n=2, over token ids instead of word
     hashes), and the bigram id is ``h % buckets + 1``; 0 stays free for padding.
     """
-    if buckets < 1:
-        raise ConfigError(f"parameter 'bigram_buckets' = {buckets} is outside its allowed range [1, {_MAX_INT}]")
+    check_int("bigram_buckets", buckets, 1, MAX_INT)
     lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
     if lengths.sum() == 0:
         return [[] for _ in docs]
@@ -131,15 +129,6 @@ def hash_bigrams(docs: Sequence[Sequence[int]], buckets: int) -> list[list[int]]
     hashed = hashed[keep[:-1]]
     counts = np.maximum(lengths - 1, 0)
     return [part.tolist() for part in np.split(hashed.astype(np.int64), np.cumsum(counts)[:-1])]
-
-
-def _check_int(name: str, value, lo: int, hi: int, optional: bool = False):
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
-        none = " or none" if optional else ""
-        raise ConfigError(f"parameter '{name}' = {value!r} is outside its allowed range [{lo}, {hi}]{none}")
-    return int(value)
 
 
 class TextPipeline:
@@ -168,14 +157,14 @@ class TextPipeline:
         self.strip_html = strip_html
         self.charset = charset
         self.newsgroups = newsgroups
-        self.min_freq = _check_int("min_freq", min_freq, 1, _MAX_INT)
-        self.max_vocab = _check_int("max_vocab", max_vocab, len(SPECIAL_TOKENS) + 1, _MAX_INT, optional=True)
-        self.max_length = _check_int("max_length", max_length, 1, _MAX_INT, optional=True)
-        self.max_sentences = _check_int("max_sentences", max_sentences, 1, _MAX_INT, optional=True)
-        self.max_sentence_length = _check_int(
-            "max_sentence_length", max_sentence_length, 1, _MAX_INT, optional=True
+        self.min_freq = check_int("min_freq", min_freq, 1, MAX_INT)
+        self.max_vocab = check_int("max_vocab", max_vocab, len(SPECIAL_TOKENS) + 1, MAX_INT, optional=True)
+        self.max_length = check_int("max_length", max_length, 1, MAX_INT, optional=True)
+        self.max_sentences = check_int("max_sentences", max_sentences, 1, MAX_INT, optional=True)
+        self.max_sentence_length = check_int(
+            "max_sentence_length", max_sentence_length, 1, MAX_INT, optional=True
         )
-        self.bigram_buckets = _check_int("bigram_buckets", bigram_buckets, 0, _MAX_INT)
+        self.bigram_buckets = check_int("bigram_buckets", bigram_buckets, 0, MAX_INT)
         self._tokenizer: Tokenizer | None = None
         self._vocab: list[str] | None = None
         self._terminator_ids: frozenset[int] | None = None
@@ -264,7 +253,7 @@ class TextPipeline:
             raise DataError("fit() got no texts; pass the training texts (at least one)")
         tokenizer = self._skeleton()
         trainer = trainers.WordLevelTrainer(
-            vocab_size=self.max_vocab or _MAX_INT,
+            vocab_size=self.max_vocab or MAX_INT,
             min_frequency=self.min_freq,
             special_tokens=list(SPECIAL_TOKENS),
             show_progress=False,

@@ -1,7 +1,9 @@
-"""Training: recipes, optimisers and schedules, the training loop, and DDP helpers."""
+"""Training: optimisers and schedules, the training loop, checkpoints and DDP helpers.
+
+The recipe itself (``Recipe``, the named lr schedules) is plain data in ``textcls.recipe``.
+"""
 
 from .engine import FitResult, fit, predict_proba
 from .optim import build_optimizer, build_scheduler
-from .recipe import Recipe, register_lr_lambda
 
-__all__ = ["FitResult", "Recipe", "build_optimizer", "build_scheduler", "fit", "predict_proba", "register_lr_lambda"]
+__all__ = ["FitResult", "build_optimizer", "build_scheduler", "fit", "predict_proba"]

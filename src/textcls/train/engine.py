@@ -72,9 +72,10 @@ from torch import nn
 
 from ..errors import CheckpointError, ConfigError, DataError
 from ..eval.metrics import compute_metrics
+from ..recipe import Recipe
+from ..validate import check_int
 from . import distributed
 from .optim import build_optimizer, build_scheduler
-from .recipe import Recipe
 
 __all__ = ["FitResult", "fit", "predict_proba", "epoch_seed", "step_seed", "CSV_COLUMNS"]
 
@@ -184,13 +185,11 @@ def fit(
     env = distributed.init_from_env(backend="gloo" if torch.device(device).type == "cpu" else None)
     device = _resolve_device(device, env)
     main = env.rank == 0
-    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
-        raise ConfigError(f"parameter 'num_classes' = {num_classes!r} must be a positive integer")
+    num_classes = check_int("num_classes", num_classes, 1, None)
     label_names = [str(n) for n in label_names] if label_names is not None else [str(i) for i in range(num_classes)]
     if len(label_names) != num_classes:
         raise ConfigError(f"label_names has {len(label_names)} names but num_classes = {num_classes}; pass one name per class")
-    if max_epochs_this_call is not None and (not isinstance(max_epochs_this_call, int) or max_epochs_this_call < 0):
-        raise ConfigError(f"parameter 'max_epochs_this_call' = {max_epochs_this_call!r} must be an integer >= 0")
+    check_int("max_epochs_this_call", max_epochs_this_call, 0, None, optional=True)
     if resume and run_dir is None:
         raise ConfigError("resume=True needs run_dir (the directory holding checkpoint/); pass run_dir or drop resume")
     higher_is_better = _check_monitor(recipe.monitor, multi_label, label_names)

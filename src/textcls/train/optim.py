@@ -24,7 +24,7 @@ from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
 from ..errors import ConfigError
-from .recipe import Recipe, get_lr_lambda
+from ..recipe import Recipe, get_lr_lambda
 
 __all__ = ["build_optimizer", "build_scheduler", "lr_factor", "dense_gradients_unless_supported",
            "sparse_gradients_supported"]

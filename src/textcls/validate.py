@@ -1,0 +1,88 @@
+"""Parameter checks, written once and used by every layer (data, text, models, recipes, server).
+
+Each check raises a one-line ``ConfigError`` that names the parameter, the value given and
+what is allowed, e.g. ``parameter 'dropout' = 1.5 is outside its allowed range [0, 1)``.
+A value of the wrong type (a string, a list, a bool where a number is wanted) is refused the
+same way, never with a raw ``TypeError`` from a comparison.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from .errors import ConfigError
+
+__all__ = ["MAX_INT", "range_check", "check_int", "check_positive_int", "check_probability", "check_choice",
+           "check_flag"]
+
+# The largest count a setting may take (vocabulary sizes, length caps, buckets): int32's.
+MAX_INT = (1 << 31) - 1
+
+
+def is_number(value) -> bool:
+    """A real number (Python or NumPy); ``True``/``False`` are not numbers here."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_integer(value) -> bool:
+    """A whole number of an integer type (Python or NumPy); not a bool, not ``2.0``."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _shown(value) -> str:
+    return str(value) if is_number(value) else repr(value)
+
+
+def _interval(lo, hi, low_open: bool = False, high_open: bool = False) -> str:
+    if hi is None:
+        return f"{'(' if low_open else '['}{lo}, inf)"
+    return f"{'(' if low_open else '['}{lo}, {hi}{')' if high_open else ']'}"
+
+
+def range_check(name: str, value, lo, hi=None, low_open: bool = False, *, high_open: bool = False) -> None:
+    """``value`` must be a number in ``[lo, hi]`` (``(lo`` with ``low_open``, ``hi)`` with
+    ``high_open``; ``hi=None``: no upper bound). NaN is outside every range."""
+    interval = _interval(lo, hi, low_open, high_open)
+    if not is_number(value):
+        raise ConfigError(f"parameter '{name}' = {value!r} must be a number in {interval}")
+    above_lo = lo < value if low_open else lo <= value
+    below_hi = hi is None or (value < hi if high_open else value <= hi)
+    if not (above_lo and below_hi):
+        raise ConfigError(f"parameter '{name}' = {_shown(value)} is outside its allowed range {interval}")
+
+
+def check_int(name: str, value, lo: int = 1, hi: int | None = MAX_INT, *, optional: bool = False) -> int | None:
+    """``value`` as an ``int`` when it is an integer in ``[lo, hi]`` (``hi=None``: no upper
+    bound); with ``optional``, ``None`` is allowed and returned."""
+    if value is None and optional:
+        return None
+    or_none = " or none" if optional else ""
+    interval = _interval(lo, hi)
+    if not is_integer(value):
+        raise ConfigError(f"parameter '{name}' = {_shown(value)} is outside its allowed range: "
+                          f"an integer in {interval}{or_none}")
+    if value < lo or (hi is not None and value > hi):
+        raise ConfigError(f"parameter '{name}' = {_shown(value)} is outside its allowed range {interval}{or_none}")
+    return int(value)
+
+
+def check_positive_int(name: str, value, hi: int | None = 1 << 31) -> int:
+    """An integer hyper-parameter ``>= 1`` (layer widths, window sizes, counts)."""
+    return check_int(name, value, 1, hi)
+
+
+def check_probability(name: str, value) -> None:
+    """A dropout-like rate: ``0 <= value < 1``."""
+    range_check(name, value, 0, 1, high_open=True)
+
+
+def check_choice(name: str, value, choices) -> None:
+    """``value`` must be one of ``choices`` (mode switches such as ``pooling``)."""
+    if value not in choices:
+        raise ConfigError(f"parameter '{name}' = {value!r} is not one of {', '.join(map(str, choices))}")
+
+
+def check_flag(name: str, value) -> None:
+    """``value`` must be a real bool (1 or "yes" from a config file is refused, not guessed)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"parameter '{name}' = {value!r} must be true or false")
