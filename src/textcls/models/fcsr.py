@@ -121,8 +121,14 @@ def _fofe_prefix(x: Tensor, alpha: float) -> Tensor:
     length = x.size(1)
     result = x
     offset, weight = 1, float(alpha)
-    while offset < length and torch.tensor(weight, dtype=x.dtype).item() != 0.0:
-        shifted = F.pad(result[:, : length - offset], (0, 0, offset, 0))
+    # A trace (ONNX export) fixes the number of steps: it takes all of them, a shift past the
+    # end adding zeros, and slices by the traced length, so one graph serves every length.
+    tracing = torch.jit.is_tracing()
+    while (offset < length or tracing) and torch.tensor(weight, dtype=x.dtype).item() != 0.0:
+        if tracing:
+            shifted = F.pad(result, (0, 0, offset, 0))[:, :length]
+        else:
+            shifted = F.pad(result[:, : length - offset], (0, 0, offset, 0))
         result = result + weight * shifted
         offset, weight = 2 * offset, weight * weight
     return result

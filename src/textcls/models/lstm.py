@@ -24,6 +24,7 @@ so the choices here are ours and the same for all four:
 from __future__ import annotations
 
 import numpy as np
+import torch
 from torch import Tensor, nn
 
 from ..train.recipe import Recipe
@@ -97,7 +98,16 @@ class LSTMClassifier(TextModel):
     def forward(self, batch: dict[str, Tensor]) -> Output:
         mask = batch["mask"].bool()
         outputs, (h_n, _) = masked_rnn(self.rnn, self.embedding(batch["input_ids"]), mask)
-        if self.pooling == "last":
+        if self.pooling == "last" and torch.jit.is_tracing():
+            # The ONNX exporter fails on h_n of a packed LSTM; the same values, read from the
+            # outputs: forward at each document's last real step, backward at step 0.
+            hidden = outputs.size(-1) // self.directions
+            last = (mask.sum(dim=1).clamp_min(1) - 1).view(-1, 1, 1).expand(-1, 1, hidden)
+            parts = [outputs[..., :hidden].gather(1, last).squeeze(1)]
+            if self.directions == 2:
+                parts.append(outputs[:, 0, hidden:])
+            document = torch.cat(parts, dim=-1)
+        elif self.pooling == "last":
             # h_n is [layers * directions, B, H]; the top layer's directions are the last rows.
             top = h_n[-self.directions:]
             document = top.transpose(0, 1).reshape(top.size(1), -1)

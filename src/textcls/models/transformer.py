@@ -130,6 +130,6 @@ class TransformerClassifier(TextModel):
         hidden = self.input_dropout(hidden)
         # An empty document would mask every key (NaN); let it attend to its first position.
         padding = ~mask
-        padding[:, 0] &= mask.any(dim=1)
+        padding[:, 0] = padding[:, 0] & mask.any(dim=1)  # not &=: the ONNX exporter has no in-place and
         encoded = self.encoder(hidden, src_key_padding_mask=padding)
         return Output(logits=self.output(masked_mean(encoded, mask, dim=1)))

@@ -1,0 +1,174 @@
+"""ONNX export (textcls.export) and the torch-free predictor (textcls.onnx_predictor).
+
+One tiny model per family of ``list_models()`` (two where a family has two code paths that
+the tracer sees differently) is trained for one epoch on 200 real documents, saved, exported,
+and run by onnxruntime on real texts through the saved tokenizer: short TREC questions,
+long Reuters articles, texts longer than ``max_length``, and texts that normalise to nothing.
+The probabilities must equal PyTorch's (``Classifier.from_pretrained(run).predict_proba``)
+within 1e-5, whatever the sub-batch size. int8 exports must stay close and be smaller.
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from tolerance import KERNEL
+
+import textcls
+from textcls.api import Classifier
+from textcls.errors import CheckpointError, ConfigError
+from textcls.export import export_onnx
+from textcls.models.registry import get_preset, list_models
+from textcls.onnx_predictor import OnnxClassifier
+
+ATOL = KERNEL["atol"]  # 1e-5: probabilities after reductions, two kernel libraries
+
+_ATTENTION = {"embedding_dim": 16, "hidden_dim": 16, "bigram_buckets": 512}
+_HCAN = {"embeddings": None, "embedding_dim": 16, "d_model": 16, "heads": 2}
+# (preset, dataset, overrides): tiny widths, no pretrained vectors (GloVe / Word2Vec would
+# only add load time; the graph is the same).
+CASES = [
+    # More epochs where one leaves the probabilities nearly uniform (spread checked below).
+    ("fasttext-bag", "trec", {"embedding_dim": 8, "bigram_buckets": 4096, "epochs": 20}),
+    ("kim-cnn-rand", "trec", {"embedding_dim": 16, "feature_maps": 8}),
+    ("spe-cnn", "trec", {"embeddings": None, "embedding_dim": 16, "filters": 8}),  # dense, positions
+    ("single-cnn-bow", "trec", {"filters": 8}),  # one-hot convolution table
+    # max_length 300: [B, L, L] attention over 1,000 tokens for both runtimes took 10-15 s.
+    ("cspan-base", "trec", {"embeddings": None, "embedding_dim": 16, "queries": 4, "max_length": 300}),
+    ("cspan-fusion-relative", "trec", {"embeddings": None, "embedding_dim": 16, "queries": 4, "max_length": 300}),
+    ("dasa", "trec", _ATTENTION),
+    ("self-attention-additive", "trec", _ATTENTION),
+    ("self-attention-scaled-dot", "trec", _ATTENTION),  # fused SDPA path
+    ("disan-t2t", "trec", _ATTENTION),
+    ("hcan-flat-two-sa-target-cpu", "trec", _HCAN),
+    ("hcan-cpu", "reuters", _HCAN),  # hierarchical, multi-label
+    ("han-cpu", "reuters", {"embeddings": None, "embedding_dim": 16, "hidden_size": 8, "attention_dim": 8}),
+    ("fcsr", "trec", {"embeddings": None, "embedding_dim": 16, "epochs": 3, "lr": 0.01}),
+    ("fcsr-mtl", "fdu_mtl", {"embeddings": None, "embedding_dim": 16, "epochs": 3, "lr": 0.01}),  # a head per task
+    ("bilstm", "trec", {"embeddings": None, "embedding_dim": 16, "hidden_size": 8}),
+    ("transformer-1l-2h", "trec", {"embeddings": None, "embedding_dim": 16, "d_model": 16, "ffn_dim": 32}),
+]
+# int8 (onnxruntime dynamic quantisation) on the families whose weights sit in each quantised
+# op: Gather + MatMul (fastText), Conv (Kim), LSTM, attention MatMuls (DASA).
+INT8 = {"fasttext-bag", "kim-cnn-rand", "bilstm", "dasa"}
+
+
+@pytest.fixture(scope="module")
+def datasets():
+    return {name: textcls.load_dataset(name, max_per_split=200) for name in ("trec", "reuters", "fdu_mtl")}
+
+
+@pytest.fixture(scope="module")
+def texts(datasets):
+    """Real texts of every length: questions, articles, runs of questions (many sentences),
+    texts longer than every max_length, and texts with nothing left after normalisation."""
+    trec = list(datasets["trec"]["test"]["text"])
+    reuters = list(datasets["reuters"]["test"]["text"])
+    chosen = trec[:40] + reuters[:12]
+    chosen += [" ".join(trec[i:i + 25]) for i in (40, 70)]  # ~250 tokens, ~25 sentences
+    chosen.append(" ".join(trec[:400]))  # ~4,000 tokens: truncated by every max_length
+    chosen += ["***", "?", "WHO painted THE Mona Lisa ?!", "Où est la gare ... demain ?"]
+    return chosen
+
+
+def _fit(datasets, preset, dataset, params, tmp_path):
+    clf = Classifier(preset, epochs=1, batch_size=32, params=params).fit_dataset(datasets[dataset])
+    return clf.save_pretrained(tmp_path / "run")
+
+
+def _tasks(clf, n):
+    return [clf.task_names_[i % len(clf.task_names_)] for i in range(n)] if clf.uses_tasks else None
+
+
+def test_every_neural_family_has_a_case():
+    families = {get_preset(name).family for name in list_models() if get_preset(name).kind == "neural"}
+    covered = {get_preset(preset).family for preset, _, _ in CASES}
+    assert families - covered == set(), "add a CASES row for the new family"
+
+
+@pytest.mark.parametrize("preset,dataset,params", CASES, ids=[c[0] for c in CASES])
+def test_onnx_probabilities_equal_pytorch(datasets, texts, tmp_path, preset, dataset, params):
+    run = _fit(datasets, preset, dataset, params, tmp_path)
+    reference = Classifier.from_pretrained(run)
+    tasks = _tasks(reference, len(texts))
+    expected = reference.predict_proba(texts, tasks)
+    # A model whose probabilities hardly move from text to text would make the comparison vacuous.
+    assert float(np.ptp(expected, axis=0).max()) > 0.01, f"{preset}: train it more (see CASES)"
+
+    export_onnx(run, tmp_path / "onnx")
+    sidecar = json.loads((tmp_path / "onnx" / "onnx.json").read_text())
+    assert sidecar["model"] == preset and sidecar["label_names"] == [str(c) for c in reference.classes_]
+    assert sidecar["output"]["activation"] == ("sigmoid" if reference.multi_label_ else "softmax")
+    onnx_clf = OnnxClassifier.load(tmp_path / "onnx", threads=1)
+    got = onnx_clf.predict_proba(texts, tasks)
+    assert got.shape == expected.shape and got.dtype == np.float32
+    diff = float(np.abs(got - expected).max())
+    assert diff <= ATOL, f"{preset}: max |onnx - torch| = {diff:.3g}"
+    # Other sub-batches pad differently and come back in input order.
+    small = onnx_clf.predict_proba(texts, tasks, batch_size=5)
+    assert float(np.abs(small - expected).max()) <= ATOL
+    if tasks is not None:  # the task ids reach the graph: other heads, other probabilities
+        shifted = tasks[1:] + tasks[:1]
+        moved = reference.predict_proba(texts, shifted)
+        assert float(np.abs(moved - expected).max()) > 1e-3
+        assert float(np.abs(onnx_clf.predict_proba(texts, shifted) - moved).max()) <= ATOL
+    if reference.multi_label_:
+        assert onnx_clf.predict(texts[:3]) == [list(reference.classes_[row >= 0.5]) for row in got[:3]]
+    else:
+        assert list(onnx_clf.predict(texts, tasks)) == list(reference.classes_[got.argmax(axis=1)])
+
+    if preset in INT8:
+        export_onnx(run, tmp_path / "int8", quantize="int8")
+        quantized = OnnxClassifier.load(tmp_path / "int8", threads=1).predict_proba(texts, tasks)
+        size = {kind: (tmp_path / kind / "model.onnx").stat().st_size for kind in ("onnx", "int8")}
+        assert size["int8"] < 0.8 * size["onnx"], size
+        agreement = float((quantized.argmax(axis=1) == expected.argmax(axis=1)).mean())
+        assert agreement >= 0.95, f"{preset}: int8 argmax agrees on {agreement:.1%} of the texts"
+        assert float(np.abs(quantized - expected).max()) <= 0.05
+        assert json.loads((tmp_path / "int8" / "onnx.json").read_text())["quantize"] == "int8"
+
+
+def test_the_predictor_runs_without_torch(datasets, texts, tmp_path):
+    run = _fit(datasets, "fasttext-bag", "trec", {"embedding_dim": 8, "bigram_buckets": 256}, tmp_path)
+    export_onnx(run, tmp_path / "onnx")
+    expected = Classifier.from_pretrained(run).predict_proba(texts[:5])
+    script = (
+        "import sys, json\n"
+        "from textcls.onnx_predictor import OnnxClassifier\n"
+        f"clf = OnnxClassifier.load({str(tmp_path / 'onnx')!r}, threads=1)\n"
+        f"probs = clf.predict_proba({texts[:5]!r})\n"
+        "print(json.dumps({'torch': [m for m in sys.modules if m == 'torch' or m.startswith('torch.')],"
+        " 'probs': probs.tolist()}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["torch"] == []
+    assert float(np.abs(np.array(result["probs"], dtype=np.float32) - expected).max()) <= ATOL
+
+
+def test_a_changed_model_file_is_refused(datasets, tmp_path):
+    run = _fit(datasets, "fasttext-bag", "trec", {"embedding_dim": 4, "bigram_buckets": 64}, tmp_path)
+    export_onnx(run, tmp_path / "onnx")
+    path = tmp_path / "onnx" / "model.onnx"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="SHA-256"):
+        OnnxClassifier.load(tmp_path / "onnx")
+
+
+def test_classic_runs_are_not_exported(datasets, tmp_path):
+    run = Classifier("tfidf-lr").fit_dataset(datasets["trec"]).save_pretrained(tmp_path / "run")
+    with pytest.raises(ConfigError, match="tfidf-lr.*Classifier.from_pretrained"):
+        export_onnx(run, tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists()
+
+
+def test_bad_arguments_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="quantize"):
+        export_onnx(tmp_path, tmp_path / "onnx", quantize="int4")
+    with pytest.raises(ConfigError, match="folder"):
+        export_onnx(tmp_path, tmp_path / "model.onnx")
