@@ -1,0 +1,34 @@
+"""A run saved by an earlier textcls still loads and predicts what it predicted then.
+
+``tests/fixtures/runs/v<N>/`` holds tiny runs of run-folder format version N (made by
+``tests/fixtures/runs/make_runs.py``) and ``expected.json``, the labels and probabilities
+they gave when they were saved.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from textcls import Classifier
+from tolerance import KERNEL
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "runs"
+RUNS = [(version.name, run.name) for version in sorted(FIXTURES.glob("v*")) for run in sorted(version.iterdir())
+        if run.is_dir()]
+
+
+def test_there_is_a_fixture_of_every_format_version():
+    from textcls.artifacts import FORMAT_VERSION
+
+    assert {version for version, _ in RUNS} == {f"v{n}" for n in range(1, FORMAT_VERSION + 1)}
+
+
+@pytest.mark.parametrize("version, run", RUNS)
+def test_a_saved_run_loads_and_predicts_as_it_did(version, run):
+    expected = json.loads((FIXTURES / version / "expected.json").read_text(encoding="utf-8"))[run]
+    clf = Classifier.from_pretrained(FIXTURES / version / run)
+    assert [str(label) for label in clf.predict(expected["texts"])] == expected["labels"]
+    probs = clf.predict_proba(expected["texts"])
+    np.testing.assert_allclose(probs, np.array(expected["probabilities"]), **KERNEL)
