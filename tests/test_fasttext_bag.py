@@ -2,8 +2,6 @@
 recipe (``fasttext_recipe_for`` / ``Recipe.auto``), old saved runs, and learning on TREC."""
 
 import json
-from dataclasses import replace
-
 import numpy as np
 import pytest
 import torch
@@ -17,7 +15,6 @@ from textcls.errors import ConfigError
 from textcls.models import create_model
 from textcls.models.fasttext_bag import FASTTEXT_RECIPE, fasttext_recipe_for
 from textcls.models.registry import get_preset
-from textcls.train.engine import fit
 from textcls.train.optim import build_optimizer
 from textcls.recipe import MAX_LR, Recipe
 from tolerance import KERNEL
@@ -235,27 +232,28 @@ def trec_slice():
     return ensure_dev(textcls.load_dataset("trec", max_per_split=1000), fraction=0.1, seed=0)
 
 
-def test_learns_trec_from_a_thousand_questions_with_the_resolved_recipe(trec_slice):
+def test_resolve_recipe_reads_the_prepared_training_split(trec_slice):
     preset = get_preset("fasttext-bag")
     prepared = prepare(trec_slice, preset.inputs)
     stats = prepared.corpus_stats()
     assert stats["n_docs"] == len(trec_slice["train"]) and stats["n_classes"] == 6
+    assert stats["mean_tokens"] == np.mean(prepared.encoded["train"].lengths)
     assert 8 < stats["mean_tokens"] < 14  # TREC questions: ~10.6 tokens
     recipe = resolve_recipe(preset.recipe, prepared)
     chosen = fasttext_recipe_for(**stats)
-    assert (recipe.epochs, recipe.lr) == (chosen.epochs, chosen.lr(32)) and recipe.epochs > 10
-    torch.manual_seed(0)
-    model = create_model(replace(preset, recipe=recipe), num_classes=6, vocab_size=prepared.pipeline.vocab_size)
-    result = fit(model, prepared.loader("train", 32, shuffle=True), prepared.loader("dev", 256), recipe,
-                 num_classes=6, progress=False)
-    assert model.words.sparse and result.epochs_run == recipe.epochs
-    test = prepared.encoded["test"]
-    majority = np.bincount(test.labels).max() / len(test)
-    model.eval()
-    correct = 0
-    with torch.no_grad():
-        for batch in prepared.loader("test", 256):
-            correct += int((model(batch).logits.argmax(1) == batch["labels"]).sum())
-    accuracy = correct / len(test)
+    assert (recipe.epochs, recipe.lr, recipe.auto) == (chosen.epochs, chosen.lr(32), None)
+    assert recipe.epochs > 10  # 900 questions: more epochs than the whole of TREC's 10
+    assert resolve_recipe(Recipe(), prepared) == Recipe()
+
+
+def test_classifier_resolves_the_recipe_from_its_training_data_and_learns(trec_slice):
+    clf = Classifier("fasttext-bag").fit_dataset(trec_slice)
+    lengths = [len(doc) for doc in clf.pipeline_.encode(list(trec_slice["train"]["text"])).ids]
+    chosen = fasttext_recipe_for(len(lengths), sum(lengths) / len(lengths), 6)
+    recipe = clf.preset_.recipe
+    assert (recipe.epochs, recipe.lr, recipe.auto) == (chosen.epochs, chosen.lr(32), None)
+    assert clf.fit_result_.epochs_run == chosen.epochs and clf.model_.words.sparse
     # fastText (epoch 25, lr 1.0) scores 0.78 on this slice; the majority class is ~0.23.
-    assert accuracy > 0.7 > majority + 0.4, (accuracy, majority)
+    assert clf.evaluate(trec_slice["test"])["accuracy"] > 0.7
+    # What save_pretrained writes to config.json: the resolved values.
+    assert clf.preset_.recipe.to_dict()["auto"] is None
