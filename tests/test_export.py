@@ -172,3 +172,18 @@ def test_bad_arguments_are_config_errors(tmp_path):
         export_onnx(tmp_path, tmp_path / "onnx", quantize="int4")
     with pytest.raises(ConfigError, match="folder"):
         export_onnx(tmp_path, tmp_path / "model.onnx")
+
+
+def test_the_export_command_writes_a_folder_the_predictor_loads(datasets, texts, tmp_path, capsys):
+    from textcls.cli import main
+
+    run = _fit(datasets, "fasttext-bag", "trec", {"embedding_dim": 4, "bigram_buckets": 64}, tmp_path)
+    main(["export", str(run), "--format", "onnx", "--quantize", "int8", "--output", str(tmp_path / "cli")])
+    assert "int8" in capsys.readouterr().out
+    probs = OnnxClassifier.load(tmp_path / "cli").predict_proba(texts[:8])
+    assert probs.shape == (8, len(Classifier.from_pretrained(run).classes_))
+    with pytest.raises(SystemExit) as done:
+        main(["export", str(run), "--format", "tflite", "--output", str(tmp_path / "bad")])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err.startswith("error: --format 'tflite'") and len(err.strip().split("\n")) == 1
+    assert not (tmp_path / "bad").exists()

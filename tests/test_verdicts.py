@@ -266,3 +266,20 @@ def test_load_claims_refuses_unknown_keys(tmp_path):
                    'pairs = [["a", "b"]]\ndatasets = ["mr"]\nsuites = ["fcsr"]\nmargni = 1.0\n')
     with pytest.raises(ValueError, match="margni"):
         load_claims(bad)
+
+
+def test_the_committed_reproduction_page_is_what_the_command_writes(tmp_path, capsys, monkeypatch):
+    """benchmarks/REPRODUCTION.md is generated from the committed JSON by
+    `textcls benchmark --verdicts` (write_reproduction with its defaults, from the repository
+    root), never edited by hand."""
+    from textcls.benchmark.verdicts import write_reproduction
+    from textcls.cli import main
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(repo)
+    write_reproduction(results_dir=Path("benchmarks/results"), out=tmp_path / "REPRODUCTION.md")
+    assert (tmp_path / "REPRODUCTION.md").read_text() == (repo / "benchmarks" / "REPRODUCTION.md").read_text(), (
+        "benchmarks/REPRODUCTION.md is stale: run `textcls benchmark --verdicts` and commit it")
+    with pytest.raises(SystemExit) as done:
+        main(["benchmark", "--verdicts", "--suite", "quick"])
+    assert done.value.code == 2 and "--verdicts" in capsys.readouterr().err

@@ -694,7 +694,7 @@ def list_datasets_cmd():
 
 @app.command()
 def benchmark(
-    suite: str = typer.Option(..., "--suite", "-s", help="Suite name (benchmarks/suites/<name>.toml) or a .toml file."),
+    suite: Optional[str] = typer.Option(None, "--suite", "-s", help="Suite name (benchmarks/suites/<name>.toml) or a .toml file."),
     output_dir: Optional[Path] = typer.Option(
         None, "--output-dir",
         help="Where <suite>.json, .md and .png go. Default: a fresh runs/benchmarks/<suite>_<time>/; "
@@ -705,12 +705,27 @@ def benchmark(
     progress: bool = typer.Option(True, help="Print one line per run on stderr."),
     merge: bool = typer.Option(False, help="With --only and --output-dir: put the rerun entries into the suite's full report there (recorded as a rerun)."),
     render: bool = typer.Option(False, "--render", help="Run nothing: rewrite <suite>.md and .png from the <suite>.json in --output-dir."),
+    verdicts: bool = typer.Option(False, "--verdicts", help="Run nothing: test every claim of benchmarks/claims.toml against "
+                                  "the JSON in --output-dir (default benchmarks/results) and write REPRODUCTION.md beside that folder."),
 ):
     """Run a benchmark suite: textcls models and peers side by side on the same splits."""
     from .benchmark import render_report, run_suite
     from .benchmark.report import format_tables
     from .benchmark.runner import fresh_output_dir
 
+    if verdicts:
+        if suite or only or merge or render:
+            raise ConfigError("--verdicts reads every suite's committed JSON and runs nothing; drop --suite, --only, --merge and --render")
+        from .benchmark.verdicts import write_reproduction
+
+        results_dir = output_dir or Path("benchmarks/results")
+        if not results_dir.is_dir():
+            raise ConfigError(f"{results_dir}: no such folder of benchmark results; pass --output-dir with the folder holding <suite>.json")
+        path = write_reproduction(results_dir=results_dir, out=results_dir.parent / "REPRODUCTION.md")
+        typer.echo(f"wrote {path}")
+        return
+    if suite is None:
+        raise ConfigError("--suite is required (or pass --verdicts); textcls benchmark --help lists the options")
     _check_threads(threads)
     if render:
         if only or merge:
@@ -774,6 +789,29 @@ def speed(
 def _check_threads(threads: Optional[int]) -> None:
     if threads is not None and threads < 1:
         raise ConfigError(f"--threads {threads}: must be at least 1 (leave it out to use every available CPU)")
+
+
+
+@app.command("export")
+def export_cmd(
+    run_dir: Path = typer.Argument(..., help="A run directory made by textcls train."),
+    fmt: str = typer.Option("onnx", "--format", help="Export format (onnx)."),
+    quantize: Optional[str] = typer.Option(None, "--quantize", help="int8: onnxruntime dynamic int8 weights (about 4x smaller; probabilities move by ~1e-3)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder that receives model.onnx, onnx.json and tokenizer.json."),
+    opset: int = typer.Option(17, help="ONNX opset (14-21)."),
+):
+    """Export a trained run to ONNX; predict with textcls.onnx_predictor.OnnxClassifier (no PyTorch)."""
+    if fmt != "onnx":
+        raise ConfigError(f"--format {fmt!r} is not supported; the only format is onnx")
+    if quantize not in (None, "int8"):
+        raise ConfigError(f"--quantize {quantize!r} is not one of: int8")
+    from .export import export_onnx, read_sidecar
+
+    path = export_onnx(run_dir, output, quantize=quantize, opset=opset)
+    side = read_sidecar(output)
+    typer.echo(f"wrote {path} ({side['onnx_bytes'] / 1024:.0f} KiB{', int8' if quantize else ''}), "
+               f"{output / 'onnx.json'} and {output / 'tokenizer.json'}; "
+               f"max |onnx - torch| on the check batches {side['verified_max_abs_diff']:.1e}")
 
 
 def main(argv: Optional[List[str]] = None) -> None:
