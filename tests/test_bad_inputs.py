@@ -694,6 +694,8 @@ API_CASES = [
     Api("fit-length-mismatch", fit(TEXTS, LABELS[:5]), TextclsError, ("20", "5")),
     Api("fit-no-texts", fit([], []), TextclsError, ("text",)),
     Api("fit-one-class-only", fit(TEXTS, ["pos"] * 20), TextclsError, ("class",)),
+    Api("fit-device-cuda-without-gpu", fit(TEXTS, LABELS, model="fasttext-bag-unigram", device="cuda"), TextclsError,
+        ("device", "no CUDA GPU")),
     Api("fit-unknown-model", fit(TEXTS, LABELS, model="kim-cnn-nonstatc"), TextclsError, ("kim-cnn-nonstatic",)),
     Api("fit-unknown-param", fit(TEXTS, LABELS, params={"bogus_param": 1}), TextclsError, ("bogus_param",)),
     Api("fit-negative-epochs", fit(TEXTS, LABELS, model="fasttext-bag-unigram", epochs=-1), TextclsError,

@@ -81,8 +81,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
     def _device(self) -> torch.device:
         if self.device == "auto":
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        if self.device not in ("cpu", "cuda") and not str(self.device).startswith("cuda:"):
-            raise ConfigError(f"parameter 'device' = {self.device!r} is not one of cpu, cuda, auto")
+        check_device(str(self.device), "parameter 'device' =")
         return torch.device(self.device)
 
     # ------------------------------------------------------------------ training
@@ -99,6 +98,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
     def fit_dataset(self, dataset: TextDataset, *, run_dir: str | Path | None = None,
                     resume: bool = False) -> "Classifier":
         preset = get_preset(self.model).with_overrides(**self._overrides())
+        if preset.kind != "classic":
+            self._device()  # a device this machine lacks is refused before any data is prepared
         if not dataset.multi_label and len(dataset.label_names) < 2:
             shown = f" ('{dataset.label_names[0]}')" if dataset.label_names else ""
             raise DataError(f"{dataset.name}: the training data holds a single class{shown}; "
@@ -352,6 +353,21 @@ class Classifier(ClassifierMixin, BaseEstimator):
             raise CheckpointError(f"{weights}: does not match config.json ({first}); retrain or restore the run")
         clf.model_.eval()
         return clf
+
+
+def check_device(device: str, option: str = "--device") -> None:
+    """Refuse a device this machine does not have (a one-line ConfigError naming ``option``),
+    before any data is read or any tensor is moved."""
+    if device in ("cpu", "auto"):
+        return
+    if device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise ConfigError(f"{option} '{device}' is not one of cpu, cuda, cuda:N, auto")
+    if not torch.cuda.is_available():
+        raise ConfigError(f"{option} {device}: no CUDA GPU is available (torch.cuda.is_available() is False); "
+                          f"use {option} cpu or auto")
+    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
+        raise ConfigError(f"{option} {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s), "
+                          f"numbered from 0; use {option} cuda:0 or auto")
 
 
 def _eval_batch(batch_size: int) -> int:

@@ -178,18 +178,9 @@ def _echo_metrics(title: str, metrics: dict) -> None:
 
 def check_device(device: str, option: str = "--device") -> None:
     """Refuse a device this machine does not have, before any data is read."""
-    if device in ("cpu", "auto"):
-        return
-    if device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
-        raise ConfigError(f"{option} '{device}' is not one of cpu, cuda, cuda:N, auto")
-    import torch
+    from .api import check_device as check
 
-    if not torch.cuda.is_available():
-        raise ConfigError(f"{option} {device}: no CUDA GPU is available (torch.cuda.is_available() is False); "
-                          f"use {option} cpu or auto")
-    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
-        raise ConfigError(f"{option} {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s), "
-                          f"numbered from 0; use {option} cuda:0 or auto")
+    check(device, option)
 
 
 def _load_data(data: str, **options):
