@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from textcls.data.catalog import load_dataset
+from textcls.data import load_dataset
 from textcls.data.prepare import prepare
 from textcls.data.splits import ensure_dev
 from textcls.errors import ConfigError

@@ -174,7 +174,7 @@ def test_parameter_errors():
 
 @pytest.fixture(scope="module")
 def trec_corpus(data_dir):
-    from textcls.data.catalog import load_dataset
+    from textcls.data import load_dataset
 
     texts = list(load_dataset("trec", data_dir=data_dir)["train"]["text"])
     pipe = TextPipeline(lowercase=True).fit(texts)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from textcls.api import Classifier
 from textcls.data.batching import collate_hierarchical
-from textcls.data.catalog import load_dataset
+from textcls.data import load_dataset
 from textcls.errors import ConfigError
 from textcls.models import create_model, get_preset, han, hcan
 from tolerance import FEW_OPS, KERNEL

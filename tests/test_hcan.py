@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from textcls.api import Classifier
 from textcls.data.batching import collate_flat, collate_hierarchical
-from textcls.data.catalog import load_dataset
+from textcls.data import load_dataset
 from textcls.errors import ConfigError
 from textcls.models import create_model, get_preset, list_models
 from textcls.models.hcan import HCAN, ConvSelfAttention, TargetAttention

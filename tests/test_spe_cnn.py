@@ -323,7 +323,7 @@ def test_bad_parameters_are_one_line_config_errors():
 
 
 def test_spe_cnn_learns_trec_from_a_small_slice():
-    from textcls.data.catalog import load_dataset
+    from textcls.data import load_dataset
     from textcls.data.prepare import prepare
     from textcls.data.splits import ensure_dev
     from textcls.train import fit

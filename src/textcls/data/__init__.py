@@ -5,7 +5,9 @@ describes the catalogue; ``ensure_dev``/``stratified_split`` make the seeded str
 splits; ``check_labels`` guards evaluation against classes a model does not know.
 """
 
-from .catalog import DatasetInfo, data_dir, list_datasets, load_dataset
+from .catalog import DatasetInfo, list_datasets
+from .load import load_dataset
+from .loaders import data_dir
 from .readers import ReadOptions, read_path
 from .records import TextDataset
 from .splits import check_labels, ensure_dev, stratified_split, subsample

@@ -37,6 +37,8 @@ from .records import TextDataset
 SPLIT_ORDER = ("train", "dev", "test")
 
 
+# The test share drawn when a source has no test split (ag_news offline: 0.2, see catalog.py).
+DEFAULT_TEST_FRACTION = 0.1
 # The largest share of a split that may be held out as test or dev.
 MAX_HELD_OUT = 0.9
 

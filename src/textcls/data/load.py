@@ -1,0 +1,149 @@
+"""``load_dataset``: the one entry point from a source to records.
+
+A source is a catalogue name (``catalog.py``), a local file or folder (or a list of
+per-class files, ``readers.py``), or ``hf:<hub id>[:<config>]`` (``hub.py``). A catalogue
+name resolves to, in order:
+
+1. a local copy under the data directory (``data_dir=`` > ``$TEXTCLS_DATA_DIR`` >
+   ``~/.cache/textcls/datasets``), read by its loader (``loaders.py``);
+2. the Hugging Face hub through ``datasets.load_dataset(<hub id>)`` (or the copy under
+   ``$TEXTCLS_HUB_DIR``).
+
+Then the splits: a seeded stratified test split where the source has none, and an optional
+seeded stratified subsample of each split (``splits.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import ConfigError, DataError, close_names
+from ..validate import range_check
+from . import readers
+from .catalog import CATALOG, find_entry, local_root
+from .hub import HUB_DIR_ENV, load_hub, parse_hf
+from .loaders import DATA_DIR_ENV, CatalogEntry
+from .loaders import data_dir as _data_dir  # load_dataset's keyword argument shadows the name
+from .readers import ReadOptions
+from .records import TextDataset
+from .splits import DEFAULT_TEST_FRACTION, MAX_HELD_OUT, carve_split, check_max_per_split, subsample
+
+_FILE_ONLY = ("text_columns", "label_column", "header", "delimiter", "format")
+
+
+def load_dataset(
+    source: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    data_dir: str | os.PathLike | None = None,
+    split_seed: int = 0,
+    test_fraction: float | None = None,
+    on_bad_record: str = "error",
+    encoding: str | None = None,
+    text_columns: Sequence[str | int] | str | int | None = None,
+    label_column: str | int | None = None,
+    header: bool | None = None,
+    delimiter: str | None = None,
+    format: str | None = None,
+    max_per_split: int | None = None,
+) -> TextDataset:
+    """Load a dataset as records: ``text`` plus ``label`` (class name) or ``labels`` (list).
+
+    ``source``: a catalogue name (``textcls list-datasets``), a local file or folder (or a
+    list of per-class files), or ``hf:<hub id>[:<config>]``. Relative paths are looked up in
+    the working directory, then in the data directory.
+
+    Splits: official splits are kept. Without a test split, a seeded stratified test split of
+    ``test_fraction`` (default 0.1; ``ag_news`` 0.2) is drawn with ``split_seed``, which is
+    independent of any training seed. ``fdu_mtl/<domain>`` takes the last 200 training lines
+    as dev. ``max_per_split`` keeps a seeded stratified subsample of each split.
+    ``test_fraction`` is used only where a test split is carved.
+
+    File options (``text_columns``, ``label_column``, ``header``, ``delimiter``, ``format``)
+    apply to local files; ``text_columns``/``label_column`` also to ``hf:`` sources.
+    ``encoding`` overrides every file's encoding (catalogue files have the right default).
+    Bad records raise ``DataError`` or, with ``on_bad_record="skip"``, are skipped and
+    listed in ``TextDataset.skipped``.
+    """
+    if test_fraction is not None:
+        range_check("test_fraction", test_fraction, 0, MAX_HELD_OUT, low_open=True)
+    if max_per_split is not None:
+        check_max_per_split(max_per_split)
+    options = ReadOptions(
+        encoding=encoding,
+        on_bad_record=on_bad_record,
+        text_columns=text_columns,
+        label_column=label_column,
+        header=header,
+        delimiter=delimiter,
+        format=format,
+    )
+    root = _data_dir(data_dir)
+    default_fraction = DEFAULT_TEST_FRACTION
+
+    if isinstance(source, (list, tuple)):
+        ds = readers.read_path([_resolve_path(str(p), root) for p in source], options)
+    elif str(source).startswith("hf:"):
+        _reject_options(options, str(source), allowed=("text_columns", "label_column"))
+        spec = parse_hf(str(source))
+        ds = load_hub(str(source), spec, options, why="check the id and the network, or set TEXTCLS_HUB_DIR")
+    elif (entry := find_entry(str(source))) is not None:
+        _reject_options(options, entry.name, allowed=())
+        ds = _load_entry(entry, root, options, split_seed)
+        default_fraction = entry.test_fraction
+    else:
+        path = _resolve_path(str(source), root)
+        ds = readers.read_path(path, options, name=str(source))
+
+    if "test" not in ds.splits:
+        ds = carve_split(ds, "test", test_fraction or default_fraction, split_seed)
+    if max_per_split is not None:
+        ds = subsample(ds, max_per_split, split_seed)
+    return ds
+
+
+def _reject_options(options: ReadOptions, what: str, allowed: Sequence[str]) -> None:
+    for name in _FILE_ONLY:
+        if name not in allowed and getattr(options, name) is not None:
+            raise ConfigError(
+                f"parameter '{name}' applies to local files, not to '{what}'; leave it out for this source"
+            )
+
+
+def _resolve_path(source: str, root: Path) -> Path:
+    path = Path(source).expanduser()
+    if path.exists():
+        return path
+    if not path.is_absolute() and (root / path).exists():
+        return root / path
+    hint = close_names(source, CATALOG)
+    raise DataError(
+        f"'{source}' is neither a catalogue dataset nor an existing file or folder (looked in {Path.cwd()} and "
+        f"in the data directory {root}; set {DATA_DIR_ENV} or pass data_dir= to change it); {hint}"
+    )
+
+
+def _load_entry(entry: CatalogEntry, root: Path, options: ReadOptions, split_seed: int) -> TextDataset:
+    if entry.name == "fine-food":
+        return entry.load_local(entry, None, options)
+    local = local_root(entry, root)
+    if local is not None and entry.load_local is not None:
+        return entry.load_local(entry, local, options)
+    where = f"{root}/{entry.folders[0]}" if entry.folders else str(root)
+    why = (
+        f"no local copy either: put it in {where} (set {DATA_DIR_ENV} or pass data_dir= to search elsewhere), "
+        f"or set {HUB_DIR_ENV} to a local copy of the hub repo"
+    )
+    if entry.hub is None:
+        raise DataError(
+            f"dataset '{entry.name}' has no local copy in {where} and no Hugging Face hub source; "
+            f"download it there (the data directory is {root}; set {DATA_DIR_ENV} or pass data_dir= to change it)"
+        )
+    spec = entry.hub
+    ds = load_hub(entry.name, spec, options, why)
+    # Same class order as the local copy gives, so either source trains the same head.
+    order = entry.label_order or sorted(ds.label_names, key=readers.natural_key)
+    first = [n for n in order if n in ds.label_names]
+    return replace(ds, label_names=first + [n for n in ds.label_names if n not in first])
