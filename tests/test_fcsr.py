@@ -313,7 +313,7 @@ def test_eq16_learning_rate_is_the_papers_recursion():
     ({"alpha": 1.0}, "'alpha' = 1.0 is outside"),
     ({"alpha": 0.0}, "'alpha' = 0.0 is outside"),
     ({"context_window": -1}, "'context_window' = -1 is outside"),
-    ({"context_window": 2.5}, "'context_window' = 2.5 must be None or an integer"),
+    ({"context_window": 2.5}, "'context_window' = 2.5 is outside its allowed range: an integer in .* or none"),
     ({"num_tasks": 0}, "'num_tasks' = 0 is outside"),
     ({"dropout": 1.0}, "'dropout' = 1.0 is outside"),
     ({"init_std": 0.0}, "'init_std' = 0.0 is outside"),

@@ -69,9 +69,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from ..train.recipe import Recipe, range_check, register_lr_lambda
+from ..recipe import Recipe, register_lr_lambda
+from ..validate import check_int, check_positive_int, check_probability, range_check
 from .base import Output, TextModel
-from .layers import build_embedding, check_positive_int, check_probability
+from .layers import build_embedding
 from .registry import Preset, register_model
 
 FOFE_ALPHA = 0.2  # 5.1: "Forgetting parameter alpha of FOFE was fixed to 0.2"
@@ -300,17 +301,9 @@ class FCSR(TextModel):
     ):
         super().__init__()
         check_positive_int("embedding_dim", embedding_dim, 1 << 16)
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
-            raise ConfigError(
-                f"parameter 'alpha' = {alpha!r} is outside its allowed range (0, 1) (FOFE's forgetting factor)"
-            )
-        if context_window is not None:
-            if isinstance(context_window, bool) or not isinstance(context_window, (int, np.integer)):
-                raise ConfigError(f"parameter 'context_window' = {context_window!r} must be None or an integer >= 0")
-            range_check("context_window", context_window, 0, 1 << 20)
+        range_check("alpha", alpha, 0, 1, low_open=True, high_open=True)  # FOFE's forgetting factor
+        check_int("context_window", context_window, 0, 1 << 20, optional=True)
         check_probability("dropout", dropout)
-        if isinstance(init_std, bool) or not isinstance(init_std, (int, float)):
-            raise ConfigError(f"parameter 'init_std' = {init_std!r} must be a positive number")
         range_check("init_std", init_std, 0.0, 10.0, low_open=True)
         check_positive_int("num_tasks", num_tasks, 1 << 16)
 

@@ -14,8 +14,6 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..errors import ConfigError
-# Re-exported until models/fcsr.py, lstm.py and transformer.py import them from ..validate.
-from ..validate import check_choice, check_flag, check_positive_int, check_probability  # noqa: F401
 
 __all__ = [
     "masked_softmax",

@@ -27,18 +27,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..train.recipe import Recipe
+from ..recipe import Recipe
+from ..validate import check_choice, check_flag, check_positive_int, check_probability
 from .base import Output, TextModel
-from .layers import (
-    build_embedding,
-    check_choice,
-    check_flag,
-    check_positive_int,
-    check_probability,
-    masked_max,
-    masked_mean,
-    masked_rnn,
-)
+from .layers import build_embedding, masked_max, masked_mean, masked_rnn
 from .registry import Preset, register_model
 
 POOLINGS = ("last", "max", "mean")

@@ -32,9 +32,10 @@ import numpy as np
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from ..train.recipe import Recipe
+from ..recipe import Recipe
+from ..validate import check_positive_int, check_probability
 from .base import Output, TextModel
-from .layers import build_embedding, check_positive_int, check_probability, masked_mean, sinusoidal_encoding
+from .layers import build_embedding, masked_mean, sinusoidal_encoding
 from .registry import Preset, register_model
 
 # Figures 4-5: "batch size was set with 20". Adam at 5e-4: this post-norm encoder, without
