@@ -1044,7 +1044,7 @@ def format_reproduction(verdicts: Sequence[Verdict]) -> str:
     lines = ["# Reproduction: a verdict for every claim", "",
              "Generated from `benchmarks/claims.toml` and `benchmarks/results/*.json` by "
              "`textcls.benchmark.verdicts.write_reproduction()`; do not edit by hand. To regenerate:",
-             "", "```", "python -c \"from textcls.benchmark.verdicts import write_reproduction; write_reproduction()\"",
+             "", "```", "textcls benchmark --verdicts   # from the repository root",
              "```", "",
              f"{len(verdicts)} claims: " + ", ".join(f"{counts[k]} {k}" for k in VERDICTS) + ".", "",
              RULE, "## Summary", "",
