@@ -99,3 +99,24 @@ def test_first_non_finite_names_the_tensor():
     assert artifacts.first_non_finite({"bias": np.array([np.nan, 0.0])}, allow_inf=("bias",)) == "bias"
     with pytest.raises(CheckpointError, match=r"^x/model.safetensors: tensor 'z' holds NaN or Inf values; .*retrain"):
         artifacts.check_finite("x/model.safetensors", {"z": np.array([np.nan])})
+
+
+def test_every_file_of_a_run_gets_the_users_umask(tmp_path, umask):
+    """The run folder, the checkpoint, epochs.csv, metrics and plots all go through one writer."""
+    from textcls import Classifier
+    from textcls.api import dataset_from_lists
+    from textcls.eval.plots import plot_confusion_matrix
+
+    umask(0o027)
+    texts = [f"{word} film number {i}" for i in range(40) for word in ("good", "bad")]
+    labels = ["pos" if text.startswith("good") else "neg" for text in texts]
+    clf = Classifier("fasttext-bag", epochs=2, params={"bigram_buckets": 64, "checkpoint_steps": 1})
+    clf.fit_dataset(dataset_from_lists(texts, labels), run_dir=tmp_path)
+    clf.save_pretrained(tmp_path)
+    artifacts.write_json(tmp_path / artifacts.METRICS, {"accuracy": 1.0})
+    plot_confusion_matrix([[1, 0], [0, 1]], ["neg", "pos"], tmp_path / "confusion_matrix.png")
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert {"config.json", "model.safetensors", "tokenizer.json", "metrics.json", "epochs.csv",
+            "confusion_matrix.png", "checkpoint/state.json"} <= set(written)
+    assert any(name.startswith("checkpoint/model-epoch") for name in written)
+    assert {name: oct(_mode(tmp_path / name)) for name in written} == {name: oct(0o640) for name in written}

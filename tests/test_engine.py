@@ -446,7 +446,10 @@ def test_torn_writes_are_invisible_and_a_changed_loader_is_refused_mid_epoch(tmp
     assert _state(tmp_path)["files"]["model"]["name"] == "model-epoch0001-step000001.safetensors"
     # What a kill during the next checkpoint's writes leaves: torn files that state.json does not name.
     (ckpt / "model-epoch0001-step000004.safetensors").write_bytes(b"\x00" * 10)
-    (ckpt / "optimizer-epoch0001-step000004.safetensors.tmp-99999").write_bytes(b"torn")
+    (ckpt / ".optimizer-epoch0001-step000004.safetensors.x1y2z3ab.tmp").write_bytes(b"torn")
+    (ckpt / ".state.json.k9m8n7pq.tmp").write_text('{"format": "textcls-checkp')
+    (tmp_path / ".epochs.csv.a1b2c3d4.tmp").write_text("epoch,lr")
+    # ... and what the engine's own temporaries were called before it used artifacts' writer.
     (ckpt / "state.json.tmp-99999").write_text('{"format": "textcls-checkp')
     (tmp_path / "epochs.csv.tmp-99999").write_text("epoch,lr")
 
@@ -459,8 +462,8 @@ def test_torn_writes_are_invisible_and_a_changed_loader_is_refused_mid_epoch(tmp
     fit(resumed, *loaders(train, dev, 32), recipe, run_dir=tmp_path, resume=True, **kwargs)
     for key, value in straight.state_dict().items():
         assert torch.equal(value, resumed.state_dict()[key]), key
-    assert not list(tmp_path.glob("epochs.csv.tmp-*"))
-    assert not [p.name for p in ckpt.iterdir() if ".tmp-" in p.name or "step" in p.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "epochs.csv"]
+    assert not [p.name for p in ckpt.iterdir() if "tmp" in p.name or "step" in p.name]
 
 
 def test_resume_refuses_a_changed_recipe_and_a_missing_checkpoint(tmp_path):

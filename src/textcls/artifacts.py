@@ -1,4 +1,4 @@
-"""Run directories: what a trained model is on disk.
+"""Files on disk: the one atomic writer, and what a trained model's run directory holds.
 
 ```
 config.json         preset, architecture, recipe, inputs, label names, pipeline settings, versions
@@ -6,19 +6,23 @@ model.safetensors   weights (neural) or fitted arrays (classic); tensors only, l
 tokenizer.json      the Hugging Face `tokenizers` vocabulary (neural models)
 metrics.json        dev and test metrics of the run
 epochs.csv          one row per training epoch (written by the engine)
+checkpoint/         the resume checkpoint while a training runs (train/checkpoint.py)
 ```
 
-Writes are atomic (a temporary file, synced, then ``os.replace``) so a crash never leaves a
-half-written file behind; files get the user's umask. config.json records the SHA-256 of
-model.safetensors (``weights_sha256``), checked on load. Every read failure is a
-``CheckpointError`` naming the file.
+Every file textcls writes (run folders, checkpoints, benchmark reports, plots) goes through
+``atomic_write_bytes``: a temporary file in the target folder, synced, renamed over the target
+with ``os.replace``, then the folder synced; so a crash never leaves a half-written file behind,
+and the file gets the user's umask. config.json records the SHA-256 of model.safetensors
+(``weights_sha256``), checked on load. Every read failure is a ``CheckpointError`` naming the file.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -34,7 +38,13 @@ CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
 TOKENIZER = "tokenizer.json"
 METRICS = "metrics.json"
+EPOCHS_CSV = "epochs.csv"
+CHECKPOINT_DIR = "checkpoint"
+CHECKPOINT_STATE = "state.json"  # the checkpoint's commit point: it names the tensor files to load
 FORMAT_VERSION = 1
+# What atomic_write_bytes' temporary files are called (".<target>.<random>.tmp"), and what the
+# engine's were before it used it ("<target>.tmp-<pid>"): a killed write leaves one behind.
+_TEMPORARY = re.compile(r"^(\..+\.[A-Za-z0-9_]+\.tmp|.+\.tmp-\d+)$")
 
 
 def _umask() -> int:
@@ -103,12 +113,40 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
+def is_temporary(name: str) -> bool:
+    """Whether ``name`` is a temporary file an interrupted ``atomic_write_bytes`` left behind."""
+    return _TEMPORARY.match(name) is not None
+
+
+def remove_temporaries(folder: Path, target: str | None = None) -> None:
+    """Delete what killed writes left in ``folder``: the temporaries of ``target`` (a file name),
+    or all of them. Only for a folder this process owns (a locked run folder, its checkpoint)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        name = path.name
+        if is_temporary(name) and (target is None or name.startswith(f".{target}.") or name.startswith(f"{target}.tmp-")):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 def write_json(path: Path, obj) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode())
+
+
+def write_figure(path: Path, figure, **savefig) -> Path:
+    """Write a matplotlib ``figure`` to ``path`` as a PNG, atomically (``savefig`` options pass on)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", **savefig)
+    atomic_write_bytes(path, buffer.getvalue())
+    return Path(path)
 
 
 def read_json(path: Path) -> dict:

@@ -322,9 +322,9 @@ def _check_run_dir(run_dir: Path, partial: Path, resume: bool) -> bool:
 
 
 def _resumable(partial: Path) -> bool:
-    from .train.engine import CHECKPOINT_DIR, STATE_FILE
+    from .artifacts import CHECKPOINT_DIR, CHECKPOINT_STATE
 
-    return (partial / CHECKPOINT_DIR / STATE_FILE).is_file()
+    return (partial / CHECKPOINT_DIR / CHECKPOINT_STATE).is_file()
 
 
 def _abandon(partial: Path, created: bool) -> bool:
@@ -448,7 +448,6 @@ def _train_into(clf, dataset, run_dir: Path, work_dir: Path, *, resume: bool, co
     Returns (test metrics, training seconds), or None on ranks other than 0."""
     from . import artifacts
     from .train import distributed
-    from .train.engine import CHECKPOINT_DIR
 
     distributed.init_from_env()
     start = time.perf_counter()
@@ -476,7 +475,7 @@ def _train_into(clf, dataset, run_dir: Path, work_dir: Path, *, resume: bool, co
     # run with a stale checkpoint folder in it, never a partial one that cannot be resumed.
     if work_dir != run_dir:
         os.replace(work_dir, run_dir)
-    shutil.rmtree(run_dir / CHECKPOINT_DIR, ignore_errors=True)
+    shutil.rmtree(run_dir / artifacts.CHECKPOINT_DIR, ignore_errors=True)
     distributed.cleanup()
     return test, seconds
 

@@ -7,11 +7,10 @@ column, next to ours, and is never mixed into our numbers.
 
 from __future__ import annotations
 
-import io
 import math
 from pathlib import Path
 
-from ..artifacts import atomic_write_bytes, write_json as _write_json_file
+from ..artifacts import atomic_write_bytes, write_figure, write_json as _write_json_file
 
 __all__ = ["write_report", "write_json", "format_markdown", "format_tables", "format_summary",
            "plot_accuracy_vs_time"]
@@ -426,7 +425,4 @@ def plot_accuracy_vs_time(result: dict, path: str | Path) -> Path:
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), frameon=False)
     fig.suptitle(f"suite {result['suite']}: accuracy against training time")
     fig.tight_layout(rect=(0, 0.08 if handles else 0, 1, 0.95))
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    atomic_write_bytes(Path(path), buffer.getvalue())
-    return Path(path)
+    return write_figure(Path(path), fig)

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..artifacts import atomic_write_bytes, write_figure
 from ..errors import ConfigError
 from ..validate import check_int
 from . import system
@@ -265,21 +266,20 @@ def plot_speed(result: dict, path: str | Path) -> Path | None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    try:
+        return write_figure(Path(path), fig, dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def write_speed_report(result: dict, output: str | Path, command: str | None = None) -> dict[str, Path]:
     """``output`` is a path stem: writes ``<stem>.json``, ``<stem>.md`` and, with 2+ lengths, ``<stem>.png``."""
     stem = Path(output)
     stem = stem.with_suffix("") if stem.suffix in (".json", ".md", ".png") else stem
-    stem.parent.mkdir(parents=True, exist_ok=True)
     result = {**result, "command": command}
     files = {"json": stem.with_suffix(".json"), "markdown": stem.with_suffix(".md")}
-    files["json"].write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    files["markdown"].write_text(format_speed_markdown(result, command), encoding="utf-8")
+    atomic_write_bytes(files["json"], (json.dumps(result, indent=1) + "\n").encode("utf-8"))
+    atomic_write_bytes(files["markdown"], format_speed_markdown(result, command).encode("utf-8"))
     plot = plot_speed(result, stem.with_suffix(".png"))
     if plot is not None:
         files["plot"] = plot

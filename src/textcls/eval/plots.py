@@ -8,12 +8,12 @@ global backend state and is safe to call from a worker thread.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from ..artifacts import write_figure
 from ..errors import DataError
 
 __all__ = ["plot_confusion_matrix"]
@@ -92,25 +92,12 @@ def plot_confusion_matrix(
                     color="white" if shown[i, j] > threshold else "black",
                 )
 
-    return _save_atomically(fig, Path(path))
+    path = Path(path)
+    try:
+        return write_figure(path, fig)
+    except OSError as err:
+        raise DataError(f"cannot write plot {path}: {err.strerror or err}; choose a writable output path") from None
 
 
 def _shorten(name: str) -> str:
     return name if len(name) <= MAX_TICK_LABEL_CHARS else name[: MAX_TICK_LABEL_CHARS - 1] + "…"
-
-
-def _save_atomically(fig, path: Path) -> Path:
-    """Write to a temporary file in the target folder, then rename it over ``path``."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as err:
-        raise DataError(f"cannot write plot {path}: {err.strerror or err}; choose a writable output path") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            fig.savefig(handle, format="png")
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return path
