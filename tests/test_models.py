@@ -8,7 +8,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from textcls.errors import CheckpointError, ConfigError, DataError
-from textcls.models import ClassicModel, create_model
+from textcls.models import TfidfModel, create_model
 from textcls.models.layers import (
     AttentionPooling,
     build_embedding,
@@ -318,7 +318,7 @@ def _round_trip(model):
     arrays, meta = model.state()
     assert all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays.values())
     meta = json.loads(json.dumps(meta))  # must be plain JSON
-    return ClassicModel.from_state({k: v.copy() for k, v in arrays.items()}, meta)
+    return TfidfModel.from_state({k: v.copy() for k, v in arrays.items()}, meta)
 
 
 @pytest.mark.parametrize("name, floor", [("tfidf-lr", 0.7), ("tfidf-nb", 0.65)])
@@ -379,9 +379,9 @@ def test_classic_absent_class_gets_zero_probability_and_bad_state_is_refused():
     assert proba[0, 2] == 0.0 and proba.sum() == pytest.approx(1.0)
     arrays, meta = model.state()
     with pytest.raises(CheckpointError, match="format"):
-        ClassicModel.from_state(arrays, {**meta, "format": "pickle"})
+        TfidfModel.from_state(arrays, {**meta, "format": "pickle"})
     with pytest.raises(CheckpointError, match="inconsistent"):
-        ClassicModel.from_state({**arrays, "bias": arrays["bias"][:2]}, meta)
+        TfidfModel.from_state({**arrays, "bias": arrays["bias"][:2]}, meta)
 
 
 def test_attention_maps_switch_skips_maps_without_changing_logits():

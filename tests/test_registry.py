@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from textcls.errors import ConfigError
-from textcls.models import ClassicModel, Output, Preset, TextModel, create_model, get_preset, list_models
+from textcls.models import TfidfModel, Output, Preset, TextModel, create_model, get_preset, list_models
 from textcls.models.base import TextModel as BaseTextModel
 from textcls.models.registry import _FAMILIES, _PRESETS, DEFAULT_CAPS, register_model, register_preset
 from textcls.recipe import Recipe
@@ -66,7 +66,7 @@ def test_every_preset_builds_and_runs_with_a_small_vocabulary(name):
     model = _create(name, **overrides)
     assert model.preset.name == name
     if get_preset(name).kind == "classic":
-        assert isinstance(model, ClassicModel)
+        assert isinstance(model, TfidfModel)
         texts = ["what is a cat", "who is bob", "where is paris", "what is a dog", "who wrote it", "where is rome"]
         proba = model.fit(texts, np.array([0, 1, 2, 0, 1, 2])).predict_proba(["who is rome"])
         assert proba.shape == (1, 3)

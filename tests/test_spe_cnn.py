@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from textcls.errors import ConfigError
 from textcls.models import create_model, get_preset, list_models
 from textcls.models.layers import sinusoidal_encoding
-from textcls.models.spe_cnn import SingleCNN
+from textcls.models.spe_cnn import SpeCNN
 from textcls.train import build_optimizer
 from tolerance import FEW_OPS, approx32
 
@@ -284,7 +284,7 @@ def test_the_presets_are_the_rows_of_tables_3_and_4():
 @pytest.mark.parametrize("name", PRESETS)
 def test_each_preset_takes_one_optimiser_step(name):
     model = _model(name, num_classes=4)
-    assert isinstance(model, SingleCNN)
+    assert isinstance(model, SpeCNN)
     trainable = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     optimizer = build_optimizer(model, model.preset.recipe)
     model.train()
@@ -304,7 +304,7 @@ def test_bad_parameters_are_one_line_config_errors():
     with pytest.raises(ConfigError, match="'embedding_mode' = 'rand' is not one of static, nonstatic, one-hot"):
         _model("spe-cnn", embedding_mode="rand")
     with pytest.raises(ConfigError, match="'one-hot' takes no pretrained matrix"):
-        SingleCNN(VOCAB, 2, _vectors(), embedding_dim=8, embedding_mode="one-hot")
+        SpeCNN(VOCAB, 2, _vectors(), embedding_dim=8, embedding_mode="one-hot")
     with pytest.raises(ConfigError, match=r"'window' = 0 is outside"):
         _model("spe-cnn", window=0)
     with pytest.raises(ConfigError, match=r"'dropout' = 1.0 is outside"):

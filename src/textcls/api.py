@@ -326,10 +326,10 @@ class Classifier(ClassifierMixin, BaseEstimator):
         arrays = artifacts.read_arrays(weights, sha256=checksum)
         artifacts.check_finite(weights, arrays, _allow_inf(config["kind"]))
         if config["kind"] == "classic":
-            from .models.classic import ClassicModel
+            from .models.tfidf import TfidfModel
 
             try:
-                clf.model_ = ClassicModel.from_state(arrays, config["classic_state"])
+                clf.model_ = TfidfModel.from_state(arrays, config["classic_state"])
             except CheckpointError as exc:
                 raise CheckpointError(f"{weights}: {exc}")
             except (KeyError, ValueError, TypeError) as exc:

@@ -127,11 +127,11 @@ def _min_length(model) -> int:
     (``if words.size(1) < window``), which a trace freezes; the wrapper pads every batch with
     ``width - 1`` masked columns instead, which gives the same logits (padding is masked)."""
     from .models.kim_cnn import KimCNN
-    from .models.spe_cnn import SingleCNN
+    from .models.spe_cnn import SpeCNN
 
     if isinstance(model, KimCNN):
         return max(int(w) for w in model.windows)
-    if isinstance(model, SingleCNN):
+    if isinstance(model, SpeCNN):
         return int(model.window)
     return 1
 

@@ -29,11 +29,11 @@ for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module not in _NOT_MODELS and not _module.startswith("_"):
         importlib.import_module(f"{__name__}.{_module}")
 
-from .classic import ClassicModel  # noqa: E402  (after discovery: same module object)
+from .tfidf import TfidfModel  # noqa: E402  (after discovery: same module object)
 
 __all__ = [
     "INPUT_KEYS",
-    "ClassicModel",
+    "TfidfModel",
     "Output",
     "Preset",
     "TextModel",

@@ -1,6 +1,7 @@
 """Zhang, Qiu, Pang, Liu & Li (2021), "Dual-axial self-attention network for text
-classification" (Sci China Inf Sci 64(12): 222102), with the self-attention baselines of
-its Table 3.
+classification" (Sci China Inf Sci 64(12): 222102): DASA and its ablations. The classifier
+frame of section 4 (``AttentionClassifier``) and the self-attention baselines of its Table 3
+are in ``self_attention.py``.
 
 Equations (section numbers and equation numbers of the paper):
 
@@ -44,15 +45,6 @@ Readings of what the paper leaves open (each also commented where it is coded):
   attenuation factor, ``mu`` and eq. 8's softplus stay.
 - Eq. 13 sums ``i = 0..N``; read as the N real tokens. The text-axial-only ablation pools the
   same way without the gate: ``u = tanh(sum_i h^t_i)``.
-- Conventional self-attention (Table 1 scores, ``self-attention-*``): eq. 1 with softmax on
-  the same ``Q, K, V`` projections, pooled as eq. 13 (``u = tanh(sum_i h_i)``).
-- The previous multi-dimensional self-attention (``disan-t2t``, refs. 14-15): DiSAN's
-  multi-dimensional token2token attention ``f(h_i, h_j) = W^T elu(W1 h_i + W2 h_j + b1) + b``,
-  softmax over j per feature, DiSAN's fusion gate, pooled as eq. 13. It has no direction
-  masks: the paper contrasts the attention's cost, O(b N^2 d^2) against O(b N^2 d), and
-  this full form is the one whose cost it quotes. Its ``b x N x N x d`` tensors are the point
-  of the speed comparison.
-
 Attention maps (``Output.attentions``, in eval mode): ``text_axial`` and ``feature_axial`` are
 ``softplus(w_ij)`` of eq. 8, ``[B, N, d]``, one weight per word and dimension as in the
 paper's Figure 5; ``fusion_gate`` is ``f`` of eq. 12. Padded positions are 0.
@@ -68,11 +60,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from ..recipe import Recipe
-from ..validate import check_choice, check_flag, check_positive_int, check_probability, range_check
-from .base import Output, TextModel
-from .layers import build_embedding, masked_attention, masked_softmax
-from .registry import Preset, register_model, register_preset
+from ..validate import check_choice, check_flag, check_positive_int, range_check
+from .base import Output
+from .layers import masked_softmax
+from .registry import register_model, register_preset
+from .self_attention import AttentionClassifier, frame_preset, glorot_linear
 
 __all__ = [
     "attenuation_matrix",
@@ -81,14 +73,10 @@ __all__ = [
     "FeatureAxialAttention",
     "DualAxialAttention",
     "DualAxialSelfAttentionClassifier",
-    "SelfAttentionClassifier",
-    "DiSANToken2TokenClassifier",
 ]
 
 ALPHAS = ("softplus", "softmax")
 AXES = ("dual", "text")
-SCORES = ("additive", "general", "dot", "scaled-dot")
-BIGRAM_COMBINES = ("add", "append")
 
 
 # --------------------------------------------------------------------------- equations
@@ -142,20 +130,6 @@ def multi_dimensional_self_attention(
     return outputs, gate
 
 
-def _glorot_linear(in_dim: int, out_dim: int, bias: bool = True) -> nn.Linear:
-    layer = nn.Linear(in_dim, out_dim, bias=bias)
-    # Section 4: Glorot's scheme for the weights, zeros for the biases.
-    nn.init.xavier_uniform_(layer.weight)
-    if bias:
-        nn.init.zeros_(layer.bias)
-    return layer
-
-
-def _glorot_embedding(rows: int, dim: int, embeddings: np.ndarray | None = None) -> nn.Embedding:
-    # nn.init.xavier_uniform_ on a [rows, dim] table: fan_in = dim, fan_out = rows.
-    return build_embedding(rows, dim, embeddings, uniform_range=math.sqrt(6.0 / (rows + dim)))
-
-
 # --------------------------------------------------------------------------- DASA modules
 
 
@@ -173,9 +147,9 @@ class TextAxialAttention(nn.Module):
         check_choice("alpha", alpha, ALPHAS)
         self.alpha, self.attenuation, self.normalise = alpha, attenuation, normalise
         self.attenuation_w, self.attenuation_c = attenuation_w, attenuation_c
-        self.query = _glorot_linear(dim, dim)
-        self.key = _glorot_linear(dim, dim)
-        self.value = _glorot_linear(dim, dim)
+        self.query = glorot_linear(dim, dim)
+        self.key = glorot_linear(dim, dim)
+        self.value = glorot_linear(dim, dim)
 
     def forward(self, x: Tensor, mask: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
         mask = mask.bool()
@@ -202,9 +176,9 @@ class FeatureAxialAttention(nn.Module):
         self.alpha = alpha
         # Reading: d x d maps on each token, as on the text axis; eqs. 2-4 on X^T would need
         # N x N maps, impossible for texts of varying length (see the module docstring).
-        self.query = _glorot_linear(dim, dim)
-        self.key = _glorot_linear(dim, dim)
-        self.value = _glorot_linear(dim, dim)
+        self.query = glorot_linear(dim, dim)
+        self.key = glorot_linear(dim, dim)
+        self.value = glorot_linear(dim, dim)
 
     def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         keep = mask.bool().unsqueeze(-1).to(x.dtype)
@@ -233,8 +207,8 @@ class DualAxialAttention(nn.Module):
         self.feature = FeatureAxialAttention(dim, alpha=alpha) if feature_axis else None
         if feature_axis:
             # Eq. 12: W^t and W^f are d x d, with one shared bias b.
-            self.gate_text = _glorot_linear(dim, dim)
-            self.gate_feature = _glorot_linear(dim, dim, bias=False)
+            self.gate_text = glorot_linear(dim, dim)
+            self.gate_feature = glorot_linear(dim, dim, bias=False)
 
     def forward(self, x: Tensor, mask: Tensor, positions: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         keep = mask.bool().unsqueeze(-1).to(x.dtype)
@@ -252,78 +226,11 @@ class DualAxialAttention(nn.Module):
         return torch.tanh((fused * keep).sum(dim=1)), maps
 
 
-# --------------------------------------------------------------------------- classifiers
-
-
-class _AttentionClassifier(TextModel):
-    """Section 4's frame, shared by DASA and its baselines: embeddings (+ bigrams), an
-    attention layer pooled to ``u [B, d]``, ``sigmoid(FC(u))``, then a linear softmax layer."""
-
-    def __init__(self, vocab_size: int, num_classes: int, embeddings: np.ndarray | None, *,
-                 embedding_dim: int, bigram_buckets: int, bigram_combine: str, hidden_dim: int, dropout: float):
-        super().__init__()
-        check_positive_int("embedding_dim", embedding_dim, 1 << 16)
-        check_positive_int("hidden_dim", hidden_dim, 1 << 16)
-        if bigram_buckets != 0:
-            check_positive_int("bigram_buckets", bigram_buckets)
-        check_choice("bigram_combine", bigram_combine, BIGRAM_COMBINES)
-        check_probability("dropout", dropout)
-        self.bigram_combine = bigram_combine
-        self.words = _glorot_embedding(vocab_size, embedding_dim, embeddings)
-        # Row 0 is the bigram PAD; the pipeline's bucket ids run 1..bigram_buckets.
-        self.bigrams = _glorot_embedding(bigram_buckets + 1, embedding_dim) if bigram_buckets else None
-        self.dropout = nn.Dropout(dropout)
-        self.hidden = _glorot_linear(embedding_dim, hidden_dim)
-        self.output = _glorot_linear(hidden_dim, num_classes)
-
-    def embed(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-        """``(x [B, N, d], mask [B, N], positions [B, N])``; x is zero at padding."""
-        ids, mask = batch["input_ids"], batch["mask"].bool()
-        x = self.words(ids)
-        if self.bigrams is not None:
-            if "bigram_ids" not in batch:
-                raise ConfigError(
-                    f"{self.preset_name()} has bigram_buckets > 0 and needs 'bigram_ids' in the batch; set the same "
-                    "bigram_buckets in the text pipeline, or override bigram_buckets=0"
-                )
-            bigram_ids, bigram_mask = batch["bigram_ids"], batch["bigram_mask"].bool()
-            if self.bigram_combine == "add":
-                # Reading of "we add bigram information to the input": bigram k = (w_k, w_{k+1})
-                # is added to word k (the last word has none), so the text keeps N positions.
-                width = ids.size(1)
-                if bigram_mask[:, width - 1 :].any():
-                    raise ConfigError(
-                        f"a document has more bigrams than adjacent word pairs ({bigram_ids.size(1)} bigram columns "
-                        f"for {width} word columns); build bigram_ids with TextPipeline from the same kept words"
-                    )
-                bigram_ids, bigram_mask = bigram_ids[:, : width - 1], bigram_mask[:, : width - 1]
-                bigram_vectors = self.bigrams(bigram_ids) * bigram_mask.unsqueeze(-1).to(x.dtype)
-                x = x + F.pad(bigram_vectors, (0, 0, 0, width - bigram_ids.size(1)))
-            else:
-                x = torch.cat([x, self.bigrams(bigram_ids)], dim=1)
-                mask = torch.cat([mask, bigram_mask], dim=1)
-        x = x * mask.unsqueeze(-1).to(x.dtype)
-        # Places in the text counted over real positions only, so padding between the words and
-        # the appended bigrams does not stretch the attenuation distances.
-        positions = mask.long().cumsum(dim=1) - 1
-        return x, mask, positions
-
-    def classify(self, pooled: Tensor) -> Tensor:
-        """Section 4's FC layer with sigmoid, then the output layer (softmax lives in the loss)."""
-        return self.output(torch.sigmoid(self.hidden(self.dropout(pooled))))
-
-    def preset_name(self) -> str:
-        preset = getattr(self, "preset", None)
-        return f"model '{preset.name}'" if preset is not None else type(self).__name__
-
-
-def _masked_sum_tanh(h: Tensor, mask: Tensor) -> Tensor:
-    # Eq. 13's pooling, used the same way by every baseline: tanh of the sum over real tokens.
-    return torch.tanh((h * mask.unsqueeze(-1).to(h.dtype)).sum(dim=1))
+# --------------------------------------------------------------------------- the classifier
 
 
 @register_model("dasa")
-class DualAxialSelfAttentionClassifier(_AttentionClassifier):
+class DualAxialSelfAttentionClassifier(AttentionClassifier):
     """The paper's model (sections 3-4); ``axes="text"`` and the other switches give its ablations."""
 
     def __init__(
@@ -362,171 +269,19 @@ class DualAxialSelfAttentionClassifier(_AttentionClassifier):
         return Output(logits=self.classify(pooled), attentions=maps if self.wants_attention_maps else {})
 
 
-@register_model("self-attention")
-class SelfAttentionClassifier(_AttentionClassifier):
-    """Conventional single-dimensional self-attention (eq. 1) with a Table 1 score, in DASA's frame.
-
-    ``h_i = sum_j softmax_j(s(k_j, q_i)) v_j`` on ``Q, K, V`` of eqs. 2-4, then
-    ``u = tanh(sum_i h_i)``. ``attentions["text"]`` is the ``[B, N, N]`` weight matrix.
-    """
-
-    def __init__(
-        self,
-        vocab_size: int,
-        num_classes: int,
-        embeddings: np.ndarray | None = None,
-        *,
-        embedding_dim: int = 64,
-        bigram_buckets: int = 0,
-        bigram_combine: str = "add",
-        hidden_dim: int = 64,
-        dropout: float = 0.0,
-        score: str = "scaled-dot",
-    ):
-        super().__init__(vocab_size, num_classes, embeddings, embedding_dim=embedding_dim,
-                         bigram_buckets=bigram_buckets, bigram_combine=bigram_combine,
-                         hidden_dim=hidden_dim, dropout=dropout)
-        check_choice("score", score, SCORES)
-        self.score = score
-        dim = embedding_dim
-        self.query = _glorot_linear(dim, dim)
-        self.key = _glorot_linear(dim, dim)
-        self.value = _glorot_linear(dim, dim)
-        if score == "additive":
-            # Table 1: v^T tanh(W q_i + U k_j); W, U d x d, v a d-vector (Bahdanau's form has no bias).
-            self.score_query = _glorot_linear(dim, dim, bias=False)
-            self.score_key = _glorot_linear(dim, dim, bias=False)
-            self.score_vector = _glorot_linear(dim, 1, bias=False)
-        elif score == "general":
-            # Table 1: q_i^T W k_j, computed as (W^T q_i) . k_j.
-            self.score_query = _glorot_linear(dim, dim, bias=False)
-
-    def forward(self, batch: dict[str, Tensor]) -> Output:
-        x, mask, _ = self.embed(batch)
-        query, key, value = self.query(x), self.key(x), self.value(x)
-        if self.score == "additive":
-            # Additive scores cannot be factored: this is a b x N x N x d tensor by nature.
-            pairs = torch.tanh(self.score_query(query).unsqueeze(2) + self.score_key(key).unsqueeze(1))
-            weights = masked_softmax(self.score_vector(pairs).squeeze(-1), mask.unsqueeze(1), dim=-1)
-            h = torch.matmul(weights, value)
-        else:
-            if self.score == "general":
-                query = self.score_query(query)
-            scale = None if self.score == "scaled-dot" else 1.0  # None: masked_attention's 1/sqrt(d)
-            h, weights = masked_attention(query, key, value, mask, scale=scale,
-                                          need_weights=self.wants_attention_maps)
-        logits = self.classify(_masked_sum_tanh(h, mask))
-        if not self.wants_attention_maps:
-            return Output(logits=logits)
-        return Output(logits=logits, attentions={"text": weights * mask.unsqueeze(-1).to(weights.dtype)})
-
-
-@register_model("disan-t2t")
-class DiSANToken2TokenClassifier(_AttentionClassifier):
-    """The previous multi-dimensional self-attention (DiSAN / ReSAN token2token), in DASA's frame.
-
-    ``h = elu(W_h x + b_h)``; ``f(h_i, h_j) = W^T elu(W1 h_i + W2 h_j + b1) + b`` (a d-vector per
-    pair: ``[B, N, N, d]``); ``P_ij = softmax_j f(h_i, h_j)`` per feature; ``s_i = sum_j P_ij * h_j``;
-    DiSAN's fusion gate ``F = sigmoid(W_f1 s + W_f2 h + b_f)``, ``u_i = F * h_i + (1 - F) * s_i``;
-    pooled as eq. 13. ``attentions["token2token"]`` is ``P`` averaged over the features.
-    """
-
-    def __init__(
-        self,
-        vocab_size: int,
-        num_classes: int,
-        embeddings: np.ndarray | None = None,
-        *,
-        embedding_dim: int = 64,
-        bigram_buckets: int = 0,
-        bigram_combine: str = "add",
-        hidden_dim: int = 64,
-        dropout: float = 0.0,
-    ):
-        super().__init__(vocab_size, num_classes, embeddings, embedding_dim=embedding_dim,
-                         bigram_buckets=bigram_buckets, bigram_combine=bigram_combine,
-                         hidden_dim=hidden_dim, dropout=dropout)
-        dim = embedding_dim
-        self.input_layer = _glorot_linear(dim, dim)
-        self.pair_first = _glorot_linear(dim, dim)  # W1, with b1
-        self.pair_second = _glorot_linear(dim, dim, bias=False)  # W2
-        self.pair_output = _glorot_linear(dim, dim)  # W^T . + b: the d x d map per pair
-        self.fusion_context = _glorot_linear(dim, dim)  # W_f1, with b_f
-        self.fusion_input = _glorot_linear(dim, dim, bias=False)  # W_f2
-
-    def forward(self, batch: dict[str, Tensor]) -> Output:
-        x, mask, _ = self.embed(batch)
-        h = F.elu(self.input_layer(x))
-        pairs = F.elu(self.pair_first(h).unsqueeze(2) + self.pair_second(h).unsqueeze(1))  # [B, N, N, d]
-        scores = self.pair_output(pairs)
-        weights = masked_softmax(scores, mask[:, None, :, None], dim=2)  # over keys j, per feature
-        context = (weights * h.unsqueeze(1)).sum(dim=2)
-        fusion = torch.sigmoid(self.fusion_context(context) + self.fusion_input(h))
-        fused = fusion * h + (1 - fusion) * context
-        logits = self.classify(_masked_sum_tanh(fused, mask))
-        if not self.wants_attention_maps:
-            return Output(logits=logits)
-        token2token = weights.mean(dim=-1) * mask.unsqueeze(-1).to(weights.dtype)
-        return Output(logits=logits, attentions={"token2token": token2token})
-
-
 # --------------------------------------------------------------------------- presets
 
-_PAPER = "Zhang, Qiu, Pang, Liu & Li 2021, Dual-axial self-attention network for text classification (Sci China Inf Sci)"
-# Section 4 names Adam only. lr 1e-3 is Adam's default; batch size, epochs and early stopping
-# are ours (the paper gives none).
-DASA_RECIPE = Recipe(optimizer="adam", lr=1e-3, batch_size=64, epochs=10, patience=3, monitor="accuracy")
-# 2**14 buckets: the bigram table's gradient is dense under Adam, so its size is paid on
-# every step (see fasttext_bag.py); the paper gives no count.
-DASA_BIGRAM_BUCKETS = 1 << 14
-# The b x N x N score matrix is bounded by cutting texts at 512 tokens; the baselines with a
-# b x N x N x d tensor (additive scores, DiSAN) at 128.
-DASA_MAX_LENGTH = 512
-PAIRWISE_MAX_LENGTH = 128
-_INPUTS = {
-    "shape": "flat",
-    "lowercase": True,
-    "min_freq": 1,
-    "embeddings": None,  # section 4: "without any pre-trained word embeddings"
-    "embedding_dim": 64,
-    "bigram_buckets": DASA_BIGRAM_BUCKETS,
-    "max_length": DASA_MAX_LENGTH,
-}
-_SIZES = " d = 64, FC 64, 2**14 bigram buckets added to the words, texts cut at {n} tokens (the paper gives no sizes)."
-
-
-def _preset(name, family, arch, description, max_length=DASA_MAX_LENGTH):
-    return Preset(name, family, arch=arch, recipe=DASA_RECIPE, inputs={**_INPUTS, "max_length": max_length},
-                  description=description + _SIZES.format(n=max_length), paper=_PAPER)
-
-
 DASA_PRESETS = [
-    _preset("dasa", "dasa", {}, "Dual-axial self-attention (Table 3 'Dual-axial SA'): softplus, attenuation, "
-            "text and feature axes with the fusion gate."),
-    _preset("dasa-softmax", "dasa", {"alpha": "softmax"},
-            "Table 3 'Dual-axial SA w/ softmax': softmax in place of softplus in eq. 6."),
-    _preset("dasa-text-axial", "dasa", {"axes": "text"},
-            "Table 3 'Text-axial SA': the text-axial module alone (no feature axis, no gate)."),
-    _preset("dasa-text-axial-no-attenuation", "dasa", {"axes": "text", "attenuation": False},
-            "Table 3 'Text-axial SA w/o attenuation factor': zeta = 1."),
-]
-SELF_ATTENTION_PRESETS = [
-    _preset("self-attention-additive", "self-attention", {"score": "additive"},
-            "Table 3 'Additive': single-dimensional self-attention, v^T tanh(W q + U k) scores (b x N x N x d).",
-            max_length=PAIRWISE_MAX_LENGTH),
-    _preset("self-attention-general", "self-attention", {"score": "general"},
-            "Table 3 'General': single-dimensional self-attention, q^T W k scores."),
-    _preset("self-attention-dot", "self-attention", {"score": "dot"},
-            "Table 3 'Dot Product': single-dimensional self-attention, q^T k scores."),
-    _preset("self-attention-scaled-dot", "self-attention", {"score": "scaled-dot"},
-            "Table 3 'Scaled Dot Product': single-dimensional self-attention, q^T k / sqrt(d) scores."),
-]
-DISAN_PRESETS = [
-    _preset("disan-t2t", "disan-t2t", {},
-            "Table 3 'Previous MDSA': DiSAN-style multi-dimensional token2token self-attention "
-            "(b x N x N x d tensors; memory-hungry).", max_length=PAIRWISE_MAX_LENGTH),
+    frame_preset("dasa", "dasa", {}, "Dual-axial self-attention (Table 3 'Dual-axial SA'): softplus, attenuation, "
+                 "text and feature axes with the fusion gate."),
+    frame_preset("dasa-softmax", "dasa", {"alpha": "softmax"},
+                 "Table 3 'Dual-axial SA w/ softmax': softmax in place of softplus in eq. 6."),
+    frame_preset("dasa-text-axial", "dasa", {"axes": "text"},
+                 "Table 3 'Text-axial SA': the text-axial module alone (no feature axis, no gate)."),
+    frame_preset("dasa-text-axial-no-attenuation", "dasa", {"axes": "text", "attenuation": False},
+                 "Table 3 'Text-axial SA w/o attenuation factor': zeta = 1."),
 ]
 
-# Registered after the classes so that all presets sit together here.
-for _preset_ in DASA_PRESETS + SELF_ATTENTION_PRESETS + DISAN_PRESETS:
+# Registered after the class so that the presets sit together here.
+for _preset_ in DASA_PRESETS:
     register_preset(_preset_)

@@ -79,7 +79,7 @@ class Preset:
     """A named, complete model configuration: architecture, training recipe, inputs.
 
     ``kind`` is ``"neural"`` (a ``TextModel`` trained by the engine) or ``"classic"``
-    (a scikit-learn ``ClassicModel`` fitted on raw texts). ``inputs`` always ends up with
+    (a scikit-learn ``TfidfModel`` fitted on raw texts). ``inputs`` always ends up with
     ``shape`` (``"flat"``/``"hierarchical"``) and ``embeddings`` (None, ``"glove-6b-50d"``,
     ``"word2vec"`` or a file path); neural presets also need ``embedding_dim``, and get the
     length caps of ``DEFAULT_CAPS`` for their shape unless they set their own.
@@ -302,7 +302,7 @@ def create_model(
     size). A preset whose ``inputs["embeddings"]`` names pretrained vectors needs the matrix
     (``prepare()`` builds it) unless ``from_checkpoint`` says the weights are about to be
     loaded from a saved run. The resolved preset is attached as ``model.preset``.
-    Returns a ``TextModel`` or, for ``kind="classic"``, a ``ClassicModel``.
+    Returns a ``TextModel`` or, for ``kind="classic"``, a ``TfidfModel``.
     """
     preset = name if isinstance(name, Preset) else get_preset(name)
     preset = preset.with_overrides(**overrides)

@@ -170,7 +170,7 @@ SPE_CNN_PRESETS = [
 
 
 @register_model("spe-cnn", presets=SPE_CNN_PRESETS)
-class SingleCNN(TextModel):
+class SpeCNN(TextModel):
     """SingleCNN with optional sinusoidal positional encoding (see the module docstring).
 
     Args:

@@ -32,18 +32,18 @@ STATE_FORMAT = "textcls.tfidf/1"
 # scikit-learn's default pattern drops them.
 TOKEN_PATTERN = r"(?u)\b\w+\b"
 
-# The classic models are fitted once on the whole training split: there is no epoch to select,
+# The TF-IDF models are fitted once on the whole training split: there is no epoch to select,
 # so no dev split is carved and only the seed of the recipe applies.
-_CLASSIC_RECIPE = Recipe(epochs=1)
-_CLASSIC_INPUTS = {"shape": "flat", "embeddings": None, "lowercase": True}
+_TFIDF_RECIPE = Recipe(epochs=1)
+_TFIDF_INPUTS = {"shape": "flat", "embeddings": None, "lowercase": True}
 
-CLASSIC_PRESETS = [
+TFIDF_PRESETS = [
     Preset(
         "tfidf-lr",
         "tfidf",
         arch={"classifier": "lr"},
-        recipe=_CLASSIC_RECIPE,
-        inputs=_CLASSIC_INPUTS,
+        recipe=_TFIDF_RECIPE,
+        inputs=_TFIDF_INPUTS,
         kind="classic",
         description="TF-IDF (unigrams + bigrams, sublinear tf) with logistic regression; one-vs-rest if multi-label.",
         paper="scikit-learn baseline",
@@ -52,8 +52,8 @@ CLASSIC_PRESETS = [
         "tfidf-nb",
         "tfidf",
         arch={"classifier": "nb"},
-        recipe=_CLASSIC_RECIPE,
-        inputs=_CLASSIC_INPUTS,
+        recipe=_TFIDF_RECIPE,
+        inputs=_TFIDF_INPUTS,
         kind="classic",
         description="TF-IDF (unigrams + bigrams, sublinear tf) with multinomial naive Bayes; one-vs-rest if multi-label.",
         paper="scikit-learn baseline",
@@ -61,8 +61,8 @@ CLASSIC_PRESETS = [
 ]
 
 
-@register_model("tfidf", presets=CLASSIC_PRESETS)
-class ClassicModel:
+@register_model("tfidf", presets=TFIDF_PRESETS)
+class TfidfModel:
     """TF-IDF + linear classifier, scikit-learn style (``fit`` returns self; learned attributes end in ``_``).
 
     ``C`` is LR's inverse regularisation strength, ``alpha`` NB's additive smoothing;
@@ -141,7 +141,7 @@ class ClassicModel:
         return MultinomialNB(alpha=self.alpha)
 
     # -- training ---------------------------------------------------------------------
-    def fit(self, texts, y) -> "ClassicModel":
+    def fit(self, texts, y) -> "TfidfModel":
         """Fit on raw texts; ``y`` is ``[N]`` class indices or ``[N, C]`` multi-hot (multi-label)."""
         texts = list(texts)
         labels = np.asarray(y)
@@ -260,7 +260,7 @@ class ClassicModel:
         return arrays, meta
 
     @classmethod
-    def from_state(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "ClassicModel":
+    def from_state(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "TfidfModel":
         """Rebuild a fitted model from ``state()``'s output; runs no stored code."""
         if meta.get("format") != STATE_FORMAT:
             raise CheckpointError(
