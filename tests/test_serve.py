@@ -476,3 +476,18 @@ def test_uvicorn_refuses_a_chunked_body_over_the_limit_and_stays_up(trec_run):
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def test_the_serve_command_defaults_match_the_module_and_a_bad_run_is_one_line(tmp_path, capsys):
+    import inspect
+
+    from textcls import cli, serve
+
+    options = inspect.signature(cli.serve).parameters
+    assert options["max_texts"].default.default == serve.DEFAULT_MAX_TEXTS
+    assert options["max_text_bytes"].default.default == serve.DEFAULT_MAX_TEXT_BYTES
+    assert options["batch_window_ms"].default.default == serve.DEFAULT_BATCH_WINDOW_MS
+    with pytest.raises(SystemExit) as done:
+        cli.main(["serve", str(tmp_path / "no-such-run"), "--port", "0"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "no-such-run" in err and len(err.strip().split("\n")) == 1, err

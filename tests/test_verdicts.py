@@ -77,6 +77,7 @@ def test_a_clear_win_over_five_seeds_is_supported_by_a_paired_one_sided_t_test(r
     v = _one(results, _claim(pairs=[["model-a", "model-b"]]))
     assert v.verdict == SUPPORTED
     expected = stats.ttest_rel(A, B, alternative="greater").pvalue
+    # float64: p-values computed by scipy in double precision on both sides
     assert v.p == pytest.approx(expected, rel=1e-9)
     assert v.p < 0.001
     assert "paired t over seeds" in v.test and "n=5" in v.test
@@ -90,6 +91,7 @@ def test_a_clear_win_over_five_seeds_is_supported_by_a_paired_one_sided_t_test(r
 def test_the_reverse_claim_is_contradicted(results):
     v = _one(results, _claim(pairs=[["model-b", "model-a"]]))
     assert v.verdict == CONTRADICTED
+    # float64: p-values computed by scipy in double precision on both sides
     assert v.p == pytest.approx(stats.ttest_rel(B, A, alternative="less").pvalue, rel=1e-9)
     assert v.p < 0.001
 
@@ -122,6 +124,7 @@ def test_within_two_points_of_the_paper_by_tost(results):
     values = [80.1, 80.3, 79.9, 80.2, 80.0]
     p_low = stats.ttest_1samp(values, 80.5 - 2.0, alternative="greater").pvalue
     p_high = stats.ttest_1samp(values, 80.5 + 2.0, alternative="less").pvalue
+    # float64: p-values computed by scipy in double precision on both sides
     assert near.p == pytest.approx(max(p_low, p_high), rel=1e-9)
     assert near.ours == "80.10 ± 0.16 (n=5)" and near.paper == "80.50" and near.delta == "-0.40"
 
@@ -146,6 +149,7 @@ def test_an_ordering_needs_every_pair_and_is_contradicted_by_one_reversed(result
     single = [stats.ttest_rel([x * 100 for x in A], [80.1, 80.3, 79.9, 80.2, 80.0], alternative="greater").pvalue,
               stats.ttest_rel([80.1, 80.3, 79.9, 80.2, 80.0], [75.1, 74.8, 75.2, 74.9, 75.0],
                               alternative="greater").pvalue]
+    # float64: p-values computed by scipy in double precision on both sides
     assert v.p == pytest.approx(max(single), rel=1e-6)
     broken = _one(results, _claim(pairs=[["model-a", "model-c"], ["model-d", "model-c"]]))
     assert broken.verdict == CONTRADICTED
@@ -162,6 +166,7 @@ def test_average_over_datasets_pairs_the_datasets(tmp_path):
                          datasets=[f"fdu_mtl/d{i}" for i in range(4)]))
     assert v.verdict == SUPPORTED
     assert v.p == pytest.approx(stats.ttest_1samp([100 * d for d in diffs], 0.0, alternative="greater").pvalue,
+                                # float64: p-values computed by scipy in double precision on both sides
                                 rel=1e-6)
     assert "over datasets" in v.test and "n=4" in v.test
 

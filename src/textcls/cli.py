@@ -782,6 +782,26 @@ def _check_threads(threads: Optional[int]) -> None:
 
 
 
+
+@app.command()
+def serve(
+    run: Path = typer.Argument(..., help="Run directory to serve (made by `textcls train`)."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind (0.0.0.0 to accept other machines)."),
+    port: int = typer.Option(8000, help="Port to listen on."),
+    workers: int = typer.Option(1, help="Worker processes; each loads the model and runs one torch thread."),
+    max_texts: int = typer.Option(64, "--max-texts", help="Texts per request at most."),
+    max_text_bytes: int = typer.Option(50_000, "--max-text-bytes", help="UTF-8 bytes per text at most."),
+    batch_window_ms: float = typer.Option(2.0, "--batch-window-ms",
+                                          help="How long to gather concurrent requests into one model call (0: no wait)."),
+):
+    """Serve a trained run over HTTP: POST /predict, POST /explain, GET /health, GET /metadata (docs/serve.md)."""
+    # Defaults mirror textcls.serve's DEFAULT_* constants; importing it here would slow `textcls --help`.
+    from .serve import run_server
+
+    run_server(run, host=host, port=port, workers=workers, max_texts=max_texts,
+               max_text_bytes=max_text_bytes, batch_window_ms=batch_window_ms)
+
+
 @app.command("export")
 def export_cmd(
     run_dir: Path = typer.Argument(..., help="A run directory made by textcls train."),
