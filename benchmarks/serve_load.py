@@ -40,27 +40,15 @@ from pathlib import Path
 
 import numpy as np
 
+from textcls.benchmark.system import SIMD_FLAGS as SIMD
+from textcls.benchmark.system import cpu_flags
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 LEVELS = (1, 8, 64)
 
 
 # --------------------------------------------------------------------------- machine
-
-
-def cpu_flags() -> list[str]:
-    """The flags of the first CPU in /proc/cpuinfo (Linux); [] elsewhere."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    return line.split(":", 1)[1].split()
-    except OSError:
-        pass
-    return []
-
-
-SIMD = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
 
 
 def rss_mb(pid: int) -> float | None:

@@ -344,7 +344,7 @@ def format_markdown(result: dict) -> str:
         "",
         f"- commit: `{commit}`",
         f"- command: `{result.get('command')}`",
-        f"- machine: {machine.get('cpu_model') or 'unknown CPU'}, {machine.get('cpus_available')} CPUs available "
+        f"- machine: {machine.get('cpu_model') or 'unknown CPU'} ({_simd(machine)}), {machine.get('cpus_available')} CPUs available "
         f"({machine.get('cpu_count')} in the machine), {machine.get('memory_gb')} GB RAM; "
         f"{result.get('threads')} threads per run",
         f"- date: {result.get('date')} (suite wall time {result.get('wall_seconds', 0) / 60:.1f} min)",
@@ -426,3 +426,9 @@ def plot_accuracy_vs_time(result: dict, path: str | Path) -> Path:
     fig.suptitle(f"suite {result['suite']}: accuracy against training time")
     fig.tight_layout(rect=(0, 0.08 if handles else 0, 1, 0.95))
     return write_figure(Path(path), fig)
+
+
+def _simd(machine: dict) -> str:
+    """The machine's vector extensions as recorded, or why they are not known (older JSON)."""
+    simd = machine.get("cpu_simd")
+    return ", ".join(simd) if simd else "SIMD flags not recorded"

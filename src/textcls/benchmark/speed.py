@@ -219,7 +219,8 @@ def format_speed_markdown(result: dict, command: str | None = None) -> str:
     lines += [f"Batch {settings['batch_size']}, median of {settings['steps']} training steps after "
               f"{settings['warmup']} warm-up steps, {settings['threads']} threads, synthetic batches (every "
               f"position real), vocabulary {settings['vocab_size']}, {settings['num_classes']} classes. "
-              f"Machine: {machine.get('cpu_model')}, {machine.get('cpus_available')} CPUs. "
+              f"Machine: {machine.get('cpu_model')} ({', '.join(machine.get('cpu_simd') or []) or 'SIMD flags not recorded'}), "
+              f"{machine.get('cpus_available')} CPUs. "
               f"Commit {(result['git'].get('commit') or 'unknown')[:10]}. Ratios are to the first model at "
               "the same length; peak memory is the child process's ru_maxrss, 'added' is the peak minus the "
               "memory held before the first step.", ""]

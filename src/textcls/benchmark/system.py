@@ -81,6 +81,31 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
+# The vector extensions that decide which kernels PyTorch and oneDNN run: the CPUs here differ
+# (AMD EPYC with AVX2, Intel Xeon with AVX-512 and, on some, AMX, where bf16 matmul is several
+# times faster), so every benchmark records which of them the machine has.
+SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
+              "amx_tile", "amx_bf16", "amx_int8")
+
+
+def cpu_flags() -> list[str]:
+    """The flags of the first CPU in /proc/cpuinfo (Linux); [] elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return line.split(":", 1)[1].split()
+    except OSError:
+        pass
+    return []
+
+
+def cpu_simd() -> list[str]:
+    """The SIMD_FLAGS this CPU reports, in that order."""
+    flags = set(cpu_flags())
+    return [f for f in SIMD_FLAGS if f in flags]
+
+
 def available_cpus() -> int:
     """CPUs this process may run on (the affinity mask, which containers restrict)."""
     try:
@@ -103,6 +128,7 @@ def total_memory_gb() -> float | None:
 def machine_info() -> dict:
     return {
         "cpu_model": cpu_model(),
+        "cpu_simd": cpu_simd(),
         "cpu_count": os.cpu_count(),
         "cpus_available": available_cpus(),
         "memory_gb": total_memory_gb(),
