@@ -115,7 +115,7 @@ def test_corrupt_run_directory_names_the_file(fitted_cnn, tmp_path):
         Classifier.from_pretrained(run)
     fitted_cnn.save_pretrained(run)
     config = json.loads((run / "config.json").read_text())
-    config["vocab_size"] += 7
+    config["state"]["vocab_size"] += 7
     (run / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="does not match config.json"):
         Classifier.from_pretrained(run)

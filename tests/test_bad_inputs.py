@@ -521,8 +521,11 @@ CLI_CASES = [
         setup=broken("run", edit_config(lambda c: c.pop("label_names")))),
     Cli("evaluate-config-newer-format", ("evaluate", "r", "--data", "tiny.csv"), 2, ("config.json", "upgrade"),
         setup=broken("run", edit_config(lambda c: c.update(format_version=99)))),
-    Cli("evaluate-config-unknown-model", ("evaluate", "r", "--data", "tiny.csv"), 2, ("config.json", "no-such-preset"),
-        setup=broken("run", edit_config(lambda c: c.update(model="no-such-preset")))),
+    Cli("evaluate-config-unknown-family", ("evaluate", "r", "--data", "tiny.csv"), 2, ("config.json", "no-such-family"),
+        setup=broken("run", edit_config(lambda c: c.update(family="no-such-family")))),
+    # A run is rebuilt from its family and architecture: a preset renamed (or removed) since loads.
+    Cli("works-evaluate-config-renamed-preset", ("evaluate", "r", "--data", "tiny.csv"), 0, ("no-such-preset",),
+        setup=broken("run", edit_config(lambda c: c.update(model="no-such-preset", name="no-such-preset")))),
     Cli("evaluate-missing-weights", ("evaluate", "r", "--data", "tiny.csv"), 2, ("model.safetensors",),
         setup=broken("run", remove("model.safetensors"))),
     Cli("evaluate-truncated-weights", ("evaluate", "r", "--data", "tiny.csv"), 2, ("model.safetensors",),

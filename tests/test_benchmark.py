@@ -382,7 +382,7 @@ def test_fasttext_peer_learns_from_data_sorted_by_class(data_dir):
     texts = [mr["train"]["text"][i] for i in order]
     labels = [mr["train"]["label"][i] for i in order]
     assert labels[0] != labels[-1]
-    peer = create_peer("fasttext", seed=0, epoch=25, lr=1.0).fit(texts, labels)
+    peer = create_peer("fasttext", seed=0, epoch=25, lr=1.0).fit_texts(texts, labels)
     accuracy = float((peer.predict(mr["test"]["text"]) == np.array(mr["test"]["label"])).mean())
     assert accuracy > 0.65, accuracy
 
@@ -390,7 +390,7 @@ def test_fasttext_peer_learns_from_data_sorted_by_class(data_dir):
 def test_fasttext_peer_learns_trec_and_gives_probabilities(trec_1000):
     train, test = trec_1000["train"], trec_1000["test"]
     peer = create_peer("fasttext", seed=1, epoch=25)
-    peer.fit(train["text"], train["label"], classes=trec_1000.label_names)
+    peer.fit(trec_1000)  # the Estimator interface: the dataset's train split, its label_names as columns
     probs = peer.predict_proba(test["text"])
     assert probs.shape == (500, 6)
     # float64: the peers return float64 rows renormalised to sum to 1
@@ -401,13 +401,23 @@ def test_fasttext_peer_learns_trec_and_gives_probabilities(trec_1000):
     # Batch 1 gives the same numbers as a batch; thread=1 and a seed give the same model.
     # float64: fastText predicts each line alone, so batch 1 and a batch are one computation
     np.testing.assert_allclose(peer.predict_proba(test["text"][:1]), probs[:1], rtol=1e-6)
-    again = create_peer("fasttext", seed=1, epoch=25).fit(train["text"], train["label"],
-                                                         classes=trec_1000.label_names)
+    again = create_peer("fasttext", seed=1, epoch=25).fit_texts(train["text"], train["label"],
+                                                               classes=trec_1000.label_names)
     np.testing.assert_array_equal(again.predict_proba(test["text"][:20]), probs[:20])
     params = peer.num_parameters()
     words = len(peer.model_.get_words())
     assert params["embedding"] == (words + 2_000_000) * 100 and params["non_embedding"] == 6 * 100
     assert peer.settings()["epoch"] == 25 and peer.settings()["lr"] == 0.1 and peer.epochs_run_ == 25
+
+
+def test_fasttext_peer_state_restores_the_same_model(trec_1000):
+    train, test = trec_1000["train"], trec_1000["test"]
+    peer = create_peer("fasttext", seed=0, epoch=5, bucket=500_000, dim=10).fit(trec_1000)
+    arrays, meta = peer.state()
+    json.dumps(meta)  # plain JSON, no pickle
+    restored = create_peer("fasttext", seed=0, epoch=5, bucket=500_000, dim=10).load_state(arrays, meta)
+    np.testing.assert_array_equal(restored.predict_proba(test["text"][:50]), peer.predict_proba(test["text"][:50]))
+    assert list(restored.classes_) == list(peer.classes_) and restored.epochs_run_ == 5
 
 
 def test_fasttext_peer_rejects_unknown_parameters():
@@ -419,7 +429,7 @@ def test_fasttext_peer_rejects_unknown_parameters():
 
 def test_minilm_peer_on_a_small_slice(data_dir):
     ds = load_dataset("trec", data_dir=data_dir, max_per_split=240)
-    peer = create_peer("minilm-lr", seed=0).fit(ds["train"]["text"], ds["train"]["label"], classes=ds.label_names)
+    peer = create_peer("minilm-lr", seed=0).fit_texts(ds["train"]["text"], ds["train"]["label"], classes=ds.label_names)
     probs = peer.predict_proba(ds["test"]["text"][:120])
     # float64: the peers return float64 rows renormalised to sum to 1
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-9)
@@ -429,6 +439,17 @@ def test_minilm_peer_on_a_small_slice(data_dir):
     assert params["trainable"] == 384 * 6 + 6
     assert params["total"] == 22_713_216 + params["trainable"] and params["embedding"] == 11_917_824
     assert peer.embeddings_info_["dim"] == 384 and peer.epochs_run_ == 1
+
+
+def test_minilm_peer_state_restores_the_same_probabilities(data_dir):
+    ds = load_dataset("trec", data_dir=data_dir, max_per_split=120)
+    peer = create_peer("minilm-lr", seed=0).fit(ds)
+    arrays, meta = peer.state()
+    json.dumps(meta)
+    restored = create_peer("minilm-lr", seed=0).load_state(arrays, meta)
+    texts = ds["test"]["text"][:20]
+    np.testing.assert_array_equal(restored.predict_proba(texts), peer.predict_proba(texts))
+    assert restored.num_parameters() == peer.num_parameters()
 
 
 def test_a_long_only_list_gets_a_short_report_name():

@@ -399,7 +399,7 @@ def test_a_5_mb_document_is_truncated_and_reported(tmp_path, capsys):
     name = {"train": "training", "test": "test"}[huge_split]
     assert f"truncated 1 of {report[huge_split]['documents']} {name} documents to 1,000 tokens ({cut:,} tokens cut)" in out
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["pipeline"]["max_length"] == 1000 and config["inputs"]["max_length"] == 1000
+    assert config["state"]["pipeline"]["max_length"] == 1000 and config["inputs"]["max_length"] == 1000
     # Scoring the whole file and predicting the huge text read the saved cap too.
     code, out, err = call(capsys, "evaluate", run_dir, "--data", data)
     assert code == 0, err
@@ -419,7 +419,7 @@ def test_max_length_set_on_the_command_line_wins(tmp_path, capsys):
                           "--set", "max_length=3", "--set", "embedding_dim=8", "--set", "feature_maps=4",
                           "--run-dir", tmp_path / "r", "--no-progress")
     assert code == 0, err
-    assert json.loads((tmp_path / "r" / "config.json").read_text())["pipeline"]["max_length"] == 3
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["state"]["pipeline"]["max_length"] == 3
     assert "training documents to 3 tokens" in out
 
 

@@ -5,31 +5,34 @@
 
 Following scikit-learn's rules, ``__init__`` only stores parameters; everything learned
 ends in ``_``. ``fit_dataset`` trains on a ``TextDataset`` (its dev split, or one carved
-from train with the recipe's seed), which is what the CLI and the benchmarks use.
+from train with the recipe's seed), which is what the CLI uses.
+
+The Classifier checks what the user passes (texts, labels, tasks) and keeps the labels' own
+values; the model itself is an ``estimators.Estimator`` (``estimator_``), the same interface
+for every kind of model, so nothing here depends on which kind it is. A run folder's
+``config.json`` is the preset's own ``to_dict()`` plus the labels, the estimator's parameters
+and its ``state``; ``from_pretrained`` rebuilds the preset from it (by family and
+architecture), so a run loads even after its preset is renamed or removed.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
 import datasets
 import numpy as np
-import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from . import artifacts
-from .data.prepare import encode_texts, label_targets, prepare, resolve_recipe
+from .data.prepare import label_targets, target_array
 from .data.records import TextDataset
-from .data.splits import ensure_dev
 from .errors import CheckpointError, ConfigError, DataError, ModelError
+from .estimators import Estimator, check_device, estimator_for
 from .eval.metrics import compute_metrics
-from .models.registry import accepts_arch_param, create_model, get_preset
-from .text.pipeline import TextPipeline
-from .train import distributed
-from .train.engine import fit as engine_fit
-from .train.engine import predict_proba as engine_predict_proba
+from .models.registry import Preset, get_family, get_preset
+
+__all__ = ["Classifier", "DEFAULT_MODEL", "check_device", "dataset_from_lists"]
 
 # The quick start's model: fastText-style bag of n-grams, about 20 s on the fine-food reviews on
 # 2 CPU cores. (Kim's CNN took minutes there and scored lower; see the closing note of issue 3.)
@@ -38,6 +41,8 @@ DEFAULT_MODEL = "fasttext-bag"
 # Estimator parameters that map one-to-one onto preset overrides (None = keep the preset's).
 _OVERRIDE_PARAMS = ("epochs", "lr", "batch_size", "weight_decay", "patience", "precision",
                     "embeddings", "max_length")
+# config.json keys that are the preset's (Preset.to_dict()).
+_PRESET_KEYS = ("name", "family", "kind", "arch", "recipe", "inputs", "description", "paper")
 
 
 class Classifier(ClassifierMixin, BaseEstimator):
@@ -52,6 +57,11 @@ class Classifier(ClassifierMixin, BaseEstimator):
     seed: seeds the dev split, initialisation and batch order.
     device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
     progress: show a progress bar while training.
+
+    Learned attributes: ``estimator_`` (the fitted ``Estimator``), ``preset_`` (the preset it
+    trained with), ``classes_``, ``multi_label_``, ``task_names_``, ``dataset_name_``, and the
+    estimator's ``model_``, ``pipeline_`` (None for TF-IDF), ``fit_result_`` (the engine's, or
+    None), ``data_report_`` and ``train_seconds_``.
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, epochs=None, lr=None, batch_size=None,
@@ -78,12 +88,6 @@ class Classifier(ClassifierMixin, BaseEstimator):
         overrides["seed"] = self.seed
         return overrides
 
-    def _device(self) -> torch.device:
-        if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        check_device(str(self.device), "parameter 'device' =")
-        return torch.device(self.device)
-
     # ------------------------------------------------------------------ training
     def fit(self, X: Sequence[str], y: Sequence) -> "Classifier":
         """Train on texts ``X`` and labels ``y`` (class names, or lists of names for multi-label)."""
@@ -97,63 +101,27 @@ class Classifier(ClassifierMixin, BaseEstimator):
 
     def fit_dataset(self, dataset: TextDataset, *, run_dir: str | Path | None = None,
                     resume: bool = False) -> "Classifier":
+        """Train on ``dataset``'s train split (and dev, for epoch selection); with ``run_dir``
+        the training writes its epoch log and checkpoint there (``resume`` continues it)."""
         preset = get_preset(self.model).with_overrides(**self._overrides())
-        if preset.kind != "classic":
-            self._device()  # a device this machine lacks is refused before any data is prepared
-        if not dataset.multi_label and len(dataset.label_names) < 2:
-            shown = f" ('{dataset.label_names[0]}')" if dataset.label_names else ""
-            raise DataError(f"{dataset.name}: the training data holds a single class{shown}; "
-                            "a classifier needs records of at least two classes")
-        self.task_names_ = list(dataset.task_names) if dataset.task_names else None
-        if self.task_names_ and preset.kind != "classic" and accepts_arch_param(preset, "num_tasks"):
-            # Multi-task data and a model with per-task heads: one head per task. A model
-            # without them trains on the tasks pooled (the task ids reach it and are unused).
-            preset = preset.with_overrides(num_tasks=len(self.task_names_))
-        self.preset_ = preset
-        self.classes_ = np.array(dataset.label_names)
-        self.multi_label_ = dataset.multi_label
-        self.dataset_name_ = dataset.name
-        if preset.kind == "classic":
-            return self._fit_classic(dataset, preset)
-        dataset = ensure_dev(dataset, fraction=preset.recipe.dev_fraction, seed=preset.recipe.seed)
-        prepared = prepare(dataset, preset.inputs, seed=preset.recipe.seed)
-        # Recipe fields the preset leaves to the data (fasttext-bag's epochs and lr, chosen like
-        # a fastText user's from the corpus) are resolved from the training split here, and the
-        # run saves the resolved values.
-        preset = replace(preset, recipe=resolve_recipe(preset.recipe, prepared))
-        self.preset_ = preset
-        self.pipeline_ = prepared.pipeline
-        self.data_report_ = prepared.report
-        matrix = prepared.embeddings.matrix if prepared.embeddings is not None else None
-        torch.manual_seed(preset.recipe.seed)
-        self.model_ = create_model(preset, num_classes=prepared.num_classes,
-                                   vocab_size=prepared.pipeline.vocab_size, embeddings=matrix)
-        replicas, rank = distributed.world_size(), distributed.rank()
-        recipe = preset.recipe
-        train_loader = prepared.loader("train", recipe.batch_size, shuffle=True, seed=recipe.seed,
-                                       num_replicas=replicas, rank=rank)
-        dev_loader = prepared.loader("dev", _eval_batch(recipe.batch_size))
-        self.fit_result_ = engine_fit(
-            self.model_, train_loader, dev_loader, recipe, multi_label=dataset.multi_label,
-            num_classes=prepared.num_classes, label_names=dataset.label_names,
-            class_counts=prepared.class_counts(), run_dir=run_dir, resume=resume,
-            progress=self.progress, device=self._device())
-        self.model_.to("cpu")
+        estimator = estimator_for(preset).fit(dataset, run_dir=run_dir, resume=resume, progress=self.progress,
+                                              device=self.device)
+        self._adopt(estimator, np.array(dataset.label_names), dataset.multi_label, dataset.task_names, dataset.name)
         return self
 
-    def _fit_classic(self, dataset: TextDataset, preset) -> "Classifier":
-        import time
-
-        targets = label_targets(dataset["train"], dataset.label_names, dataset.multi_label,
-                                f"{dataset.name}/train")
-        self.model_ = create_model(preset, num_classes=len(dataset.label_names))
-        start = time.perf_counter()
-        self.model_.fit(list(dataset["train"]["text"]), _as_target_array(targets, dataset))
-        self.fit_result_ = None
-        self.train_seconds_ = time.perf_counter() - start
-        self.pipeline_ = None
-        self.data_report_ = {}
-        return self
+    def _adopt(self, estimator: Estimator, classes, multi_label, task_names, dataset_name) -> None:
+        """Take a fitted (or restored) estimator and what the labels are."""
+        self.estimator_ = estimator
+        self.preset_ = estimator.preset
+        self.classes_ = classes
+        self.multi_label_ = bool(multi_label)
+        self.task_names_ = list(task_names) if task_names else None
+        self.dataset_name_ = dataset_name
+        self.model_ = estimator.model_
+        self.pipeline_ = estimator.pipeline_
+        self.fit_result_ = estimator.fit_result_
+        self.data_report_ = estimator.data_report_
+        self.train_seconds_ = estimator.train_seconds_
 
     # ------------------------------------------------------------------ inference
     def __sklearn_is_fitted__(self) -> bool:
@@ -169,8 +137,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
     @property
     def uses_tasks(self) -> bool:
         """Whether the model has one classifier head per task (multi-task training)."""
-        preset = getattr(self, "preset_", None)
-        return preset is not None and preset.arch.get("num_tasks", 1) > 1
+        estimator = getattr(self, "estimator_", None)
+        return estimator is not None and estimator.uses_tasks
 
     def _task_ids(self, tasks: Sequence[str] | None, n: int) -> list[int] | None:
         if not self.uses_tasks:
@@ -205,16 +173,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
 
     def _proba(self, texts: list[str], tasks, where: str | None = None) -> np.ndarray:
         task_ids = self._task_ids(tasks, len(texts))
-        if self.preset_.kind == "classic":
-            probs = self.model_.predict_proba(texts)
-        else:
-            encoded, _ = encode_texts(self.pipeline_, texts, self.preset_.inputs.get("shape", "flat"),
-                                      tasks=task_ids)
-            from .data.batching import make_loader
-
-            loader = make_loader(encoded, _eval_batch(self.preset_.recipe.batch_size), shuffle=False)
-            probs = engine_predict_proba(self.model_, loader, multi_label=self.multi_label_,
-                                         precision=self.preset_.recipe.precision, device=self._device())
+        probs = self.estimator_.predict_proba(texts, task_ids, device=self.device)
         finite = np.isfinite(probs).all(axis=1)
         if not finite.all():
             row = int(np.flatnonzero(~finite)[0])
@@ -239,164 +198,68 @@ class Classifier(ClassifierMixin, BaseEstimator):
         tasks = list(split["task"]) if self.uses_tasks and "task" in split.column_names else None
         texts = _check_texts(list(split["text"]), where)
         probs = self._proba(texts, tasks, where=where)
-        y = _as_target_array(targets, None, num_classes=len(self.classes_), multi_label=self.multi_label_)
+        y = target_array(targets, len(self.classes_), self.multi_label_)
         return compute_metrics(y, probs, [str(c) for c in self.classes_], multi_label=self.multi_label_)
 
     # ------------------------------------------------------------------ persistence
     def num_parameters(self) -> dict:
         """Trainable and total parameters, with the embedding tables counted apart."""
         self._check_fitted("num_parameters")
-        if self.preset_.kind == "classic":
-            n = int(self.model_.num_parameters())
-            return {"total": n, "trainable": n, "embedding": 0, "non_embedding": n}
-        total = sum(p.numel() for p in self.model_.parameters())
-        trainable = sum(p.numel() for p in self.model_.parameters() if p.requires_grad)
-        embedding = sum(m.weight.numel() for m in self.model_.modules() if isinstance(m, torch.nn.Embedding))
-        return {"total": total, "trainable": trainable, "embedding": embedding,
-                "non_embedding": total - embedding}
+        return self.estimator_.num_parameters()
 
     def save_pretrained(self, run_dir: str | Path) -> Path:
-        """Write config.json, model.safetensors and tokenizer.json (no pickles).
+        """Write config.json, model.safetensors and the estimator's side files (tokenizer.json)
+        (no pickles).
 
         config.json records the SHA-256 of model.safetensors; weights holding NaN or Inf are
         refused (ModelError) before anything is written."""
         self._check_fitted("save_pretrained")
         run_dir = Path(run_dir)
+        arrays, state = self.estimator_.state()
+        bad = artifacts.first_non_finite(arrays, self.estimator_.ALLOW_INF)
+        if bad is not None:
+            raise ModelError(f"cannot save to {run_dir}: tensor '{bad}' holds NaN or Inf values, so the model is "
+                             "broken (training diverged?); retrain it, e.g. with a lower lr")
         config = {
             "model": self.model,
-            "family": self.preset_.family,
-            "kind": self.preset_.kind,
-            "arch": self.preset_.arch,
-            "recipe": self.preset_.recipe.to_dict(),
-            "inputs": self.preset_.inputs,
+            **self.preset_.to_dict(),
             "label_names": [str(c) for c in self.classes_],
             "label_values": [_hashable(c) for c in self.classes_],
             "multi_label": bool(self.multi_label_),
             "dataset": self.dataset_name_,
-            "task_names": getattr(self, "task_names_", None),
+            "task_names": self.task_names_,
             "estimator": self.get_params(),
+            "state": state,
         }
-        if self.preset_.kind == "classic":
-            arrays, meta = self.model_.state()
-            config["classic_state"] = meta
-        else:
-            arrays = {k: v.detach().cpu().contiguous().numpy() for k, v in self.model_.state_dict().items()}
-            config["vocab_size"] = self.pipeline_.vocab_size
-            config["pipeline"] = self.pipeline_.settings()
-        bad = artifacts.first_non_finite(arrays, _allow_inf(self.preset_.kind))
-        if bad is not None:
-            raise ModelError(f"cannot save to {run_dir}: tensor '{bad}' holds NaN or Inf values, so the model is "
-                             "broken (training diverged?); retrain it, e.g. with a lower lr")
         run_dir.mkdir(parents=True, exist_ok=True)
-        if self.pipeline_ is not None:
-            artifacts.atomic_write_bytes(run_dir / artifacts.TOKENIZER,
-                                         self.pipeline_.tokenizer.to_str(pretty=True).encode("utf-8"))
-        # Weights first, config (with their checksum) last: a run is complete once config.json is.
-        config["weights_sha256"] = artifacts.write_arrays(run_dir / artifacts.WEIGHTS, arrays)
-        artifacts.write_config(run_dir, config)
-        return run_dir
+        self.estimator_.write_files(run_dir)
+        return artifacts.write_run(run_dir, config, arrays)
 
     @classmethod
     def from_pretrained(cls, run_dir: str | Path) -> "Classifier":
-        """Load a run directory written by ``save_pretrained`` or ``textcls train``."""
+        """Load a run directory written by ``save_pretrained`` or ``textcls train``.
+
+        The model is rebuilt from the family and architecture in config.json, not looked up by
+        its preset name, so a run loads after its preset is renamed or removed."""
         run_dir = Path(run_dir)
         config = artifacts.read_config(run_dir)
-        params = dict(config.get("estimator", {}))
-        params["model"] = config["model"]
+        params = {**config.get("estimator", {}), "model": config["model"]}
         try:
             clf = cls(**params)
-            preset = get_preset(config["model"])
+            preset = Preset.from_dict({key: config[key] for key in _PRESET_KEYS if key in config})
+            get_family(preset.family)
         except (TypeError, ConfigError) as exc:
             raise CheckpointError(f"{run_dir / artifacts.CONFIG}: {exc}; it was written by another textcls version")
-        from dataclasses import replace
-
-        from .recipe import Recipe
-
-        clf.preset_ = replace(preset, arch=config["arch"], inputs=config["inputs"],
-                              recipe=Recipe.from_dict(config["recipe"]))
-        clf.classes_ = np.array(config.get("label_values", config["label_names"]))
-        clf.multi_label_ = bool(config.get("multi_label", False))
-        clf.dataset_name_ = config.get("dataset")
-        clf.task_names_ = config.get("task_names")
-        weights = run_dir / artifacts.WEIGHTS
-        checksum = config.get("weights_sha256")  # absent from runs saved before it was recorded
-        if checksum is not None and not _is_sha256(checksum):
-            raise CheckpointError(f"{run_dir / artifacts.CONFIG}: 'weights_sha256' is not a SHA-256 hex digest; "
-                                  "the file is corrupt or was changed, retrain or restore it")
-        arrays = artifacts.read_arrays(weights, sha256=checksum)
-        artifacts.check_finite(weights, arrays, _allow_inf(config["kind"]))
-        if config["kind"] == "classic":
-            from .models.tfidf import TfidfModel
-
-            try:
-                clf.model_ = TfidfModel.from_state(arrays, config["classic_state"])
-            except CheckpointError as exc:
-                raise CheckpointError(f"{weights}: {exc}")
-            except (KeyError, ValueError, TypeError) as exc:
-                raise CheckpointError(f"{weights}: does not match config.json ({exc}); retrain or restore the run")
-            clf.pipeline_ = None
-            return clf
-        tokenizer = run_dir / artifacts.TOKENIZER
-        if not tokenizer.is_file():
-            raise CheckpointError(f"{tokenizer}: file is missing; the run directory is incomplete")
-        try:
-            clf.pipeline_ = TextPipeline.load(run_dir, config["pipeline"])
-        except Exception as exc:  # tokenizers raises plain Exceptions on bad JSON
-            raise CheckpointError(f"{tokenizer}: cannot load the tokenizer ({exc}); the file is corrupt")
-        clf.model_ = create_model(clf.preset_, num_classes=len(clf.classes_),
-                                  vocab_size=config["vocab_size"], from_checkpoint=True)
-        state = {k: torch.from_numpy(v) for k, v in arrays.items()}
-        try:
-            clf.model_.load_state_dict(state, strict=True)
-        except RuntimeError as exc:
-            first = str(exc).splitlines()[0]
-            raise CheckpointError(f"{weights}: does not match config.json ({first}); retrain or restore the run")
-        clf.model_.eval()
+        estimator = estimator_for(preset)
+        arrays = artifacts.read_weights(run_dir, config, allow_inf=estimator.ALLOW_INF)
+        estimator.load_state(arrays, config["state"], run_dir)
+        clf._adopt(estimator, np.array(config.get("label_values", config["label_names"])),
+                   config.get("multi_label", False), config.get("task_names"), config.get("dataset"))
         return clf
-
-
-def check_device(device: str, option: str = "--device") -> None:
-    """Refuse a device this machine does not have (a one-line ConfigError naming ``option``),
-    before any data is read or any tensor is moved."""
-    if device in ("cpu", "auto"):
-        return
-    if device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
-        raise ConfigError(f"{option} '{device}' is not one of cpu, cuda, cuda:N, auto")
-    if not torch.cuda.is_available():
-        raise ConfigError(f"{option} {device}: no CUDA GPU is available (torch.cuda.is_available() is False); "
-                          f"use {option} cpu or auto")
-    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
-        raise ConfigError(f"{option} {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s), "
-                          f"numbered from 0; use {option} cuda:0 or auto")
-
-
-def _eval_batch(batch_size: int) -> int:
-    return max(256, batch_size)
-
-
-def _as_target_array(targets, dataset: TextDataset | None, *, num_classes=None, multi_label=None):
-    multi_label = dataset.multi_label if dataset is not None else multi_label
-    if not multi_label:
-        return np.asarray(targets, dtype=np.int64)
-    num_classes = len(dataset.label_names) if dataset is not None else num_classes
-    y = np.zeros((len(targets), num_classes), dtype=np.int64)
-    for i, labels in enumerate(targets):
-        y[i, labels] = 1
-    return y
 
 
 def _hashable(value):
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _allow_inf(kind: str) -> tuple[str, ...]:
-    # A TF-IDF model's bias is -inf for a class absent from training (+inf for a multi-label
-    # class always on): probability exactly 0 (1) by design. NaN is never allowed.
-    return ("bias",) if kind == "classic" else ()
-
-
-def _is_sha256(value) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 def _short(value, limit: int = 40) -> str:

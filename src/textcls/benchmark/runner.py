@@ -316,15 +316,15 @@ def _limit_threads(threads: int) -> None:
         pass
 
 
-def _timed_predict(predict_proba, texts: list[str], batch: int, tasks: list[str] | None = None):
+def _timed_predict(predict_proba, texts: list[str], batch: int, task_ids: list[int] | None = None):
     """(documents per second, probabilities) of ``predict_proba`` over ``texts`` in calls of
-    ``batch`` documents, after a warm-up call (lazy initialisation is not speed). ``tasks``
+    ``batch`` documents, after a warm-up call (lazy initialisation is not speed). ``task_ids``
     (a multi-task model's task per text) is sliced alongside the texts."""
     import numpy as np
     import torch
 
     def call(lo: int, hi: int):
-        return predict_proba(texts[lo:hi]) if tasks is None else predict_proba(texts[lo:hi], tasks=tasks[lo:hi])
+        return predict_proba(texts[lo:hi], None if task_ids is None else task_ids[lo:hi])
 
     with torch.inference_mode():
         call(0, min(len(texts), batch, 8))
@@ -336,17 +336,10 @@ def _timed_predict(predict_proba, texts: list[str], batch: int, tasks: list[str]
 
 def _targets(split, dataset):
     """Gold labels as class indices, or a multi-hot matrix for multi-label data."""
-    import numpy as np
-
-    from ..data.prepare import label_targets
+    from ..data.prepare import label_targets, target_array
 
     targets = label_targets(split, dataset.label_names, dataset.multi_label, f"{dataset.name}/test")
-    if not dataset.multi_label:
-        return np.asarray(targets, dtype=np.int64)
-    y = np.zeros((len(targets), len(dataset.label_names)), dtype=np.int64)
-    for row, labels in enumerate(targets):
-        y[row, labels] = 1
-    return y
+    return target_array(targets, len(dataset.label_names), dataset.multi_label)
 
 
 def _model_kind(model: str) -> str:
@@ -365,6 +358,18 @@ def _model_kind(model: str) -> str:
                           f"({', '.join(list_peers())}); {close_names(model, names)}") from None
 
 
+def create_estimator(model: str, *, seed: int, overrides: dict):
+    """A fresh, unfitted estimator for a suite entry's model: a peer, or a registry preset (with
+    the entry's overrides and the run's seed)."""
+    from ..estimators import estimator_for
+    from ..models.registry import get_preset
+    from .peers import PEERS, create_peer
+
+    if model in PEERS:
+        return create_peer(model, seed=seed, **overrides)
+    return estimator_for(get_preset(model).with_overrides(**overrides, seed=seed))
+
+
 def _run_job(job: dict) -> dict:
     """Train and measure one (entry, seed); runs inside the child process."""
     import numpy as np
@@ -372,17 +377,46 @@ def _run_job(job: dict) -> dict:
     _limit_threads(job["threads"])
     import torch
 
-    from ..data import load_dataset
     from ..data.splits import ensure_dev
-    from ..eval.metrics import compute_metrics
-    from ..recipe import Recipe
-    from .peers import create_peer, is_peer
 
     entry = Entry(**job["entry"])
     seed = job["seed"]
     torch.manual_seed(seed)
     np.random.seed(seed)
     record: dict[str, Any] = {"seed": seed}
+    dataset = _load_job_dataset(entry, job, record)
+    estimator = create_estimator(entry.model, seed=seed, overrides=entry.overrides)
+    # The same carve the Classifier would make, done here so that every model trains on it.
+    dataset = ensure_dev(dataset, fraction=estimator.dev_fraction, seed=seed)
+    record["dataset"] = dataset.summary()
+    record["train_documents"] = len(dataset["train"])
+    start = time.perf_counter()
+    estimator.fit(dataset)
+    record["train_seconds"] = time.perf_counter() - start
+    report = estimator.fit_report()
+    record.update({key: report[key] for key in ("train_loop_seconds", "epochs_run", "best_epoch", "embeddings",
+                                                "settings", "precision")})
+    record.update(_test_record(estimator, dataset, job["infer_b1"]))
+    record["train_docs_per_second"] = (record["train_documents"] * record["epochs_run"]
+                                       / max(record["train_seconds"], 1e-9))
+    # The papers' speed tables: seconds per training epoch (spe_cnn Table 2, fcsr) and training
+    # milliseconds per document (hcan Table 2). For neural models this is the training pass of
+    # each epoch alone (no vocabulary, vectors or dev evaluation); for peers and TF-IDF, their
+    # whole fit divided by its epochs.
+    if report["epoch_seconds"] is not None:
+        record["epoch_seconds"] = report["epoch_seconds"]
+        record["train_ms_per_document"] = 1000 * report["epoch_seconds"] / max(record["train_documents"], 1)
+    record["parameters"] = {k: int(v) for k, v in estimator.num_parameters().items()}
+    record["threads"] = torch.get_num_threads()
+    record["peak_rss_mb"] = system.peak_rss_mb()
+    record["status"] = "ok"
+    return record
+
+
+def _load_job_dataset(entry: Entry, job: dict, record: dict):
+    """The entry's dataset (its load time goes into ``record``), checked for a test split and
+    for the tasks the entry's paper figures name."""
+    from ..data import load_dataset
 
     start = time.perf_counter()
     dataset = load_dataset(entry.dataset, data_dir=job["data_dir"], max_per_split=entry.max_per_split)
@@ -394,59 +428,30 @@ def _run_job(job: dict) -> dict:
         if unknown:
             raise ConfigError(f"entry '{entry.id}': paper_per_task names task '{unknown[0]}', which dataset "
                               f"'{entry.dataset}' does not have; {close_names(unknown[0], dataset.task_names or [])}")
-    peer = is_peer(entry.model)
-    if peer:
-        dev_fraction = Recipe().dev_fraction
-        precision = "fp32"
-    else:
-        from ..models.registry import get_preset
+    return dataset
 
-        preset = get_preset(entry.model).with_overrides(**entry.overrides, seed=seed)
-        dev_fraction = preset.recipe.dev_fraction
-        precision = "fp64" if preset.kind == "classic" else preset.recipe.precision
-    # The same carve the Classifier would make, done here so that every model trains on it.
-    dataset = ensure_dev(dataset, fraction=dev_fraction, seed=seed)
-    train, test = dataset["train"], dataset["test"]
-    record["dataset"] = dataset.summary()
-    record["train_documents"] = len(train)
 
-    start = time.perf_counter()
-    if peer:
-        if dataset.multi_label:
-            raise ConfigError(f"peer '{entry.model}' is single-label only and '{entry.dataset}' is multi-label; "
-                              "use a single-label view such as reuters-single")
-        model = create_peer(entry.model, seed=seed, **entry.overrides)
-        model.fit(list(train["text"]), list(train["label"]), classes=dataset.label_names)
-        record["train_seconds"] = time.perf_counter() - start
-        record["train_loop_seconds"] = model.train_seconds_
-        record["epochs_run"] = model.epochs_run_
-        record["best_epoch"] = None
-        record["embeddings"] = model.embeddings_info_
-        record["settings"] = model.settings()
-    else:
-        from ..api import Classifier
+def _test_record(estimator, dataset, infer_b1: int) -> dict:
+    """Accuracy and the other test metrics, per-task accuracy on multi-task data, and the
+    inference speeds (batches of INFER_BATCH: the test pass itself; batch 1 on a sample)."""
+    import numpy as np
 
-        model = Classifier(entry.model, params=dict(entry.overrides), seed=seed, progress=False)
-        model.fit_dataset(dataset)
-        record["train_seconds"] = time.perf_counter() - start
-        result = model.fit_result_
-        record["train_loop_seconds"] = result.train_seconds if result is not None else model.train_seconds_
-        # A TF-IDF model reads its training texts once.
-        record["epochs_run"] = result.epochs_run if result is not None else 1
-        record["best_epoch"] = result.best_epoch if result is not None else None
-        record["embeddings"] = (getattr(model, "data_report_", None) or {}).get("embeddings")
-        record["settings"] = model.preset_.to_dict()
-    record["precision"] = precision
+    from ..eval.metrics import compute_metrics
 
-    # The test pass, in calls of INFER_BATCH documents, is also the batch-256 speed measurement.
+    test = dataset["test"]
     texts = list(test["text"])
     task_column = list(test["task"]) if "task" in test.column_names else None
     # Only a model with one head per task reads the task; the others pool the tasks.
-    tasks = task_column if getattr(model, "uses_tasks", False) else None
-    record["infer_docs_per_second_b256"], probs = _timed_predict(model.predict_proba, texts, INFER_BATCH, tasks)
+    task_ids = None
+    if task_column is not None and estimator.uses_tasks:
+        index = {name: i for i, name in enumerate(dataset.task_names)}
+        task_ids = [index[name] for name in task_column]
+    record: dict[str, Any] = {}
+    record["infer_docs_per_second_b256"], probs = _timed_predict(estimator.predict_proba, texts, INFER_BATCH,
+                                                                 task_ids)
     record["infer_documents_b256"] = len(texts)
-    metrics = compute_metrics(_targets(test, dataset), probs, dataset.label_names,
-                              multi_label=dataset.multi_label)
+    targets = _targets(test, dataset)
+    metrics = compute_metrics(targets, probs, dataset.label_names, multi_label=dataset.multi_label)
     record["accuracy"] = metrics["accuracy"]
     record["macro_f1"] = metrics["macro_f1"]
     record["weighted_f1"] = metrics.get("weighted_f1")
@@ -455,36 +460,17 @@ def _run_job(job: dict) -> dict:
     record["roc_auc_micro"] = metrics.get("roc_auc_micro")
     if task_column is not None and not dataset.multi_label:
         # Multi-task data (FCSR Table 5): test accuracy of every task, in the dataset's task order.
-        correct = probs.argmax(axis=1) == _targets(test, dataset)
+        correct = probs.argmax(axis=1) == targets
         record["per_task_accuracy"] = {
             task: float(correct[[t == task for t in task_column]].mean())
             for task in (dataset.task_names or sorted(set(task_column)))}
-        record["per_task_heads"] = tasks is not None
+        record["per_task_heads"] = task_ids is not None
     record["test_documents"] = metrics["n"]
-    record["train_docs_per_second"] = (record["train_documents"] * record["epochs_run"]
-                                       / max(record["train_seconds"], 1e-9))
-    # The papers' speed tables: seconds per training epoch (spe_cnn Table 2, fcsr) and training
-    # milliseconds per document (hcan Table 2). For neural models this is the training pass of
-    # each epoch alone (no vocabulary, vectors or dev evaluation); for peers and TF-IDF, their
-    # whole fit divided by its epochs.
-    history = getattr(getattr(model, "fit_result_", None), "history", None) if not peer else None
-    if history:
-        epoch_times = [row["train_seconds"] for row in history if row.get("train_seconds") is not None]
-        record["epoch_seconds"] = sum(epoch_times) / max(len(epoch_times), 1)
-    elif record["train_loop_seconds"] is not None and record["epochs_run"]:
-        record["epoch_seconds"] = record["train_loop_seconds"] / record["epochs_run"]
-    if record.get("epoch_seconds") is not None:
-        record["train_ms_per_document"] = 1000 * record["epoch_seconds"] / max(record["train_documents"], 1)
-
-    order = np.random.default_rng(INFER_SAMPLE_SEED).permutation(len(texts))
-    sample_b1 = [texts[i] for i in order[: job["infer_b1"]]]
-    tasks_b1 = None if tasks is None else [tasks[i] for i in order[: job["infer_b1"]]]
-    record["infer_docs_per_second_b1"], _ = _timed_predict(model.predict_proba, sample_b1, 1, tasks_b1)
-    record["infer_documents_b1"] = len(sample_b1)
-    record["parameters"] = {k: int(v) for k, v in model.num_parameters().items()}
-    record["threads"] = torch.get_num_threads()
-    record["peak_rss_mb"] = system.peak_rss_mb()
-    record["status"] = "ok"
+    order = np.random.default_rng(INFER_SAMPLE_SEED).permutation(len(texts))[:infer_b1]
+    sample_ids = None if task_ids is None else [task_ids[i] for i in order]
+    record["infer_docs_per_second_b1"], _ = _timed_predict(estimator.predict_proba, [texts[i] for i in order], 1,
+                                                           sample_ids)
+    record["infer_documents_b1"] = len(order)
     return record
 
 

@@ -45,6 +45,16 @@ def label_targets(split, label_names: list[str], multi_label: bool, where: str):
     return targets
 
 
+def target_array(targets, num_classes: int, multi_label: bool) -> np.ndarray:
+    """``label_targets``' output as an array: ``[N]`` class indices, or ``[N, C]`` multi-hot 0/1."""
+    if not multi_label:
+        return np.asarray(targets, dtype=np.int64)
+    y = np.zeros((len(targets), num_classes), dtype=np.int64)
+    for row, labels in enumerate(targets):
+        y[row, labels] = 1
+    return y
+
+
 @dataclass
 class PreparedData:
     dataset: TextDataset

@@ -1,0 +1,333 @@
+"""One interface for every model textcls fits: neural models, TF-IDF models and the benchmark peers.
+
+An ``Estimator`` is built from its configuration (a ``Preset`` here; a peer's seed and
+parameters in ``benchmark/peers.py``) and then answers the same few calls, whatever it is:
+
+- ``fit(dataset, *, run_dir=None, resume=False, progress=False, device="cpu")`` trains it on a
+  ``TextDataset`` (its train split; a neural model also picks its best epoch on dev);
+- ``predict_proba(texts, task_ids=None, *, device="cpu")``: ``[N, C]`` probabilities, columns
+  in the order of the ``label_names`` of the dataset it was fitted on;
+- ``state()``: ``(arrays, meta)``, numeric arrays (safetensors-ready) and JSON metadata;
+  ``write_files(folder)`` writes any side file (a neural model's ``tokenizer.json``), and
+  ``load_state(arrays, meta, folder)`` restores all of it into an estimator built from the
+  same configuration. No pickles anywhere: loading runs no stored code;
+- ``num_parameters()`` and ``fit_report()``: what the benchmarks record.
+
+The ``Classifier`` (``api.py``), the CLI and the benchmark runner use only this interface; none
+of them asks which kind of model it holds. A preset's estimator class comes from one table,
+``ESTIMATORS`` (by ``Preset.kind``), as the registry picks a model class by family.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from . import artifacts
+from .data.batching import make_loader
+from .data.prepare import encode_texts, label_targets, prepare, resolve_recipe, target_array
+from .data.records import TextDataset
+from .data.splits import ensure_dev
+from .errors import CheckpointError, ConfigError, DataError
+from .models.registry import Preset, accepts_arch_param, create_model
+from .models.tfidf import TfidfModel
+from .recipe import Recipe
+from .text.pipeline import TextPipeline
+from .train import distributed
+from .train.engine import fit as engine_fit
+from .train.engine import predict_proba as engine_predict_proba
+
+__all__ = ["Estimator", "PresetEstimator", "NeuralEstimator", "TfidfEstimator", "ESTIMATORS", "estimator_for",
+           "check_device", "torch_device"]
+
+
+class Estimator:
+    """The interface (see the module docstring). Learned attributes end in ``_``:
+    ``num_classes_``, ``multi_label_`` and, for the benchmarks, ``train_seconds_`` (the
+    training itself), ``epochs_run_``, ``best_epoch_`` (None without epoch selection) and
+    ``embeddings_info_`` (pretrained vectors and their coverage, or None).
+    """
+
+    # Side files of a saved estimator, beside model.safetensors (load_state reads them).
+    FILES: tuple[str, ...] = ()
+    # Arrays of state() that may hold +-inf by design (never NaN); any other non-finite value
+    # means a broken model.
+    ALLOW_INF: tuple[str, ...] = ()
+    # The arithmetic predict_proba runs in, as the benchmark reports it.
+    precision = "fp32"
+
+    best_epoch_: int | None = None
+    embeddings_info_: dict | None = None
+
+    # -- training and prediction ------------------------------------------------------
+    def fit(self, dataset: TextDataset, *, run_dir=None, resume: bool = False, progress: bool = False,
+            device: str = "cpu") -> "Estimator":
+        raise NotImplementedError
+
+    def predict_proba(self, texts: Sequence[str], task_ids: Sequence[int] | None = None, *,
+                      device: str = "cpu") -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def uses_tasks(self) -> bool:
+        """Whether ``predict_proba`` needs the task of every text (one head per task)."""
+        return False
+
+    @property
+    def dev_fraction(self) -> float:
+        """The share of train carved as dev when the data has no dev split."""
+        return Recipe().dev_fraction
+
+    # -- persistence --------------------------------------------------------------------
+    def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        raise NotImplementedError
+
+    def write_files(self, folder: Path) -> None:
+        """Write the side files ``FILES`` into ``folder`` (none by default)."""
+
+    def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any], folder: Path | None = None):
+        raise NotImplementedError
+
+    # -- what the benchmarks record -------------------------------------------------------
+    def num_parameters(self) -> dict[str, int]:
+        """``total``, ``trainable``, ``embedding`` and ``non_embedding`` parameter counts."""
+        raise NotImplementedError
+
+    def settings(self) -> dict[str, Any]:
+        """The configuration it trained with, as JSON."""
+        raise NotImplementedError
+
+    def epoch_seconds(self) -> float | None:
+        """Seconds of training per epoch (the whole fit divided by its epochs, unless a
+        subclass knows the training pass of each epoch)."""
+        if self.train_seconds_ is None or not self.epochs_run_:
+            return None
+        return self.train_seconds_ / self.epochs_run_
+
+    def fit_report(self) -> dict[str, Any]:
+        """What a benchmark run records of the fit."""
+        return {"train_loop_seconds": self.train_seconds_, "epochs_run": self.epochs_run_,
+                "best_epoch": self.best_epoch_, "epoch_seconds": self.epoch_seconds(),
+                "embeddings": self.embeddings_info_, "settings": self.settings(), "precision": self.precision}
+
+    # -- shared helpers ------------------------------------------------------------------
+    def _learn_labels(self, dataset: TextDataset) -> None:
+        if not dataset.multi_label and len(dataset.label_names) < 2:
+            shown = f" ('{dataset.label_names[0]}')" if dataset.label_names else ""
+            raise DataError(f"{dataset.name}: the training data holds a single class{shown}; "
+                            "a classifier needs records of at least two classes")
+        self.num_classes_ = len(dataset.label_names)
+        self.multi_label_ = bool(dataset.multi_label)
+
+
+class PresetEstimator(Estimator):
+    """An estimator configured by a registry ``Preset`` (neural and TF-IDF models)."""
+
+    def __init__(self, preset: Preset):
+        self.preset = preset
+        self.model_ = None
+        self.pipeline_: TextPipeline | None = None
+        self.fit_result_ = None
+        self.data_report_: dict = {}
+        self.train_seconds_: float | None = None
+        self.epochs_run_: int | None = None
+
+    @property
+    def uses_tasks(self) -> bool:
+        return self.preset.arch.get("num_tasks", 1) > 1
+
+    @property
+    def dev_fraction(self) -> float:
+        return self.preset.recipe.dev_fraction
+
+    def settings(self) -> dict[str, Any]:
+        return self.preset.to_dict()
+
+    def _preset_for(self, dataset: TextDataset) -> Preset:
+        """The preset with one classifier head per task for multi-task data, when the model has
+        them; a model without them trains on the tasks pooled (the task ids reach it, unused)."""
+        if dataset.task_names and accepts_arch_param(self.preset, "num_tasks"):
+            return self.preset.with_overrides(num_tasks=len(dataset.task_names))
+        return self.preset
+
+
+class NeuralEstimator(PresetEstimator):
+    """A ``TextModel`` behind its text pipeline, trained by the engine."""
+
+    FILES = (artifacts.TOKENIZER,)
+
+    @property
+    def precision(self) -> str:
+        return self.preset.recipe.precision
+
+    def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "NeuralEstimator":
+        device = torch_device(device)  # a device this machine lacks is refused before any data is prepared
+        self._learn_labels(dataset)
+        preset = self._preset_for(dataset)
+        dataset = ensure_dev(dataset, fraction=preset.recipe.dev_fraction, seed=preset.recipe.seed)
+        prepared = prepare(dataset, preset.inputs, seed=preset.recipe.seed)
+        # Recipe fields the preset leaves to the data (fasttext-bag's epochs and lr, chosen like
+        # a fastText user's from the corpus) are resolved from the training split here, and the
+        # run saves the resolved values.
+        self.preset = preset = replace(preset, recipe=resolve_recipe(preset.recipe, prepared))
+        self.pipeline_, self.data_report_ = prepared.pipeline, prepared.report
+        self.embeddings_info_ = prepared.report.get("embeddings")
+        matrix = prepared.embeddings.matrix if prepared.embeddings is not None else None
+        torch.manual_seed(preset.recipe.seed)
+        self.model_ = create_model(preset, num_classes=prepared.num_classes,
+                                   vocab_size=prepared.pipeline.vocab_size, embeddings=matrix)
+        recipe = preset.recipe
+        train_loader = prepared.loader("train", recipe.batch_size, shuffle=True, seed=recipe.seed,
+                                       num_replicas=distributed.world_size(), rank=distributed.rank())
+        dev_loader = prepared.loader("dev", eval_batch(recipe.batch_size))
+        self.fit_result_ = result = engine_fit(
+            self.model_, train_loader, dev_loader, recipe, multi_label=dataset.multi_label,
+            num_classes=prepared.num_classes, label_names=dataset.label_names,
+            class_counts=prepared.class_counts(), run_dir=run_dir, resume=resume, progress=progress,
+            device=device)
+        self.model_.to("cpu")
+        self.train_seconds_, self.epochs_run_, self.best_epoch_ = (result.train_seconds, result.epochs_run,
+                                                                   result.best_epoch)
+        return self
+
+    def epoch_seconds(self) -> float | None:
+        """The mean training pass of an epoch (no vocabulary, vectors or dev evaluation)."""
+        history = self.fit_result_.history if self.fit_result_ is not None else None
+        times = [row["train_seconds"] for row in history or () if row.get("train_seconds") is not None]
+        return sum(times) / len(times) if times else super().epoch_seconds()
+
+    def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
+        encoded, _ = encode_texts(self.pipeline_, list(texts), self.preset.inputs.get("shape", "flat"),
+                                  tasks=task_ids)
+        loader = make_loader(encoded, eval_batch(self.preset.recipe.batch_size), shuffle=False)
+        return engine_predict_proba(self.model_, loader, multi_label=self.multi_label_,
+                                    precision=self.preset.recipe.precision, device=torch_device(device))
+
+    def num_parameters(self) -> dict[str, int]:
+        total = sum(p.numel() for p in self.model_.parameters())
+        trainable = sum(p.numel() for p in self.model_.parameters() if p.requires_grad)
+        embedding = sum(m.weight.numel() for m in self.model_.modules() if isinstance(m, torch.nn.Embedding))
+        return {"total": total, "trainable": trainable, "embedding": embedding, "non_embedding": total - embedding}
+
+    def state(self):
+        arrays = {k: v.detach().cpu().contiguous().numpy() for k, v in self.model_.state_dict().items()}
+        meta = {"vocab_size": self.pipeline_.vocab_size, "pipeline": self.pipeline_.settings(),
+                "num_classes": self.num_classes_, "multi_label": self.multi_label_}
+        return arrays, meta
+
+    def write_files(self, folder: Path) -> None:
+        artifacts.atomic_write_bytes(Path(folder) / artifacts.TOKENIZER,
+                                     self.pipeline_.tokenizer.to_str(pretty=True).encode("utf-8"))
+
+    def load_state(self, arrays, meta, folder=None) -> "NeuralEstimator":
+        folder = Path(folder) if folder is not None else None
+        tokenizer = folder / artifacts.TOKENIZER if folder is not None else Path(artifacts.TOKENIZER)
+        weights = folder / artifacts.WEIGHTS if folder is not None else "the state"
+        if not tokenizer.is_file():
+            raise CheckpointError(f"{tokenizer}: file is missing; the run directory is incomplete")
+        try:
+            self.pipeline_ = TextPipeline.load(tokenizer.parent, meta["pipeline"])
+        except Exception as exc:  # tokenizers raises plain Exceptions on bad JSON
+            raise CheckpointError(f"{tokenizer}: cannot load the tokenizer ({exc}); the file is corrupt")
+        with _state_errors(weights):
+            self.num_classes_, self.multi_label_ = int(meta["num_classes"]), bool(meta["multi_label"])
+            self.model_ = create_model(self.preset, num_classes=self.num_classes_, vocab_size=meta["vocab_size"],
+                                       from_checkpoint=True)
+            self.model_.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()}, strict=True)
+        self.model_.eval()
+        return self
+
+
+class TfidfEstimator(PresetEstimator):
+    """A TF-IDF model (``models/tfidf.py``) fitted once on the raw training texts: no epochs,
+    no dev split, no text pipeline."""
+
+    ALLOW_INF = ("bias",)  # a class absent from training: probability exactly 0 (1 if always on)
+    precision = "fp64"
+
+    def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "TfidfEstimator":
+        self._learn_labels(dataset)
+        train = dataset["train"]
+        targets = label_targets(train, dataset.label_names, dataset.multi_label, f"{dataset.name}/train")
+        self.preset = self._preset_for(dataset)
+        self.model_ = create_model(self.preset, num_classes=len(dataset.label_names))
+        start = time.perf_counter()
+        self.model_.fit(list(train["text"]),
+                        target_array(targets, len(dataset.label_names), dataset.multi_label))
+        self.train_seconds_ = time.perf_counter() - start
+        self.epochs_run_ = 1  # it reads its training texts once
+        return self
+
+    def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
+        return self.model_.predict_proba(list(texts))
+
+    def num_parameters(self) -> dict[str, int]:
+        n = int(self.model_.num_parameters())
+        return {"total": n, "trainable": n, "embedding": 0, "non_embedding": n}
+
+    def state(self):
+        return self.model_.state()
+
+    def load_state(self, arrays, meta, folder=None) -> "TfidfEstimator":
+        weights = Path(folder) / artifacts.WEIGHTS if folder is not None else "the state"
+        with _state_errors(weights):
+            self.model_ = TfidfModel.from_state(arrays, meta)
+        self.num_classes_, self.multi_label_ = self.model_.num_classes, self.model_.multi_label_
+        return self
+
+
+# A preset's estimator, by its kind.
+ESTIMATORS: dict[str, type[PresetEstimator]] = {"neural": NeuralEstimator, "classic": TfidfEstimator}
+
+
+def estimator_for(preset: Preset) -> PresetEstimator:
+    """A fresh, unfitted estimator for ``preset``."""
+    return ESTIMATORS[preset.kind](preset)
+
+
+def eval_batch(batch_size: int) -> int:
+    """The batch size of inference passes (at least 256: no gradients are kept)."""
+    return max(256, batch_size)
+
+
+@contextlib.contextmanager
+def _state_errors(where):
+    """A state that does not fit its model is a CheckpointError naming ``where``."""
+    try:
+        yield
+    except CheckpointError as exc:
+        raise CheckpointError(f"{where}: {exc}") from None
+    except (KeyError, ValueError, TypeError, RuntimeError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise CheckpointError(f"{where}: does not match config.json ({first}); retrain or restore the run") from None
+
+
+def check_device(device: str, option: str = "--device") -> None:
+    """Refuse a device this machine does not have (a one-line ConfigError naming ``option``),
+    before any data is read or any tensor is moved."""
+    if device in ("cpu", "auto"):
+        return
+    if device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise ConfigError(f"{option} '{device}' is not one of cpu, cuda, cuda:N, auto")
+    if not torch.cuda.is_available():
+        raise ConfigError(f"{option} {device}: no CUDA GPU is available (torch.cuda.is_available() is False); "
+                          f"use {option} cpu or auto")
+    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
+        raise ConfigError(f"{option} {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s), "
+                          f"numbered from 0; use {option} cuda:0 or auto")
+
+
+def torch_device(device) -> torch.device:
+    """``"cpu"``, ``"cuda[:N]"`` or ``"auto"`` as a ``torch.device``, checked against this machine."""
+    if isinstance(device, torch.device):
+        return device
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    check_device(str(device), "parameter 'device' =")
+    return torch.device(device)
