@@ -261,12 +261,7 @@ def _export(clf, config: dict, out_dir: Path, *, quantize, opset: int, run_dir: 
     multi_label = bool(clf.multi_label_)
     num_tasks = int(clf.preset_.arch.get("num_tasks", 1) or 1) if clf.uses_tasks else 1
     bigram_buckets = int(pipeline.bigram_buckets or 0) if shape == "flat" else 0
-    names = list(HIERARCHICAL_INPUTS if shape == "hierarchical" else FLAT_INPUTS)
-    if not bigram_buckets:
-        names = [n for n in names if not n.startswith("bigram")]
-    if num_tasks == 1:
-        names.remove("task_ids")
-    names = tuple(names)
+    names = _input_names(shape, bigram_buckets, num_tasks)
     extra = _min_length(model) - 1 if shape == "flat" else 0
 
     # The longest flat input: max_length (8,192 without one; the graph then refuses longer
@@ -284,8 +279,6 @@ def _export(clf, config: dict, out_dir: Path, *, quantize, opset: int, run_dir: 
     with torch.no_grad(), switch(False) if callable(switch) else contextlib.nullcontext():
         expected = [wrapper(*torch_inputs(b)).numpy() for b in batches]
 
-    import onnx
-
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -294,10 +287,36 @@ def _export(clf, config: dict, out_dir: Path, *, quantize, opset: int, run_dir: 
         if created and not any(out_dir.iterdir()):
             out_dir.rmdir()  # a failed export leaves no empty folder it made
         raise
-    data, method, failures = built["data"], built["method"], built["failures"]
-
     tokenizer_bytes = (run_dir / artifacts.TOKENIZER).read_bytes()
-    sidecar = {
+    sidecar = _sidecar(clf, config, built, names, tokenizer_bytes, quantize=quantize, num_tasks=num_tasks)
+    target = out_dir / ONNX_FILE
+    artifacts.atomic_write_bytes(out_dir / artifacts.TOKENIZER, tokenizer_bytes)
+    artifacts.atomic_write_bytes(target, built["data"])
+    # The sidecar last: a folder is complete once onnx.json (with the checksum) is there.
+    artifacts.atomic_write_bytes(out_dir / SIDECAR_FILE, (json.dumps(sidecar, indent=2) + "\n").encode("utf-8"))
+    return target
+
+
+def _input_names(shape: str, bigram_buckets: int, num_tasks: int) -> tuple[str, ...]:
+    """The graph's inputs: the batch keys of the shape, without bigrams or task ids when unused."""
+    names = list(HIERARCHICAL_INPUTS if shape == "hierarchical" else FLAT_INPUTS)
+    if not bigram_buckets:
+        names = [n for n in names if not n.startswith("bigram")]
+    if num_tasks == 1:
+        names.remove("task_ids")
+    return tuple(names)
+
+
+def _sidecar(clf, config: dict, built: dict, names, tokenizer_bytes: bytes, *, quantize, num_tasks: int) -> dict:
+    """onnx.json: what a runtime needs besides the graph (inputs, labels, pipeline settings,
+    checksums) and how the export was made and verified."""
+    import onnx
+    import torch
+
+    data, method, failures = built["data"], built["method"], built["failures"]
+    shape = clf.preset_.inputs.get("shape", "flat")
+    multi_label = bool(clf.multi_label_)
+    return {
         "format": SIDECAR_FORMAT,
         "textcls_version": __version__,
         "model": clf.model,
@@ -312,7 +331,7 @@ def _export(clf, config: dict, out_dir: Path, *, quantize, opset: int, run_dir: 
         "label_values": config.get("label_values", config["label_names"]),
         "multi_label": multi_label,
         "task_names": clf.task_names_ if num_tasks > 1 else None,
-        "pipeline": pipeline.settings(),
+        "pipeline": clf.pipeline_.settings(),
         "pad_id": 0,
         "batch_size": max(256, int(clf.preset_.recipe.batch_size)),
         "opset": built["opset"],
@@ -330,12 +349,6 @@ def _export(clf, config: dict, out_dir: Path, *, quantize, opset: int, run_dir: 
                      "method": f"torch.onnx.export(dynamo={method == 'dynamo'})",
                      **({"legacy_failure": failures[0]} if failures else {})},
     }
-    target = out_dir / ONNX_FILE
-    artifacts.atomic_write_bytes(out_dir / artifacts.TOKENIZER, tokenizer_bytes)
-    artifacts.atomic_write_bytes(target, data)
-    # The sidecar last: a folder is complete once onnx.json (with the checksum) is there.
-    artifacts.atomic_write_bytes(out_dir / SIDECAR_FILE, (json.dumps(sidecar, indent=2) + "\n").encode("utf-8"))
-    return target
 
 
 def _max_diff(session, names, batches, expected) -> float:

@@ -62,6 +62,7 @@ import numpy as np
 
 from . import __version__
 from .errors import CheckpointError, ConfigError, ModelError, TextclsError
+from .validate import check_int, range_check
 
 log = logging.getLogger("textcls.serve")
 
@@ -149,13 +150,11 @@ class Limits:
 
 
 def _check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"parameter '{name}' = {value!r} must be a positive integer")
+    check_int(name, value, 1, None)
 
 
 def _check_window(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value <= 10_000):
-        raise ConfigError(f"parameter 'batch_window_ms' = {value!r} must be a number of milliseconds in [0, 10000]")
+    range_check("batch_window_ms", value, 0, 10_000)  # milliseconds
     return float(value)
 
 
@@ -654,13 +653,10 @@ def create_app(run_dir: str | Path, *, max_texts: int = DEFAULT_MAX_TEXTS,
     from contextlib import asynccontextmanager
 
     try:
-        from fastapi import FastAPI, Request
+        from fastapi import FastAPI
     except ImportError:
         raise ConfigError("serving needs FastAPI and uvicorn, which are not installed; "
                           "pip install 'textcls[serve]'") from None
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
-    from starlette.exceptions import HTTPException as StarletteHTTPException
 
     limits = Limits(max_texts, max_text_bytes, max_body_bytes)
     window = _check_window(batch_window_ms)
@@ -674,7 +670,6 @@ def create_app(run_dir: str | Path, *, max_texts: int = DEFAULT_MAX_TEXTS,
         initializer=set_torch_threads if torch_threads is not None else None,
         initargs=(torch_threads,) if torch_threads is not None else ())
     batcher = MicroBatcher(served.predict_proba, executor, window_ms=window, max_batch=max_batch)
-    started = time.time()
 
     @asynccontextmanager
     async def lifespan(app):
@@ -693,6 +688,19 @@ def create_app(run_dir: str | Path, *, max_texts: int = DEFAULT_MAX_TEXTS,
     app.state.batcher = batcher
     app.state.limits = limits
     app.state.executor = executor
+    _add_error_handlers(app)
+    _add_model_routes(app, served, batcher, executor, limits)
+    settings = {"batching": {"batch_window_ms": window, "max_batch": max_batch},
+                "torch_threads": torch_threads, "freeze_gc": freeze_gc}
+    _add_status_routes(app, served, batcher, limits, settings, started=time.time())
+    return app
+
+
+def _add_error_handlers(app) -> None:
+    """Every error as one JSON line ``{"error": ...}`` with its status (see the module docstring)."""
+    from fastapi import Request
+    from fastapi.exceptions import RequestValidationError
+    from starlette.exceptions import HTTPException as StarletteHTTPException
 
     @app.exception_handler(RequestError)
     async def _request_error(request: Request, exc: RequestError):
@@ -721,16 +729,23 @@ def create_app(run_dir: str | Path, *, max_texts: int = DEFAULT_MAX_TEXTS,
         where = ".".join(str(p) for p in first.get("loc", ()))
         return _error(422, f"{where}: {first.get('msg', 'invalid request')}")
 
+
+_BODY_SCHEMA = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
+    "type": "object",
+    "properties": {"text": {"type": "string"}, "texts": {"type": "array", "items": {"type": "string"}},
+                   "task": {"type": "string"}, "tasks": {"type": "array", "items": {"type": "string"}}},
+}}}}}
+
+
+def _add_model_routes(app, served: "ServedModel", batcher: "MicroBatcher", executor, limits: "Limits") -> None:
+    """POST /predict (through the micro-batcher) and POST /explain (on the model's thread)."""
+    from fastapi import Request
+    from fastapi.responses import JSONResponse
+
     async def payload_of(request: Request) -> dict:
         return parse_json(await read_body(request, limits.max_body_bytes))
 
-    body_schema = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
-        "type": "object",
-        "properties": {"text": {"type": "string"}, "texts": {"type": "array", "items": {"type": "string"}},
-                       "task": {"type": "string"}, "tasks": {"type": "array", "items": {"type": "string"}}},
-    }}}}}
-
-    @app.post("/predict", openapi_extra=body_schema)
+    @app.post("/predict", openapi_extra=_BODY_SCHEMA)
     async def predict(request: Request):
         payload = await payload_of(request)
         texts, _ = parse_texts(payload, limits, fields=("text", "texts", "task", "tasks"))
@@ -746,7 +761,7 @@ def create_app(run_dir: str | Path, *, max_texts: int = DEFAULT_MAX_TEXTS,
             out["threshold"] = served.threshold
         return JSONResponse(out)
 
-    @app.post("/explain", openapi_extra=body_schema)
+    @app.post("/explain", openapi_extra=_BODY_SCHEMA)
     async def explain(request: Request):
         payload = await payload_of(request)
         texts, _ = parse_texts(payload, limits, fields=("text", "task", "tasks"), one_text=True)
@@ -759,6 +774,13 @@ def create_app(run_dir: str | Path, *, max_texts: int = DEFAULT_MAX_TEXTS,
         except TextclsError as exc:
             raise RequestError(422, str(exc)) from None
         return JSONResponse({"model": served.config["model"], **result})
+
+
+def _add_status_routes(app, served: "ServedModel", batcher: "MicroBatcher", limits: "Limits", settings: dict, *,
+                       started: float) -> None:
+    """GET /health (the batching worker alive, its counters) and GET /metadata (the run, the
+    limits and ``settings``: batching, threads, gc)."""
+    from fastapi.responses import JSONResponse
 
     @app.get("/health")
     async def health():
@@ -774,10 +796,7 @@ def create_app(run_dir: str | Path, *, max_texts: int = DEFAULT_MAX_TEXTS,
         return JSONResponse({**served.metadata(),
                              "limits": {"max_texts": limits.max_texts, "max_text_bytes": limits.max_text_bytes,
                                         "max_body_bytes": limits.max_body_bytes},
-                             "batching": {"batch_window_ms": window, "max_batch": max_batch},
-                             "torch_threads": torch_threads, "freeze_gc": freeze_gc})
-
-    return app
+                             **settings})
 
 
 def _env_settings() -> dict:

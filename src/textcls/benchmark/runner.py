@@ -200,6 +200,30 @@ def _check_paper_per_task(value, where: str) -> dict[str, float] | None:
 def load_suite(name_or_path: str | os.PathLike) -> Suite:
     """Parse and validate a suite file; errors name the file and the entry."""
     path = find_suite(name_or_path)
+    data = _read_suite_file(path)
+    header, dataset_notes, defaults = _suite_tables(path, data)
+    infer = {"infer_b1": header.get("infer_b1", INFER_SAMPLE_B1)}
+    if isinstance(infer["infer_b1"], bool) or not isinstance(infer["infer_b1"], int) or infer["infer_b1"] < 1:
+        raise ConfigError(f"{path}: [suite] infer_b1 = {infer['infer_b1']!r} must be a positive number of documents")
+    name = header.get("name", path.stem)
+    if not isinstance(name, str) or not name or any(c in name for c in "/\\ "):
+        raise ConfigError(f"{path}: [suite] name = {name!r} must be a non-empty name without spaces or slashes")
+    raw_entries = data.get("entry", [])
+    if not isinstance(raw_entries, list) or not raw_entries:
+        raise ConfigError(f"{path}: the suite has no [[entry]] tables; add at least one")
+    entries: list[Entry] = []
+    for number, raw in enumerate(raw_entries, start=1):
+        entries += _entries_of(raw, f"{path}: entry {number}", defaults)
+    seen = set()
+    for entry in entries:
+        if entry.id in seen:
+            raise ConfigError(f"{path}: entry '{entry.id}' appears twice; give one of them name = \"...\"")
+        seen.add(entry.id)
+    return Suite(name=name, description=str(header.get("description", "")), path=path, entries=entries,
+                 dataset_notes=dict(dataset_notes), **infer)
+
+
+def _read_suite_file(path: Path) -> dict:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -210,6 +234,11 @@ def load_suite(name_or_path: str | os.PathLike) -> Suite:
     if unknown:
         raise ConfigError(f"{path}: unknown table '{unknown[0]}'; a suite has [suite], [defaults], "
                           "[dataset_notes] and [[entry]]")
+    return data
+
+
+def _suite_tables(path: Path, data: dict) -> tuple[dict, dict, dict]:
+    """The checked [suite], [dataset_notes] and [defaults] tables."""
     dataset_notes = data.get("dataset_notes", {})
     if not isinstance(dataset_notes, dict) or not all(isinstance(v, str) for v in dataset_notes.values()):
         raise ConfigError(f"{path}: [dataset_notes] maps dataset names to text, e.g. mr = \"no official split\"")
@@ -217,76 +246,71 @@ def load_suite(name_or_path: str | os.PathLike) -> Suite:
     bad = [k for k in header if k not in _SUITE_KEYS]
     if bad:
         raise ConfigError(f"{path}: [suite] key '{bad[0]}' is unknown; {close_names(bad[0], _SUITE_KEYS)}")
-    infer = {"infer_b1": header.get("infer_b1", INFER_SAMPLE_B1)}
-    if isinstance(infer["infer_b1"], bool) or not isinstance(infer["infer_b1"], int) or infer["infer_b1"] < 1:
-        raise ConfigError(f"{path}: [suite] infer_b1 = {infer['infer_b1']!r} must be a positive number of documents")
-    name = header.get("name", path.stem)
-    if not isinstance(name, str) or not name or any(c in name for c in "/\\ "):
-        raise ConfigError(f"{path}: [suite] name = {name!r} must be a non-empty name without spaces or slashes")
     defaults = data.get("defaults", {})
     bad = [k for k in defaults if k not in _DEFAULT_KEYS]
     if bad:
         raise ConfigError(f"{path}: [defaults] key '{bad[0]}' is unknown; {close_names(bad[0], _DEFAULT_KEYS)}")
-    raw_entries = data.get("entry", [])
-    if not isinstance(raw_entries, list) or not raw_entries:
-        raise ConfigError(f"{path}: the suite has no [[entry]] tables; add at least one")
+    return header, dataset_notes, defaults
 
-    entries: list[Entry] = []
-    for number, raw in enumerate(raw_entries, start=1):
-        where = f"{path}: entry {number}"
-        bad = [k for k in raw if k not in _ENTRY_KEYS]
-        if bad:
-            raise ConfigError(f"{where}: unknown key '{bad[0]}'; {close_names(bad[0], _ENTRY_KEYS)}")
-        for single, plural in (("dataset", "datasets"), ("model", "models")):
-            if (single in raw) == (plural in raw):
-                raise ConfigError(f"{where}: give exactly one of '{single}' and '{plural}'")
-        datasets = _as_list(raw.get("dataset", raw.get("datasets")), "dataset(s)", where)
-        models = _as_list(raw.get("model", raw.get("models")), "model(s)", where)
-        seeds = _check_seeds(raw.get("seeds", defaults.get("seeds", [0])), where)
-        overrides = {**defaults.get("overrides", {}), **raw.get("overrides", {})}
-        if not isinstance(overrides, dict):
-            raise ConfigError(f"{where}: 'overrides' must be a table, e.g. overrides = {{epochs = 5}}")
-        if "seed" in overrides:
-            raise ConfigError(f"{where}: 'overrides' sets 'seed'; list the seeds in seeds = [...] instead")
-        max_per_split = raw.get("max_per_split", defaults.get("max_per_split"))
-        if max_per_split is not None and (isinstance(max_per_split, bool) or not isinstance(max_per_split, int)
-                                          or max_per_split < 1):
-            raise ConfigError(f"{where}: 'max_per_split' = {max_per_split!r} must be a positive integer")
-        paper_per_task = _check_paper_per_task(raw.get("paper_per_task"), where)
-        if paper_per_task is not None and (len(models) > 1 or not (raw.get("paper_source")
-                                                                     or defaults.get("paper_source"))):
-            raise ConfigError(f"{where}: 'paper_per_task' is one model's numbers; give it on an entry with a "
-                              "single model and a 'paper_source'")
-        name_key = raw.get("name")
-        if name_key is not None:
-            if len(models) > 1:
-                raise ConfigError(f"{where}: 'name' names one model's entries; drop it or give one model")
-            if not isinstance(name_key, str) or not name_key.strip() or "|" in name_key:
-                raise ConfigError(f"{where}: 'name' = {name_key!r} must be a non-empty name without '|'")
-        for dataset in datasets:
-            for model in models:
-                paper = _check_paper(_per_dataset(raw.get("paper"), dataset, "paper", where,
-                                                  several_models=len(models) > 1), where)
-                source = _per_dataset(raw.get("paper_source", defaults.get("paper_source")), dataset,
-                                      "paper_source", where, several_models=len(models) > 1)
-                if paper is not None and not source:
-                    raise ConfigError(f"{where}: 'paper' needs 'paper_source' (the paper and table it is from)")
-                entries.append(Entry(
-                    id=f"{dataset}:{name_key or model}", dataset=dataset, model=model, seeds=seeds,
-                    overrides=dict(overrides), max_per_split=max_per_split, paper=paper,
-                    paper_source=source if paper is not None or paper_per_task is not None else None,
-                    paper_per_task=paper_per_task,
-                    label_view=_per_dataset(raw.get("label_view"), dataset, "label_view", where,
-                                            several_models=False),
-                    notes=raw.get("notes"), name=name_key or model,
-                ))
-    seen = set()
-    for entry in entries:
-        if entry.id in seen:
-            raise ConfigError(f"{path}: entry '{entry.id}' appears twice; give one of them name = \"...\"")
-        seen.add(entry.id)
-    return Suite(name=name, description=str(header.get("description", "")), path=path, entries=entries,
-                 dataset_notes=dict(dataset_notes), **infer)
+
+def _entries_of(raw: dict, where: str, defaults: dict) -> list[Entry]:
+    """The entries one [[entry]] table gives: one per (dataset, model) it names."""
+    bad = [k for k in raw if k not in _ENTRY_KEYS]
+    if bad:
+        raise ConfigError(f"{where}: unknown key '{bad[0]}'; {close_names(bad[0], _ENTRY_KEYS)}")
+    for single, plural in (("dataset", "datasets"), ("model", "models")):
+        if (single in raw) == (plural in raw):
+            raise ConfigError(f"{where}: give exactly one of '{single}' and '{plural}'")
+    datasets = _as_list(raw.get("dataset", raw.get("datasets")), "dataset(s)", where)
+    models = _as_list(raw.get("model", raw.get("models")), "model(s)", where)
+    common = _entry_settings(raw, where, defaults, several_models=len(models) > 1)
+    entries = []
+    for dataset in datasets:
+        for model in models:
+            paper = _check_paper(_per_dataset(raw.get("paper"), dataset, "paper", where,
+                                              several_models=len(models) > 1), where)
+            source = _per_dataset(raw.get("paper_source", defaults.get("paper_source")), dataset,
+                                  "paper_source", where, several_models=len(models) > 1)
+            if paper is not None and not source:
+                raise ConfigError(f"{where}: 'paper' needs 'paper_source' (the paper and table it is from)")
+            name_key = common["name_key"]
+            entries.append(Entry(
+                id=f"{dataset}:{name_key or model}", dataset=dataset, model=model, seeds=common["seeds"],
+                overrides=dict(common["overrides"]), max_per_split=common["max_per_split"], paper=paper,
+                paper_source=source if paper is not None or common["paper_per_task"] is not None else None,
+                paper_per_task=common["paper_per_task"],
+                label_view=_per_dataset(raw.get("label_view"), dataset, "label_view", where, several_models=False),
+                notes=raw.get("notes"), name=name_key or model,
+            ))
+    return entries
+
+
+def _entry_settings(raw: dict, where: str, defaults: dict, *, several_models: bool) -> dict:
+    """What every entry of one [[entry]] table shares: seeds, overrides, max_per_split, the
+    paper's per-task figures and the display name, checked."""
+    seeds = _check_seeds(raw.get("seeds", defaults.get("seeds", [0])), where)
+    overrides = {**defaults.get("overrides", {}), **raw.get("overrides", {})}
+    if not isinstance(overrides, dict):
+        raise ConfigError(f"{where}: 'overrides' must be a table, e.g. overrides = {{epochs = 5}}")
+    if "seed" in overrides:
+        raise ConfigError(f"{where}: 'overrides' sets 'seed'; list the seeds in seeds = [...] instead")
+    max_per_split = raw.get("max_per_split", defaults.get("max_per_split"))
+    if max_per_split is not None and (isinstance(max_per_split, bool) or not isinstance(max_per_split, int)
+                                      or max_per_split < 1):
+        raise ConfigError(f"{where}: 'max_per_split' = {max_per_split!r} must be a positive integer")
+    paper_per_task = _check_paper_per_task(raw.get("paper_per_task"), where)
+    if paper_per_task is not None and (several_models or not (raw.get("paper_source")
+                                                              or defaults.get("paper_source"))):
+        raise ConfigError(f"{where}: 'paper_per_task' is one model's numbers; give it on an entry with a "
+                          "single model and a 'paper_source'")
+    name_key = raw.get("name")
+    if name_key is not None:
+        if several_models:
+            raise ConfigError(f"{where}: 'name' names one model's entries; drop it or give one model")
+        if not isinstance(name_key, str) or not name_key.strip() or "|" in name_key:
+            raise ConfigError(f"{where}: 'name' = {name_key!r} must be a non-empty name without '|'")
+    return {"seeds": seeds, "overrides": overrides, "max_per_split": max_per_split,
+            "paper_per_task": paper_per_task, "name_key": name_key}
 
 
 # --------------------------------------------------------------------------- child process
@@ -630,28 +654,52 @@ def run_suite(
     from . import report
 
     suite = load_suite(name_or_path)
-    entries = suite.entries
     if merge and not only:
         raise ConfigError("--merge puts an --only rerun into the full report; give --only as well")
     if merge and output_dir is None:
         raise ConfigError("--merge puts the rerun into an existing full report, so it needs --output-dir: the "
                           "folder holding <suite>.json (e.g. --output-dir benchmarks/results)")
-    if only:
-        wanted = [only] if isinstance(only, str) else list(only)
-        entries = [e for e in entries if e.model in wanted or e.dataset in wanted or e.id in wanted]
-        if not entries:
-            known = sorted({e.model for e in suite.entries} | {e.dataset for e in suite.entries})
-            raise ConfigError(f"--only {', '.join(wanted)} matches no entry of suite '{suite.name}'; "
-                              f"{close_names(wanted[0], known)}")
+    entries = _select_entries(suite, only)
     threads = int(threads) if threads else system.available_cpus()
     if threads < 1:
         raise ConfigError(f"parameter 'threads' = {threads} must be at least 1")
     data_dir = str(data_dir) if data_dir is not None else None
     output_dir = Path(output_dir) if output_dir is not None else fresh_output_dir(suite.path)
-
-    started = _dt.datetime.now(_dt.timezone.utc)
     wall = time.perf_counter()
-    result: dict[str, Any] = {
+    result = _new_result(suite, name_or_path, only=only, command=command, threads=threads, data_dir=data_dir)
+    counter = {"done": 0, "total": sum(len(e.seeds) for e in entries)}
+    for entry in entries:
+        job = {"data_dir": data_dir, "threads": threads, "infer_b1": suite.infer_b1}
+        _run_entry(entry, job, result, counter, progress=progress,
+                   save=lambda: _checkpoint(result, output_dir, write, wall))
+    result["failed"] = sum(1 for e in result["entries"] if e["status"] != "ok")
+    result["failed_entries"] = [e["id"] for e in result["entries"] if e["status"] != "ok"]
+    result["wall_seconds"] = time.perf_counter() - wall
+    result["complete"] = True
+    if write:
+        report.write_report(result, output_dir)
+        if merge:
+            return merge_rerun(result, output_dir)
+    return result
+
+
+def _select_entries(suite: Suite, only) -> list[Entry]:
+    """The suite's entries, or those whose model, dataset or id is named in ``only``."""
+    if not only:
+        return suite.entries
+    wanted = [only] if isinstance(only, str) else list(only)
+    entries = [e for e in suite.entries if e.model in wanted or e.dataset in wanted or e.id in wanted]
+    if not entries:
+        known = sorted({e.model for e in suite.entries} | {e.dataset for e in suite.entries})
+        raise ConfigError(f"--only {', '.join(wanted)} matches no entry of suite '{suite.name}'; "
+                          f"{close_names(wanted[0], known)}")
+    return entries
+
+
+def _new_result(suite: Suite, name_or_path, *, only, command, threads: int, data_dir) -> dict[str, Any]:
+    """The report's header: what ran, where, on what, with which notes; no entries yet."""
+    started = _dt.datetime.now(_dt.timezone.utc)
+    return {
         "suite": suite.name,
         "description": suite.description,
         "suite_file": str(suite.path),
@@ -671,49 +719,38 @@ def run_suite(
         "complete": False,
     }
 
-    total = sum(len(e.seeds) for e in entries)
-    done = 0
-    for entry in entries:
-        try:
-            kind = _model_kind(entry.model)
-        except TextclsError as exc:
-            # A name the registry and the peers do not know fails here, without a child.
-            runs = []
-            for seed in entry.seeds:
-                runs.append({"seed": seed, "status": "failed", "error": str(exc)})
-                done += 1
-                _progress(progress, f"[{done}/{total}] {entry.id} seed {seed}: FAILED ({exc})")
-            result["entries"].append(_entry_result(entry, None, runs))
-            _checkpoint(result, output_dir, write, wall)
-            continue
-        runs = []
-        result["entries"].append(_entry_result(entry, kind, runs))
-        for seed in entry.seeds:
-            job = {"entry": entry.to_dict(), "seed": seed, "data_dir": data_dir, "threads": threads,
-                   "infer_b1": suite.infer_b1}
-            started_run = time.perf_counter()
-            run = _run_in_child(job)
-            run["wall_seconds"] = time.perf_counter() - started_run
-            runs.append(run)
-            done += 1
-            if run["status"] == "ok":
-                _progress(progress, f"[{done}/{total}] {entry.id} seed {seed}: accuracy {run['accuracy']:.4f}, "
-                                    f"train {run['train_seconds']:.1f} s (run {run['wall_seconds']:.1f} s)")
-            else:
-                _progress(progress, f"[{done}/{total}] {entry.id} seed {seed}: FAILED ({run['error']})")
-            # Written after every run: an interrupted suite keeps every run it finished.
-            result["entries"][-1] = _entry_result(entry, kind, runs)
-            _checkpoint(result, output_dir, write, wall)
 
-    result["failed"] = sum(1 for e in result["entries"] if e["status"] != "ok")
-    result["failed_entries"] = [e["id"] for e in result["entries"] if e["status"] != "ok"]
-    result["wall_seconds"] = time.perf_counter() - wall
-    result["complete"] = True
-    if write:
-        report.write_report(result, output_dir)
-        if merge:
-            return merge_rerun(result, output_dir)
-    return result
+def _run_entry(entry: Entry, job: dict, result: dict, counter: dict, *, progress: bool, save) -> None:
+    """Run every seed of ``entry`` (each in its own child), adding its result to ``result`` and
+    calling ``save()`` after every run, so an interrupted suite keeps every run it finished."""
+    try:
+        kind = _model_kind(entry.model)
+    except TextclsError as exc:
+        # A name the registry and the peers do not know fails here, without a child.
+        runs = []
+        for seed in entry.seeds:
+            runs.append({"seed": seed, "status": "failed", "error": str(exc)})
+            counter["done"] += 1
+            _progress(progress, f"[{counter['done']}/{counter['total']}] {entry.id} seed {seed}: FAILED ({exc})")
+        result["entries"].append(_entry_result(entry, None, runs))
+        save()
+        return
+    runs = []
+    result["entries"].append(_entry_result(entry, kind, runs))
+    for seed in entry.seeds:
+        started_run = time.perf_counter()
+        run = _run_in_child({"entry": entry.to_dict(), "seed": seed, **job})
+        run["wall_seconds"] = time.perf_counter() - started_run
+        runs.append(run)
+        counter["done"] += 1
+        where = f"[{counter['done']}/{counter['total']}] {entry.id} seed {seed}"
+        if run["status"] == "ok":
+            _progress(progress, f"{where}: accuracy {run['accuracy']:.4f}, "
+                                f"train {run['train_seconds']:.1f} s (run {run['wall_seconds']:.1f} s)")
+        else:
+            _progress(progress, f"{where}: FAILED ({run['error']})")
+        result["entries"][-1] = _entry_result(entry, kind, runs)
+        save()
 
 
 def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike) -> dict:

@@ -593,29 +593,9 @@ def read_delimited(
     if quoting is None:
         quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
     quoted = quoting != csv.QUOTE_NONE
-    named = [c for c in [*(text_columns or ()), label_column] if isinstance(c, str)]
-    if header is False and named:
-        raise DataError(
-            f"{path}: columns are named ({', '.join(map(repr, named))}) but header=False; "
-            "pass 0-based column indices or header=True"
-        )
-    if header is None and (text_columns is not None or label_column is not None):
-        header = bool(named)
+    header = _header_setting(path, header, text_columns, label_column)
     auto_header = header is None  # decided below from the first row
-
-    # start/end: the lines of the record being parsed; lines: its text (quoted formats only),
-    # to find where a bad quoted field opened.
-    state: dict[str, Any] = {"start": None, "end": 0, "lines": []}
-
-    def feed() -> Iterator[str]:
-        for lineno, line in iter_lines(path, buffer, encoding, decode_errors):
-            if state["start"] is None:
-                state["start"], state["lines"] = lineno, []
-            state["end"] = lineno
-            if quoted:
-                state["lines"].append((lineno, line))
-            yield line + "\n"
-
+    lines = _RecordLines(path, buffer, encoding, decode_errors, keep_text=quoted)
     # Reading chosen against unterminated or stray quotes (a CSV whose quote at line N was never
     # closed used to swallow the next records into one field): strict=True makes csv refuse a
     # closing quote followed by anything but the delimiter or the line end, and a file that ends
@@ -623,7 +603,7 @@ def read_delimited(
     # that spans lines must keep the header's field count and a label without a line break,
     # and a multi-line field must not be made of lines that look like records of their own.
     # Legitimate multi-line quoted fields (paragraphs of a review) pass all of these.
-    reader = csv.reader(feed(), delimiter=delimiter, quoting=quoting, strict=quoted)
+    reader = csv.reader(lines.feed(), delimiter=delimiter, quoting=quoting, strict=quoted)
     text_idx: list[int] | None = None
     label_idx: int | None = None
     columns: list[str] | None = None
@@ -636,12 +616,10 @@ def read_delimited(
         except StopIteration:
             break
         except csv.Error as err:
-            raise _csv_error(path, err, state, delimiter) from None
-        lineno, end = state["start"], state["end"]
-        state["start"] = None
+            raise _csv_error(path, err, lines.state, delimiter) from None
+        lineno, end = lines.take()
         if not row or (len(row) == 1 and not row[0].strip()):
             continue  # a blank line is not a record
-        where = f"{path}:{lineno}"
         if columns is None and text_idx is None:
             if header is None:
                 header = _looks_like_header(row)
@@ -655,35 +633,88 @@ def read_delimited(
         if end > lineno and quoted:
             _check_spanning_record(path, lineno, end, row, columns, label_idx, delimiter)
             spanning.append((lineno, end, row))
-        if columns is not None and len(_trim(row)) > len(columns):
-            buffer.reject(
-                where,
-                f"row has {len(row)} fields, the header has {len(columns)} ({', '.join(columns)})",
-                f"quote the field that holds a {_delimiter_name(delimiter)} or fix the row",
-            )
-            continue
-        # No text columns given means "every column but the label": at least two fields.
-        need = max([label_idx, *text_idx]) + 1 if text_idx else max(label_idx + 1, 2)
-        if len(row) < need:
-            buffer.reject(where, f"row has {len(row)} field(s), {need} needed", "complete the row")
-            continue
-        idx = text_idx or [i for i in range(len(row)) if i != label_idx]
-        text = " ".join(row[i].strip() for i in idx if row[i].strip())
-        if text_transform is not None:
-            text = text_transform(text)
-        label = row[label_idx].strip()
-        raw_labels[label] += 1
-        if label_map is not None and label:
-            if label not in label_map:
-                buffer.reject(
-                    where, f"label {label!r} is not one of {', '.join(label_map)}", "correct the label"
-                )
-                continue
-            label = label_map[label]
-        buffer.add(where, text, label)
+        _add_row(buffer, f"{path}:{lineno}", row, columns, text_idx, label_idx, delimiter=delimiter,
+                 label_map=label_map, text_transform=text_transform, raw_labels=raw_labels)
     for start, end, row in spanning:
         _check_swallowed_records(path, start, end, row, columns, label_idx, delimiter, raw_labels)
     _finish(path, buffer, before, skipped_before, header=columns)
+    _check_delimited_labels(path, buffer, before, columns, label_idx, first_row)
+    if first_row is not None and text_columns is None and label_column is None:
+        _check_first_row_is_record(path, first_row, label_idx, raw_labels)
+
+
+def _header_setting(path: Path, header: bool | None, text_columns, label_column) -> bool | None:
+    """Whether the file has a header row: as given; True when columns are named, False when
+    they are indices; None (decide from the first row) when no column is given."""
+    named = [c for c in [*(text_columns or ()), label_column] if isinstance(c, str)]
+    if header is False and named:
+        raise DataError(
+            f"{path}: columns are named ({', '.join(map(repr, named))}) but header=False; "
+            "pass 0-based column indices or header=True"
+        )
+    if header is None and (text_columns is not None or label_column is not None):
+        header = bool(named)
+    return header
+
+
+class _RecordLines:
+    """A file's lines for ``csv.reader``, remembering which lines the record being parsed
+    spans (``start``, ``end``) and, for quoted formats, their text (to find where a bad quoted
+    field opened)."""
+
+    def __init__(self, path: Path, buffer: RecordBuffer, encoding: str, decode_errors: str, *, keep_text: bool):
+        self.path, self.buffer, self.encoding, self.decode_errors = path, buffer, encoding, decode_errors
+        self.keep_text = keep_text
+        self.state: dict[str, Any] = {"start": None, "end": 0, "lines": []}
+
+    def feed(self) -> Iterator[str]:
+        state = self.state
+        for lineno, line in iter_lines(self.path, self.buffer, self.encoding, self.decode_errors):
+            if state["start"] is None:
+                state["start"], state["lines"] = lineno, []
+            state["end"] = lineno
+            if self.keep_text:
+                state["lines"].append((lineno, line))
+            yield line + "\n"
+
+    def take(self) -> tuple[int, int]:
+        """(first line, last line) of the record just parsed; the next record starts afresh."""
+        lineno, end = self.state["start"], self.state["end"]
+        self.state["start"] = None
+        return lineno, end
+
+
+def _add_row(buffer: RecordBuffer, where: str, row: list[str], columns, text_idx, label_idx, *, delimiter: str,
+             label_map, text_transform, raw_labels: Counter) -> None:
+    """One CSV record into ``buffer``: its text columns joined, its label (mapped), or a rejection."""
+    if columns is not None and len(_trim(row)) > len(columns):
+        buffer.reject(
+            where,
+            f"row has {len(row)} fields, the header has {len(columns)} ({', '.join(columns)})",
+            f"quote the field that holds a {_delimiter_name(delimiter)} or fix the row",
+        )
+        return
+    # No text columns given means "every column but the label": at least two fields.
+    need = max([label_idx, *text_idx]) + 1 if text_idx else max(label_idx + 1, 2)
+    if len(row) < need:
+        buffer.reject(where, f"row has {len(row)} field(s), {need} needed", "complete the row")
+        return
+    idx = text_idx or [i for i in range(len(row)) if i != label_idx]
+    text = " ".join(row[i].strip() for i in idx if row[i].strip())
+    if text_transform is not None:
+        text = text_transform(text)
+    label = row[label_idx].strip()
+    raw_labels[label] += 1
+    if label_map is not None and label:
+        if label not in label_map:
+            buffer.reject(where, f"label {label!r} is not one of {', '.join(label_map)}", "correct the label")
+            return
+        label = label_map[label]
+    buffer.add(where, text, label)
+
+
+def _check_delimited_labels(path: Path, buffer: RecordBuffer, before: int, columns, label_idx, first_row) -> None:
+    """The label column must hold class names, not text; the advice names the file's columns."""
     choose = "text_columns= and label_column= (CLI: --text-column NAME --label-column NAME)"
     if columns is not None:
         desc = f"{columns[label_idx]!r}"
@@ -701,8 +732,6 @@ def read_delimited(
                 f"and name the text and class columns with {choose}; if not, {advice}"
             )
     _check_label_column(path, buffer, before, desc, advice)
-    if first_row is not None and text_columns is None and label_column is None:
-        _check_first_row_is_record(path, first_row, label_idx, raw_labels)
 
 
 def _trim(cells: list[str]) -> list[str]:

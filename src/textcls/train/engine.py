@@ -143,37 +143,95 @@ def fit(
     """
     env = distributed.init_from_env(backend="gloo" if torch.device(device).type == "cpu" else None)
     device = _resolve_device(device, env)
-    main = env.rank == 0
-    num_classes = check_int("num_classes", num_classes, 1, None)
-    label_names = [str(n) for n in label_names] if label_names is not None else [str(i) for i in range(num_classes)]
-    if len(label_names) != num_classes:
-        raise ConfigError(f"label_names has {len(label_names)} names but num_classes = {num_classes}; pass one name per class")
+    num_classes, label_names = _check_task(num_classes, label_names)
     check_int("max_epochs_this_call", max_epochs_this_call, 0, None, optional=True)
     if resume and run_dir is None:
         raise ConfigError("resume=True needs run_dir (the directory holding checkpoint/); pass run_dir or drop resume")
     higher_is_better = _check_monitor(recipe.monitor, multi_label, label_names)
     _check_loaders(train_loader, dev_loader, env.world_size)
+    task = {"multi_label": bool(multi_label), "num_classes": num_classes, "label_names": label_names}
+    run = _start(model, train_loader, recipe, task, class_counts, env=env, device=device, run_dir=run_dir,
+                 resume=resume, show=progress and env.rank == 0, higher_is_better=higher_is_better)
+    epochs_this_call = 0
+    while len(run.progress.history) < recipe.epochs and not run.progress.stopped_early:
+        if max_epochs_this_call is not None and epochs_this_call >= max_epochs_this_call:
+            break
+        row = _run_epoch(run, train_loader, dev_loader)
+        epochs_this_call += 1
+        _after_epoch(run, row)
+    distributed.barrier()
+    if run.best_state is not None:
+        model.load_state_dict(run.best_state)
+    history = run.progress.history
+    return FitResult(
+        best_epoch=run.progress.best_epoch,
+        best_metrics=run.progress.best_metrics,
+        history=history,
+        train_seconds=float(sum(r.get("seconds", 0.0) for r in history)),
+        epochs_run=len(history),
+        stopped_early=run.progress.stopped_early,
+    )
 
+
+@dataclass
+class _Run:
+    """What every epoch of one ``fit`` call works with, and the progress it makes."""
+
+    model: nn.Module
+    train_model: nn.Module  # the model, or its DistributedDataParallel wrapper
+    hook: Any  # the model's after_optimizer_step, or None
+    clip_params: list  # the trainable parameters, for gradient clipping
+    criterion: Any
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    recipe: Recipe
+    task: dict  # multi_label, num_classes, label_names: what a checkpoint must match
+    env: distributed.DistEnv
+    device: torch.device
+    run_dir: Path | None
+    show: bool  # progress bars (rank 0 only)
+    higher_is_better: bool
+    extra_columns: tuple[str, ...]
+    progress: Progress
+    position: Position  # where a resumed epoch starts (Position(): at its beginning)
+    best_state: dict[str, torch.Tensor] | None
+
+    @property
+    def main(self) -> bool:
+        return self.env.rank == 0
+
+    @property
+    def ckpt_dir(self) -> Path | None:
+        return self.run_dir / CHECKPOINT_DIR if self.run_dir is not None else None
+
+
+def _check_task(num_classes, label_names) -> tuple[int, list[str]]:
+    num_classes = check_int("num_classes", num_classes, 1, None)
+    label_names = [str(n) for n in label_names] if label_names is not None else [str(i) for i in range(num_classes)]
+    if len(label_names) != num_classes:
+        raise ConfigError(f"label_names has {len(label_names)} names but num_classes = {num_classes}; pass one name per class")
+    return num_classes, label_names
+
+
+def _start(model, train_loader, recipe: Recipe, task: dict, class_counts, *, env, device, run_dir, resume, show,
+           higher_is_better) -> _Run:
+    """Move the model, build the loss, optimiser and schedule, load the checkpoint when
+    resuming, and (rank 0) start ``epochs.csv``."""
     model.to(device)
-    criterion = _make_criterion(recipe, multi_label, num_classes, class_counts, train_loader, device)
+    criterion = _make_criterion(recipe, task["multi_label"], task["num_classes"], class_counts, train_loader, device)
     optimizer = build_optimizer(model, recipe)
     scheduler = build_scheduler(optimizer, recipe)
-    task = {"multi_label": bool(multi_label), "num_classes": num_classes, "label_names": label_names}
-
     run_dir = Path(run_dir) if run_dir is not None else None
-    ckpt_dir = run_dir / CHECKPOINT_DIR if run_dir is not None else None
-    progress_state = Progress()
-    position = Position()
-    best_state: dict[str, torch.Tensor] | None = None
+    progress, best_state, position = Progress(), None, Position()
     if resume:
-        progress_state, best_state, position = load_checkpoint(ckpt_dir, model, optimizer, scheduler, recipe, task)
-    extra = _extra_csv_columns(recipe.monitor, multi_label)
-    if main and run_dir is not None:
+        progress, best_state, position = load_checkpoint(run_dir / CHECKPOINT_DIR, model, optimizer, scheduler,
+                                                         recipe, task)
+    extra = _extra_csv_columns(recipe.monitor, task["multi_label"])
+    if env.rank == 0 and run_dir is not None:
         run_dir.mkdir(parents=True, exist_ok=True)
         # Rewritten from the history on resume: a crash between the CSV row and the
         # checkpoint must not leave a row for an epoch the checkpoint does not have.
-        _write_csv(run_dir / EPOCHS_CSV, progress_state.history, extra)
-
+        _write_csv(run_dir / EPOCHS_CSV, progress.history, extra)
     train_model = model
     if env.world_size > 1:
         train_model = nn.parallel.DistributedDataParallel(
@@ -181,80 +239,87 @@ def fit(
         )
     hook = getattr(model, "after_optimizer_step", None)
     clip_params = [p for p in model.parameters() if p.requires_grad]
+    return _Run(model, train_model, hook, clip_params, criterion, optimizer, scheduler, recipe, task, env, device,
+                run_dir, show, higher_is_better, extra, progress, position, best_state)
 
-    epochs_this_call = 0
-    history = progress_state.history
-    while len(history) < recipe.epochs and not progress_state.stopped_early:
-        if max_epochs_this_call is not None and epochs_this_call >= max_epochs_this_call:
-            break
-        epoch_index = len(history)  # 0-based: the schedule's and the seed's epoch
-        _seed_everything(epoch_seed(recipe.seed, epoch_index))
-        _set_sampler_epoch(train_loader, epoch_index)
-        lr = float(optimizer.param_groups[0]["lr"])
 
-        on_checkpoint = None
-        if ckpt_dir is not None and recipe.checkpoint_steps is not None:
-            def on_checkpoint(step, total, count, seconds, batches, _progress=progress_state):
-                sums, counts = _gather_partial(total, count, env.world_size, env.rank)
-                if main:
-                    save_checkpoint(ckpt_dir, model, optimizer, scheduler, recipe, task, _progress,
-                                     Position(step, sums, counts, seconds, batches))
-
-        start = time.perf_counter()
-        train_loss, steps = _train_one_epoch(
-            train_model, train_loader, criterion, optimizer, recipe, device, hook, clip_params,
-            desc=f"epoch {epoch_index + 1}/{recipe.epochs}", show=progress and main,
-            base_seed=epoch_seed(recipe.seed, epoch_index), position=position, rank=env.rank,
-            world_size=env.world_size, step_offset=progress_state.steps, on_checkpoint=on_checkpoint,
-        )
-        carried_seconds, position = position.train_seconds, Position()
-        train_seconds = time.perf_counter() - start + carried_seconds
-        probs, y_true, dev_loss = _evaluate(model, dev_loader, criterion, multi_label, recipe.precision, device)
-        metrics = compute_metrics(y_true, probs, label_names, multi_label=multi_label)
-        metrics["loss"] = dev_loss
-        metrics = distributed.broadcast_object(metrics)
-        scheduler.step()
-        seconds = time.perf_counter() - start + carried_seconds
-        progress_state.steps += steps
-
-        score = metrics.get(recipe.monitor)
-        improved = _is_better(score, progress_state.best_score, higher_is_better)
-        if improved or progress_state.best_epoch == 0:
-            progress_state.best_epoch = epoch_index + 1
-            progress_state.best_score = score if improved else progress_state.best_score
-            progress_state.best_metrics = metrics
-            best_state = _cpu_copy(model.state_dict())
-        progress_state.bad_epochs = 0 if improved else progress_state.bad_epochs + 1
-        if recipe.patience is not None and progress_state.bad_epochs >= recipe.patience:
-            progress_state.stopped_early = True
-
-        row = {"epoch": epoch_index + 1, "lr": lr, "train_loss": train_loss}
-        row.update({f"dev_{k}": v for k, v in metrics.items() if _is_scalar(v) and k not in ("n", "threshold")})
-        row.update({"train_seconds": train_seconds, "seconds": seconds})
-        history.append(row)
-        epochs_this_call += 1
-
-        if main:
-            log.info(
-                "epoch %d/%d  lr %.3g  train_loss %.4f  dev_loss %.4f  dev_%s %s  (%.1fs)%s",
-                row["epoch"], recipe.epochs, lr, train_loss, dev_loss, recipe.monitor, score, seconds,
-                "  stopping early" if progress_state.stopped_early else "",
-            )
-            if run_dir is not None:
-                _write_csv(run_dir / EPOCHS_CSV, history, extra)
-                save_checkpoint(ckpt_dir, model, optimizer, scheduler, recipe, task, progress_state)
-
-    distributed.barrier()
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    return FitResult(
-        best_epoch=progress_state.best_epoch,
-        best_metrics=progress_state.best_metrics,
-        history=history,
-        train_seconds=float(sum(r.get("seconds", 0.0) for r in history)),
-        epochs_run=len(history),
-        stopped_early=progress_state.stopped_early,
+def _run_epoch(run: _Run, train_loader, dev_loader) -> dict:
+    """Train one epoch (or its rest, after a mid-epoch resume), evaluate on dev, step the
+    schedule, track the best epoch and early stopping; returns the epoch's history row."""
+    recipe, progress = run.recipe, run.progress
+    epoch_index = len(progress.history)  # 0-based: the schedule's and the seed's epoch
+    _seed_everything(epoch_seed(recipe.seed, epoch_index))
+    _set_sampler_epoch(train_loader, epoch_index)
+    lr = float(run.optimizer.param_groups[0]["lr"])
+    start = time.perf_counter()
+    train_loss, steps = _train_one_epoch(
+        run.train_model, train_loader, run.criterion, run.optimizer, recipe, run.device, run.hook, run.clip_params,
+        desc=f"epoch {epoch_index + 1}/{recipe.epochs}", show=run.show,
+        base_seed=epoch_seed(recipe.seed, epoch_index), position=run.position, rank=run.env.rank,
+        world_size=run.env.world_size, step_offset=progress.steps, on_checkpoint=_step_checkpointer(run),
     )
+    carried_seconds, run.position = run.position.train_seconds, Position()
+    train_seconds = time.perf_counter() - start + carried_seconds
+    multi_label, label_names = run.task["multi_label"], run.task["label_names"]
+    probs, y_true, dev_loss = _evaluate(run.model, dev_loader, run.criterion, multi_label, recipe.precision,
+                                        run.device)
+    metrics = compute_metrics(y_true, probs, label_names, multi_label=multi_label)
+    metrics["loss"] = dev_loss
+    metrics = distributed.broadcast_object(metrics)
+    run.scheduler.step()
+    seconds = time.perf_counter() - start + carried_seconds
+    progress.steps += steps
+    _track_best(run, epoch_index, metrics)
+    row = {"epoch": epoch_index + 1, "lr": lr, "train_loss": train_loss}
+    row.update({f"dev_{k}": v for k, v in metrics.items() if _is_scalar(v) and k not in ("n", "threshold")})
+    row.update({"train_seconds": train_seconds, "seconds": seconds})
+    progress.history.append(row)
+    return row
+
+
+def _step_checkpointer(run: _Run):
+    """``on_checkpoint`` for ``_train_one_epoch`` when the recipe checkpoints every N steps, else None."""
+    if run.ckpt_dir is None or run.recipe.checkpoint_steps is None:
+        return None
+    progress = run.progress
+
+    def on_checkpoint(step, total, count, seconds, batches):
+        sums, counts = _gather_partial(total, count, run.env.world_size, run.env.rank)
+        if run.main:
+            save_checkpoint(run.ckpt_dir, run.model, run.optimizer, run.scheduler, run.recipe, run.task, progress,
+                            Position(step, sums, counts, seconds, batches))
+
+    return on_checkpoint
+
+
+def _track_best(run: _Run, epoch_index: int, metrics: dict) -> None:
+    """Keep the best epoch on ``recipe.monitor`` (and its weights); stop after ``patience`` bad epochs."""
+    progress = run.progress
+    score = metrics.get(run.recipe.monitor)
+    improved = _is_better(score, progress.best_score, run.higher_is_better)
+    if improved or progress.best_epoch == 0:
+        progress.best_epoch = epoch_index + 1
+        progress.best_score = score if improved else progress.best_score
+        progress.best_metrics = metrics
+        run.best_state = _cpu_copy(run.model.state_dict())
+    progress.bad_epochs = 0 if improved else progress.bad_epochs + 1
+    if run.recipe.patience is not None and progress.bad_epochs >= run.recipe.patience:
+        progress.stopped_early = True
+
+
+def _after_epoch(run: _Run, row: dict) -> None:
+    """Rank 0 logs the epoch, rewrites ``epochs.csv`` and writes the checkpoint."""
+    if not run.main:
+        return
+    recipe = run.recipe
+    log.info(
+        "epoch %d/%d  lr %.3g  train_loss %.4f  dev_loss %.4f  dev_%s %s  (%.1fs)%s",
+        row["epoch"], recipe.epochs, row["lr"], row["train_loss"], row["dev_loss"], recipe.monitor,
+        row.get(f"dev_{recipe.monitor}"), row["seconds"], "  stopping early" if run.progress.stopped_early else "",
+    )
+    if run.run_dir is not None:
+        _write_csv(run.run_dir / EPOCHS_CSV, run.progress.history, run.extra_columns)
+        save_checkpoint(run.ckpt_dir, run.model, run.optimizer, run.scheduler, recipe, run.task, run.progress)
 
 
 def predict_proba(
@@ -316,37 +381,16 @@ def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, 
     from tqdm.auto import tqdm
 
     train_model.train()
-    # float64 keeps a long epoch's running sum exact enough (MPS has no float64).
-    total = torch.zeros((), dtype=torch.float32 if device.type == "mps" else torch.float64, device=device)
-    count = 0
     try:
         n_batches = len(loader)
     except TypeError:
         n_batches = None
-    start_step = position.step
-    if start_step:
-        if position.batches is not None and n_batches is not None and position.batches != n_batches:
-            raise CheckpointError(
-                f"the checkpoint stopped after batch {start_step} of an epoch of {position.batches} batches, but "
-                f"this train loader has {n_batches}; resume with the same data, batch size and world size"
-            )
-        if len(position.loss_sums) == world_size:
-            total += position.loss_sums[rank]
-            count = position.counts[rank]
-        elif rank == 0:  # another world size wrote it: rank 0 carries the whole running sum
-            total += math.fsum(position.loss_sums)
-            count = sum(position.counts)
+    total, count = _running_sums(position, rank, world_size, n_batches, device)
     every = recipe.checkpoint_steps if on_checkpoint is not None else None
-    bar = tqdm(total=n_batches, initial=start_step, desc=desc, leave=False, disable=not show, dynamic_ncols=True)
+    bar = tqdm(total=n_batches, initial=position.step, desc=desc, leave=False, disable=not show, dynamic_ncols=True)
     start = time.perf_counter()
-    batches = iter(loader)
-    for _ in range(start_step):  # the batches the checkpoint has already trained on
-        if next(batches, None) is None:
-            raise CheckpointError(
-                f"the checkpoint stopped after batch {start_step} of the epoch but this train loader has fewer; "
-                "resume with the same data and batch size"
-            )
-    step = start_step
+    batches = _skip_trained(iter(loader), position.step)
+    step = position.step
     try:
         while True:
             # Seeded before the fetch, so whatever the loader draws is fixed by the step too.
@@ -354,21 +398,7 @@ def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, 
             batch = next(batches, None)
             if batch is None:
                 break
-            batch = _to_device(batch, device)
-            labels = _labels(batch, "training")
-            with _autocast(recipe.precision, device):
-                output = train_model(batch)
-            # The loss (and its backward) runs in fp32 on fp32 logits: bf16 covers the model's
-            # matmuls only, so the loss value and its gradient are not rounded to 8 mantissa bits.
-            loss = criterion(_logits(output).float(), labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if recipe.grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(clip_params, recipe.grad_clip)
-            optimizer.step()
-            if hook is not None:
-                hook()
-            n = labels.shape[0]
+            loss, n = _train_step(train_model, batch, criterion, optimizer, recipe, device, hook, clip_params)
             total += loss.detach().to(total.dtype) * n
             count += n
             step += 1
@@ -379,6 +409,62 @@ def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, 
                 on_checkpoint(step, total, count, position.train_seconds + time.perf_counter() - start, n_batches)
     finally:
         bar.close()
+    return _mean_train_loss(total, count, recipe, device), step
+
+
+def _train_step(train_model, batch, criterion, optimizer, recipe, device, hook, clip_params):
+    """One optimiser step on ``batch``; returns (its mean loss, its number of documents)."""
+    batch = _to_device(batch, device)
+    labels = _labels(batch, "training")
+    with _autocast(recipe.precision, device):
+        output = train_model(batch)
+    # The loss (and its backward) runs in fp32 on fp32 logits: bf16 covers the model's
+    # matmuls only, so the loss value and its gradient are not rounded to 8 mantissa bits.
+    loss = criterion(_logits(output).float(), labels)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if recipe.grad_clip is not None:
+        torch.nn.utils.clip_grad_norm_(clip_params, recipe.grad_clip)
+    optimizer.step()
+    if hook is not None:
+        hook()
+    return loss, labels.shape[0]
+
+
+def _running_sums(position: Position, rank: int, world_size: int, n_batches: int | None, device):
+    """The epoch's running (loss sum, document count) on this rank: zero, or what a mid-epoch
+    checkpoint carried (checked against the loader it resumes with)."""
+    # float64 keeps a long epoch's running sum exact enough (MPS has no float64).
+    total = torch.zeros((), dtype=torch.float32 if device.type == "mps" else torch.float64, device=device)
+    count = 0
+    if position.step:
+        if position.batches is not None and n_batches is not None and position.batches != n_batches:
+            raise CheckpointError(
+                f"the checkpoint stopped after batch {position.step} of an epoch of {position.batches} batches, but "
+                f"this train loader has {n_batches}; resume with the same data, batch size and world size"
+            )
+        if len(position.loss_sums) == world_size:
+            total += position.loss_sums[rank]
+            count = position.counts[rank]
+        elif rank == 0:  # another world size wrote it: rank 0 carries the whole running sum
+            total += math.fsum(position.loss_sums)
+            count = sum(position.counts)
+    return total, count
+
+
+def _skip_trained(batches, done: int):
+    """``batches`` after the first ``done``, which the checkpoint has already trained on."""
+    for _ in range(done):
+        if next(batches, None) is None:
+            raise CheckpointError(
+                f"the checkpoint stopped after batch {done} of the epoch but this train loader has fewer; "
+                "resume with the same data and batch size"
+            )
+    return batches
+
+
+def _mean_train_loss(total: torch.Tensor, count: int, recipe: Recipe, device) -> float:
+    """The epoch's mean training loss over every rank's documents; a diverged loss is an error."""
     stats = torch.tensor([float(total), float(count)], dtype=total.dtype, device=device)
     distributed.all_reduce_sum(stats)
     if stats[1] == 0:
@@ -389,7 +475,7 @@ def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, 
             f"the training loss became {train_loss} (diverged); lower the learning rate "
             f"(lr = {recipe.lr}) or set grad_clip"
         )
-    return train_loss, step
+    return train_loss
 
 
 def _gather_partial(total: torch.Tensor, count: int, world_size: int, rank: int) -> tuple[list[float], list[int]]:
