@@ -30,6 +30,7 @@ from .data.records import TextDataset
 from .errors import CheckpointError, ConfigError, DataError, ModelError
 from .estimators import Estimator, check_device, estimator_for
 from .eval.metrics import compute_metrics
+from .inputs import as_list, check_texts, short, task_indices
 from .models.registry import Preset, get_family, get_preset
 
 __all__ = ["Classifier", "DEFAULT_MODEL", "check_device", "dataset_from_lists"]
@@ -91,8 +92,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ training
     def fit(self, X: Sequence[str], y: Sequence) -> "Classifier":
         """Train on texts ``X`` and labels ``y`` (class names, or lists of names for multi-label)."""
-        texts = _as_list(X, "Classifier.fit(X, y)", "X", "texts")
-        labels = _as_list(y, "Classifier.fit(X, y)", "y", "labels")
+        texts = as_list(X, "Classifier.fit(X, y)", "X", "texts")
+        labels = as_list(y, "Classifier.fit(X, y)", "y", "labels")
         self.fit_dataset(dataset_from_lists(texts, labels))
         if not self.multi_label_:
             # Keep the caller's label values (ints stay ints) so predict() returns the same kind.
@@ -141,25 +142,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         return estimator is not None and estimator.uses_tasks
 
     def _task_ids(self, tasks: Sequence[str] | None, n: int) -> list[int] | None:
-        if not self.uses_tasks:
-            if tasks is not None:
-                raise ConfigError(f"model '{self.model}' was not trained with per-task heads; drop tasks=")
-            return None
-        if tasks is None:
-            raise ConfigError(f"model '{self.model}' has one head per task ({', '.join(self.task_names_)}); "
-                              "pass tasks= with the task of every text")
-        if isinstance(tasks, (str, bytes)):
-            raise DataError(f"parameter 'tasks' is one string ({_short(tasks)}), not a list; "
-                            "pass one task name per text, e.g. tasks=[task] * len(X)")
-        tasks = list(tasks)
-        if len(tasks) != n:
-            raise DataError(f"got {len(tasks)} tasks for {n} texts; pass one task per text")
-        index = {name: i for i, name in enumerate(self.task_names_)}
-        for row, name in enumerate(tasks):
-            if name not in index:
-                raise DataError(f"text {row} has task {name!r}, which the model was not trained on "
-                                f"(tasks: {', '.join(self.task_names_)})")
-        return [index[name] for name in tasks]
+        return task_indices(tasks, n, self.task_names_ if self.uses_tasks else None, self.model)
 
     def predict_proba(self, X: Sequence[str], tasks: Sequence[str] | None = None) -> np.ndarray:
         """Class probabilities [N, C] in ``classes_`` order (sigmoid per label for multi-label).
@@ -196,7 +179,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         self._check_fitted("evaluate")
         targets = label_targets(split, [str(c) for c in self.classes_], self.multi_label_, where)
         tasks = list(split["task"]) if self.uses_tasks and "task" in split.column_names else None
-        texts = _check_texts(list(split["text"]), where)
+        texts = check_texts(list(split["text"]), where)
         probs = self._proba(texts, tasks, where=where)
         y = target_array(targets, len(self.classes_), self.multi_label_)
         return compute_metrics(y, probs, [str(c) for c in self.classes_], multi_label=self.multi_label_)
@@ -262,41 +245,8 @@ def _hashable(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _short(value, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _as_list(values, call: str, param: str, what: str) -> list:
-    """``values`` as a list; one string (which Python would iterate letter by letter) or a
-    non-iterable is a DataError, as scikit-learn's "Iterable over raw text documents expected"."""
-    if isinstance(values, np.ndarray) and values.ndim == 0:
-        values = values.item()
-    if isinstance(values, (str, bytes)):
-        raise DataError(f"{call}: {param} is one string ({_short(values)}), not a list of {what}; "
-                        f"pass a list with one entry per text, e.g. [{what[:-1]}]")
-    if values is None or isinstance(values, dict) or not hasattr(values, "__iter__"):
-        raise DataError(f"{call}: {param} is {type(values).__name__}, not a list of {what}; "
-                        f"pass a list with one entry per text")
-    return list(values)
-
-
-def _check_texts(texts: list, where: str | None = None) -> list:
-    """``texts`` unchanged when every one is a non-blank string; else a DataError naming the index."""
-    prefix = f"{where}: " if where else ""
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            hint = " (decode bytes first)" if isinstance(text, bytes) else ""
-            raise DataError(f"{prefix}text {i} is {type(text).__name__}, not a string; "
-                            f"pass every text as a str{hint}", index=i)
-        if not text or text.isspace():
-            raise DataError(f"{prefix}text {i} is {'empty' if not text else 'only whitespace'}; "
-                            "a model cannot classify it, drop it or give it content", index=i)
-    return texts
-
-
 def _inference_texts(X, call: str) -> list[str]:
-    return _check_texts(_as_list(X, call, "X", "texts"))
+    return check_texts(as_list(X, call, "X", "texts"))
 
 
 def _is_missing(value) -> bool:
@@ -321,7 +271,7 @@ def _check_labels(labels: list) -> bool:
             multi_label = is_list
         elif is_list != multi_label:
             kind = "a list of class names" if multi_label else "one class name"
-            raise DataError(f"label {i} is {_short(value)} but label 0 is {kind}; pass every label as one class "
+            raise DataError(f"label {i} is {short(value)} but label 0 is {kind}; pass every label as one class "
                             "name, or every label as a list of class names (multi-label)", index=i)
         if isinstance(value, str) and not value.strip():
             raise DataError(f"label {i} is an empty string; give text {i} a class name or drop it", index=i)
@@ -330,7 +280,7 @@ def _check_labels(labels: list) -> bool:
                 if isinstance(name, str) and not name.strip():
                     raise DataError(f"label {i} holds an empty class name; remove it from the list", index=i)
                 if _is_missing(name) or isinstance(name, (list, tuple, set, dict, np.ndarray)):
-                    shown = "NaN" if isinstance(name, (float, np.floating)) else _short(name)
+                    shown = "NaN" if isinstance(name, (float, np.floating)) else short(name)
                     raise DataError(f"label {i} holds {shown}, not a class name; "
                                     "pass a list of class names (str or int)", index=i)
         else:
@@ -355,20 +305,20 @@ def _sorted_label_values(labels: list) -> list:
             raise DataError(f"labels of type {first.__name__} cannot be ordered; pass class names as str or int",
                             index=0) from None
         raise DataError(
-            f"label {row} is {type(_hashable(labels[row])).__name__} {_short(labels[row])} but label 0 is "
-            f"{first.__name__} {_short(labels[0])}; use one type for all labels (all str or all int)",
+            f"label {row} is {type(_hashable(labels[row])).__name__} {short(labels[row])} but label 0 is "
+            f"{first.__name__} {short(labels[0])}; use one type for all labels (all str or all int)",
             index=row) from None
 
 
 def dataset_from_lists(texts: Sequence[str], labels: Sequence, name: str = "user-data") -> TextDataset:
     """A one-split TextDataset from Python lists (labels: names, or lists of names)."""
-    texts = _as_list(texts, "dataset_from_lists", "texts", "texts")
-    labels = _as_list(labels, "dataset_from_lists", "labels", "labels")
+    texts = as_list(texts, "dataset_from_lists", "texts", "texts")
+    labels = as_list(labels, "dataset_from_lists", "labels", "labels")
     if len(texts) != len(labels):
         raise DataError(f"got {len(texts)} texts but {len(labels)} labels; pass one label per text")
     if not texts:
         raise DataError("no training texts were given; pass at least one text per class")
-    _check_texts(texts)
+    check_texts(texts)
     multi_label = _check_labels(labels)
     if multi_label:
         labels = [[str(_hashable(n)) for n in row] for row in labels]

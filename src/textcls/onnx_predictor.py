@@ -17,14 +17,15 @@ numpy, ``tokenizers`` and onnxruntime (on first use) only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from .errors import CheckpointError, ConfigError, DataError, ModelError
+from .artifacts import sha256_file
+from .errors import CheckpointError, ConfigError, ModelError
+from .inputs import as_list, check_texts, task_indices
 
 ONNX_FILE = "model.onnx"
 SIDECAR_FILE = "onnx.json"
@@ -95,39 +96,9 @@ def read_sidecar(folder: str | Path) -> dict:
     return data
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _short(value, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _check_texts(texts, call: str) -> list[str]:
     """A list of non-blank strings, or a DataError naming the offending index (api.py's rules)."""
-    if isinstance(texts, np.ndarray) and texts.ndim == 0:
-        texts = texts.item()
-    if isinstance(texts, (str, bytes)):
-        raise DataError(f"{call}: X is one string ({_short(texts)}), not a list of texts; "
-                        "pass a list with one entry per text, e.g. [text]")
-    if texts is None or isinstance(texts, dict) or not hasattr(texts, "__iter__"):
-        raise DataError(f"{call}: X is {type(texts).__name__}, not a list of texts; "
-                        "pass a list with one entry per text")
-    texts = list(texts)
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            hint = " (decode bytes first)" if isinstance(text, bytes) else ""
-            raise DataError(f"{call}: text {i} is {type(text).__name__}, not a string; pass every text as a str{hint}",
-                            index=i)
-        if not text or text.isspace():
-            raise DataError(f"{call}: text {i} is {'empty' if not text else 'only whitespace'}; "
-                            "a model cannot classify it, drop it or give it content", index=i)
-    return texts
+    return check_texts(as_list(texts, call, "X", "texts"), call)
 
 
 # --------------------------------------------------------------------------- classifier
@@ -171,7 +142,7 @@ class OnnxClassifier:
                 raise CheckpointError(f"{path}: file is missing; the export folder is incomplete, export the run again")
         if verify:
             for path, key in ((onnx_path, "onnx_sha256"), (tokenizer_path, "tokenizer_sha256")):
-                if sidecar.get(key) is not None and _sha256(path) != sidecar[key]:
+                if sidecar.get(key) is not None and sha256_file(path) != sidecar[key]:
                     raise CheckpointError(f"{path}: its SHA-256 does not match {SIDECAR_FILE}; the file is corrupt "
                                           "or was changed, export the run again")
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 0):
@@ -207,26 +178,8 @@ class OnnxClassifier:
     # ------------------------------------------------------------------ encoding
 
     def _task_ids(self, tasks, n: int) -> np.ndarray | None:
-        if not self.task_names:
-            if tasks is not None:
-                raise ConfigError(f"model '{self.sidecar.get('model')}' was not trained with per-task heads; "
-                                  "drop tasks=")
-            return None
-        if tasks is None:
-            raise ConfigError(f"model '{self.sidecar.get('model')}' has one head per task "
-                              f"({', '.join(self.task_names)}); pass tasks= with the task of every text")
-        if isinstance(tasks, (str, bytes)):
-            raise DataError(f"parameter 'tasks' is one string ({_short(tasks)}), not a list; "
-                            "pass one task name per text, e.g. tasks=[task] * len(X)")
-        tasks = list(tasks)
-        if len(tasks) != n:
-            raise DataError(f"got {len(tasks)} tasks for {n} texts; pass one task per text")
-        index = {name: i for i, name in enumerate(self.task_names)}
-        for row, name in enumerate(tasks):
-            if name not in index:
-                raise DataError(f"text {row} has task {name!r}, which the model was not trained on "
-                                f"(tasks: {', '.join(self.task_names)})", index=row)
-        return np.array([index[name] for name in tasks], dtype=np.int64)
+        ids = task_indices(tasks, n, self.task_names, self.sidecar.get("model"))
+        return None if ids is None else np.array(ids, dtype=np.int64)
 
     def encode(self, texts: Sequence[str]) -> tuple[list, list | None, np.ndarray]:
         """``(documents, bigrams or None, lengths)``: token ids as the run's pipeline encodes them

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ConfigError, TextclsError, close_names
+from ..validate import check_int
 from . import system
 
 __all__ = ["Entry", "Suite", "load_suite", "find_suite", "list_suites", "run_suite", "fresh_output_dir",
@@ -295,9 +296,10 @@ def _entry_settings(raw: dict, where: str, defaults: dict, *, several_models: bo
     if "seed" in overrides:
         raise ConfigError(f"{where}: 'overrides' sets 'seed'; list the seeds in seeds = [...] instead")
     max_per_split = raw.get("max_per_split", defaults.get("max_per_split"))
-    if max_per_split is not None and (isinstance(max_per_split, bool) or not isinstance(max_per_split, int)
-                                      or max_per_split < 1):
-        raise ConfigError(f"{where}: 'max_per_split' = {max_per_split!r} must be a positive integer")
+    try:
+        check_int("max_per_split", max_per_split, 1, None, optional=True)  # load_dataset's rule, before any run
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     paper_per_task = _check_paper_per_task(raw.get("paper_per_task"), where)
     if paper_per_task is not None and (several_models or not (raw.get("paper_source")
                                                               or defaults.get("paper_source"))):

@@ -1,0 +1,77 @@
+"""What a user passes to a trained model, checked once: lists of texts and their tasks.
+
+The ``Classifier`` (``api.py``) and the ONNX predictor (``onnx_predictor.py``, which must not
+import torch) apply the same rules and give the same one-line errors: one string is not a
+list of texts (as in scikit-learn's vectorizers), every text is a non-blank ``str``, and a
+model with one head per task needs the task of every text. A ``DataError`` about one text or
+task carries its position (``err.index``).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .errors import ConfigError, DataError
+
+__all__ = ["short", "as_list", "check_texts", "task_indices"]
+
+
+def short(value, limit: int = 40) -> str:
+    """``repr(value)``, cut to ``limit`` characters for a one-line message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def as_list(values, call: str, param: str, what: str) -> list:
+    """``values`` as a list; one string (which Python would iterate letter by letter) or a
+    non-iterable is a DataError, as scikit-learn's "Iterable over raw text documents expected"."""
+    if isinstance(values, np.ndarray) and values.ndim == 0:
+        values = values.item()
+    if isinstance(values, (str, bytes)):
+        raise DataError(f"{call}: {param} is one string ({short(values)}), not a list of {what}; "
+                        f"pass a list with one entry per text, e.g. [{what[:-1]}]")
+    if values is None or isinstance(values, dict) or not hasattr(values, "__iter__"):
+        raise DataError(f"{call}: {param} is {type(values).__name__}, not a list of {what}; "
+                        f"pass a list with one entry per text")
+    return list(values)
+
+
+def check_texts(texts: list, where: str | None = None) -> list:
+    """``texts`` unchanged when every one is a non-blank string; else a DataError naming the index."""
+    prefix = f"{where}: " if where else ""
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            hint = " (decode bytes first)" if isinstance(text, bytes) else ""
+            raise DataError(f"{prefix}text {i} is {type(text).__name__}, not a string; "
+                            f"pass every text as a str{hint}", index=i)
+        if not text or text.isspace():
+            raise DataError(f"{prefix}text {i} is {'empty' if not text else 'only whitespace'}; "
+                            "a model cannot classify it, drop it or give it content", index=i)
+    return texts
+
+
+def task_indices(tasks: Sequence[str] | None, n: int, task_names: Sequence[str] | None,
+                 model: str) -> list[int] | None:
+    """The index in ``task_names`` of every one of the ``n`` texts' ``tasks``; None for a model
+    without per-task heads (``task_names`` empty), which takes no tasks."""
+    if not task_names:
+        if tasks is not None:
+            raise ConfigError(f"model '{model}' was not trained with per-task heads; drop tasks=")
+        return None
+    if tasks is None:
+        raise ConfigError(f"model '{model}' has one head per task ({', '.join(task_names)}); "
+                          "pass tasks= with the task of every text")
+    if isinstance(tasks, (str, bytes)):
+        raise DataError(f"parameter 'tasks' is one string ({short(tasks)}), not a list; "
+                        "pass one task name per text, e.g. tasks=[task] * len(X)")
+    tasks = list(tasks)
+    if len(tasks) != n:
+        raise DataError(f"got {len(tasks)} tasks for {n} texts; pass one task per text")
+    index = {name: i for i, name in enumerate(task_names)}
+    for row, name in enumerate(tasks):
+        if name not in index:
+            raise DataError(f"text {row} has task {name!r}, which the model was not trained on "
+                            f"(tasks: {', '.join(task_names)})", index=row)
+    return [index[name] for name in tasks]
