@@ -193,7 +193,7 @@ def snapshot(folder):
 
 
 def test_a_second_writer_of_a_run_folder_is_refused_and_touches_nothing(tmp_path):
-    from textcls.cli import lock_path_of, run_dir_lock
+    from textcls.artifacts import lock_path_of, run_dir_lock
 
     run_dir = tmp_path / "run"
     data = write_csv(tmp_path / "d.csv")
@@ -217,11 +217,11 @@ def test_a_second_writer_of_a_run_folder_is_refused_and_touches_nothing(tmp_path
 
 
 def test_the_lock_dies_with_its_holder(tmp_path):
-    from textcls.cli import run_dir_lock
+    from textcls.artifacts import run_dir_lock
 
     run_dir = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\nfrom textcls.cli import run_dir_lock\n"
+        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\nfrom textcls.artifacts import run_dir_lock\n"
          "with run_dir_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(300)\n",
          str(run_dir)], stdout=subprocess.PIPE, text=True)
     try:
@@ -355,12 +355,12 @@ def test_a_full_disk_while_saving_names_the_path_and_leaves_nothing(tmp_path, ca
 
 
 def test_a_permission_error_names_the_path(tmp_path, capsys, monkeypatch):
-    from textcls import cli
+    from textcls import artifacts
 
     def denied(folder):
         raise PermissionError(13, "Permission denied", str(folder))
 
-    monkeypatch.setattr(cli, "_make_parents", denied)
+    monkeypatch.setattr(artifacts, "_make_parents", denied)
     code, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", write_csv(tmp_path / "d.csv"),
                         "--run-dir", tmp_path / "ro" / "r", "--no-progress")
     assert code == 2

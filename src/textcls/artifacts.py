@@ -18,11 +18,15 @@ and the file gets the user's umask. config.json records the SHA-256 of model.saf
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import io
 import json
 import os
 import re
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -32,7 +36,7 @@ from safetensors.numpy import load as load_numpy_bytes
 from safetensors.numpy import save as save_numpy_bytes
 
 from . import __version__
-from .errors import CheckpointError, DataError
+from .errors import CheckpointError, ConfigError, DataError, RunFolderError
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
@@ -292,3 +296,165 @@ def _upgrade(config: dict) -> dict:
     config["state"] = state
     config.setdefault("name", config["model"])
     return config
+
+
+# ----------------------------------------------------------------------------- run folders while training
+#
+# ``textcls train`` writes ``<run>.partial`` (the work folder: the resume checkpoint, then the
+# saved run), holding ``<run>.partial.lock``, and renames it to ``<run>`` when the run is saved:
+# a crash never leaves a run that looks complete, and --resume continues from the partial folder.
+
+
+def partial_of(run_dir: Path) -> Path:
+    """The work folder of a run being trained: ``<run dir>.partial``."""
+    run_dir = Path(run_dir)
+    return run_dir.with_name(run_dir.name + ".partial")
+
+
+def lock_path_of(run_dir: Path) -> Path:
+    """The lock file of a run folder: ``<run dir>.partial.lock``, beside the partial folder."""
+    return run_dir.with_name(run_dir.name + ".partial.lock")
+
+
+def refuse_if_locked(run_dir: Path) -> None:
+    """Fail fast, creating nothing, when another training holds the run folder's lock."""
+    import fcntl
+
+    try:
+        fd = os.open(lock_path_of(run_dir), os.O_RDWR)
+    except OSError:
+        return  # no lock file: nobody is writing (run_dir_lock takes it for real)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            raise _busy(run_dir, fd) from None
+        raise
+    finally:
+        os.close(fd)
+
+
+def _busy(run_dir: Path, fd: int) -> RunFolderError:
+    try:
+        pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+    except OSError:
+        pid = "unknown"
+    return RunFolderError(f"{run_dir}: another training is writing to this run folder (pid {pid}); "
+                          "wait for it or choose another --run-dir")
+
+
+@contextlib.contextmanager
+def run_dir_lock(run_dir: Path):
+    """Hold an exclusive ``fcntl.flock`` on ``<run dir>.partial.lock`` while a training writes
+    ``<run dir>.partial`` and renames it to ``<run dir>``.
+
+    A second writer of the same run folder gets a RunFolderError at once (non-blocking) and
+    touches nothing. The kernel drops the lock when the holder dies, however it dies; the
+    holder deletes the lock file (and the parent folders it created, if they are empty) when
+    it is done.
+    """
+    import fcntl
+
+    lock_path = lock_path_of(run_dir)
+    created = _make_parents(lock_path.parent)
+    try:
+        while True:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                error = _busy(run_dir, fd) if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK) else exc
+                os.close(fd)
+                raise error from None
+            # The previous holder deletes the file when it is done; if it did so between our open
+            # and our flock, we hold a lock on a file nobody else will open: take the new one.
+            try:
+                if os.path.samestat(os.fstat(fd), os.stat(lock_path)):
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+            yield lock_path
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock_path)  # while still holding the lock
+            os.close(fd)  # releases it
+    finally:
+        _remove_empty(created)
+
+
+def _make_parents(folder: Path) -> list:
+    """``mkdir -p folder``; returns the folders it created, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        path.mkdir(exist_ok=True)
+    return missing
+
+
+def _remove_empty(folders: list) -> None:
+    for path in folders:
+        try:
+            path.rmdir()
+        except OSError:
+            return  # not empty (the run is in it) or gone: keep the rest too
+
+
+def check_run_dir(run_dir: Path, resume: bool, note=None) -> bool:
+    """Refuse a finished or unexpected run folder; returns ``resume`` as it applies now.
+
+    A partial folder with no checkpoint is what a training killed (SIGKILL, power loss) before
+    its first checkpoint leaves: nothing in it can be continued, so it is removed and the run
+    starts over, with a note, instead of sending the user between --resume and its absence.
+    The caller holds the run folder's lock or has checked that nobody does. ``note(text)``
+    reports the removal (default: a line on stderr)."""
+    partial = partial_of(run_dir)
+    if run_dir.exists():
+        raise ConfigError(f"{run_dir}: run directory already exists; choose another --run-dir")
+    if partial.is_dir() and not is_resumable(partial):
+        (note or _note)(f"note: {partial} holds no checkpoint (its training stopped before the first one); "
+                        "removing it and starting the run from the beginning")
+        shutil.rmtree(partial)
+        if resume:
+            return False
+    if resume and not partial.exists():
+        raise ConfigError(f"{partial}: no interrupted run to resume; drop --resume to start one")
+    if partial.exists() and not resume:
+        raise ConfigError(f"{partial}: an interrupted run is there; pass --resume to continue it or delete it")
+    return resume
+
+
+def is_resumable(partial: Path) -> bool:
+    """Whether ``partial`` holds a complete resume checkpoint (its state.json)."""
+    return (Path(partial) / CHECKPOINT_DIR / CHECKPOINT_STATE).is_file()
+
+
+def abandon(partial: Path, created: bool) -> bool:
+    """After a failed training: remove the partial folder this invocation created when it holds
+    no checkpoint (nothing to resume). Returns whether a resumable run is kept."""
+    if is_resumable(partial):
+        return True
+    if created and partial.exists():
+        shutil.rmtree(partial, ignore_errors=True)
+    return False
+
+
+def finish_run(work_dir: Path, run_dir: Path) -> None:
+    """Rename the saved run's work folder to ``run_dir`` and drop its resume checkpoint.
+
+    The checkpoint has served its purpose once the run is saved (not before: a full disk while
+    saving leaves a run that --resume finishes); the run keeps only what loading and reading it
+    need. Rename first: a kill between the two steps then leaves a finished run with a stale
+    checkpoint folder in it, never a partial one that cannot be resumed."""
+    if Path(work_dir) != Path(run_dir):
+        os.replace(work_dir, run_dir)
+    shutil.rmtree(Path(run_dir) / CHECKPOINT_DIR, ignore_errors=True)
+
+
+def _note(text: str) -> None:
+    print(text, file=sys.stderr)

@@ -16,7 +16,6 @@ import functools
 import inspect
 import json
 import os
-import shutil
 import shlex
 import sys
 import time
@@ -31,7 +30,7 @@ try:  # typer >= 0.25 vendors its own copy of click; its exceptions are the ones
 except ImportError:  # pragma: no cover - older typer uses the click package
     from click import exceptions as click_exceptions
 
-from .errors import CheckpointError, ConfigError, DataError, TextclsError
+from .errors import CheckpointError, ConfigError, DataError, RunFolderError, TextclsError
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
                   help="Compact neural text classifiers, reproduced from their papers.")
@@ -39,10 +38,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions
 DEFAULT_DATA = "fine-food"
 MEMORY_HINT = ("cap the document length with --set max_length=N (e.g. 500; hierarchical models: "
                "max_sentences / max_sentence_length) or use a smaller --batch-size")
-
-
-class RunFolderError(TextclsError):
-    """The run folder cannot be written (disk full, no permission) or is in use."""
 
 
 class Interrupted(TextclsError):
@@ -205,136 +200,8 @@ def _launch_rank() -> int:
         return 0
 
 
-def lock_path_of(run_dir: Path) -> Path:
-    """The lock file of a run folder: ``<run dir>.partial.lock``, beside the partial folder."""
-    return run_dir.with_name(run_dir.name + ".partial.lock")
-
-
-def _refuse_if_locked(run_dir: Path) -> None:
-    """Fail fast, creating nothing, when another training holds the run folder's lock."""
-    import fcntl
-
-    try:
-        fd = os.open(lock_path_of(run_dir), os.O_RDWR)
-    except OSError:
-        return  # no lock file: nobody is writing (run_dir_lock takes it for real)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-            raise _busy(run_dir, fd) from None
-        raise
-    finally:
-        os.close(fd)
-
-
-def _busy(run_dir: Path, fd: int) -> RunFolderError:
-    try:
-        pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-    except OSError:
-        pid = "unknown"
-    return RunFolderError(f"{run_dir}: another training is writing to this run folder (pid {pid}); "
-                          "wait for it or choose another --run-dir")
-
-
-@contextlib.contextmanager
-def run_dir_lock(run_dir: Path):
-    """Hold an exclusive ``fcntl.flock`` on ``<run dir>.partial.lock`` while a training writes
-    ``<run dir>.partial`` and renames it to ``<run dir>``.
-
-    A second writer of the same run folder gets a RunFolderError at once (non-blocking) and
-    touches nothing. The kernel drops the lock when the holder dies, however it dies; the
-    holder deletes the lock file (and the parent folders it created, if they are empty) when
-    it is done. (A later refactor moves the run-folder lifecycle into artifacts.py.)
-    """
-    import fcntl
-
-    lock_path = lock_path_of(run_dir)
-    created = _make_parents(lock_path.parent)
-    try:
-        while True:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                error = _busy(run_dir, fd) if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK) else exc
-                os.close(fd)
-                raise error from None
-            # The previous holder deletes the file when it is done; if it did so between our open
-            # and our flock, we hold a lock on a file nobody else will open: take the new one.
-            try:
-                if os.path.samestat(os.fstat(fd), os.stat(lock_path)):
-                    break
-            except FileNotFoundError:
-                pass
-            os.close(fd)
-        try:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
-            yield lock_path
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(lock_path)  # while still holding the lock
-            os.close(fd)  # releases it
-    finally:
-        _remove_empty(created)
-
-
-def _make_parents(folder: Path) -> list:
-    """``mkdir -p folder``; returns the folders it created, deepest first."""
-    missing = []
-    while not folder.exists() and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
-    for path in reversed(missing):
-        path.mkdir(exist_ok=True)
-    return missing
-
-
-def _remove_empty(folders: list) -> None:
-    for path in folders:
-        try:
-            path.rmdir()
-        except OSError:
-            return  # not empty (the run is in it) or gone: keep the rest too
-
-
-def _check_run_dir(run_dir: Path, partial: Path, resume: bool) -> bool:
-    """Refuse a finished or unexpected run folder; returns ``resume`` as it applies now.
-
-    A partial folder with no checkpoint is what a training killed (SIGKILL, power loss) before
-    its first checkpoint leaves: nothing in it can be continued, so it is removed and the run
-    starts over, with a note, instead of sending the user between --resume and its absence.
-    The caller holds the run folder's lock or has checked that nobody does."""
-    if run_dir.exists():
-        raise ConfigError(f"{run_dir}: run directory already exists; choose another --run-dir")
-    if partial.is_dir() and not _resumable(partial):
-        typer.echo(f"note: {partial} holds no checkpoint (its training stopped before the first one); "
-                   "removing it and starting the run from the beginning", err=True)
-        shutil.rmtree(partial)
-        if resume:
-            return False
-    if resume and not partial.exists():
-        raise ConfigError(f"{partial}: no interrupted run to resume; drop --resume to start one")
-    if partial.exists() and not resume:
-        raise ConfigError(f"{partial}: an interrupted run is there; pass --resume to continue it or delete it")
-    return resume
-
-
-def _resumable(partial: Path) -> bool:
-    from .artifacts import CHECKPOINT_DIR, CHECKPOINT_STATE
-
-    return (partial / CHECKPOINT_DIR / CHECKPOINT_STATE).is_file()
-
-
-def _abandon(partial: Path, created: bool) -> bool:
-    """After a failed training: remove the partial folder this invocation created when it holds
-    no checkpoint (nothing to resume). Returns whether a resumable run is kept."""
-    if _resumable(partial):
-        return True
-    if created and partial.exists():
-        shutil.rmtree(partial, ignore_errors=True)
-    return False
+def _note(text: str) -> None:
+    typer.echo(text, err=True)
 
 
 def describe_os_error(exc: OSError, where: Optional[Path] = None) -> str:
@@ -390,6 +257,7 @@ def train(
     reader: ReaderArgs = None,
 ):
     """Train a model, evaluate it on the test split and save the run. With no options: the quick start."""
+    from . import artifacts
     from .api import DEFAULT_MODEL, Classifier
 
     # Every check that needs no data first: a bad option fails at once and creates nothing.
@@ -401,15 +269,15 @@ def train(
     if run_dir is None:
         safe_data = Path(str(data)).name.replace("/", "-").replace(":", "-")
         run_dir = Path("runs") / f"{model}_{safe_data}_{time.strftime('%Y%m%d-%H%M%S')}"
-    # Train in a partial directory and rename at the end: a crash never leaves a run that looks
-    # complete, and the partial directory holds the checkpoint that --resume continues from.
-    partial = run_dir.with_name(run_dir.name + ".partial")
+    # Train in a partial directory and rename at the end (artifacts' run folders): a crash never
+    # leaves a run that looks complete, and the partial directory holds the checkpoint --resume uses.
+    partial = artifacts.partial_of(run_dir)
     writer = _launch_rank() == 0  # under torchrun only rank 0 writes the run folder
     if writer:
-        _refuse_if_locked(run_dir)
-        resume = _check_run_dir(run_dir, partial, resume)
+        artifacts.refuse_if_locked(run_dir)
+        resume = artifacts.check_run_dir(run_dir, resume, note=_note)
     else:  # rank 0 checks and clears the folder; a partial without a checkpoint is not resumed
-        resume = resume and _resumable(partial)
+        resume = resume and artifacts.is_resumable(partial)
 
     dataset = _load_data(data, data_dir=data_dir, max_per_split=max_per_split, **reader.load_options())
     if dataset.skipped:
@@ -420,9 +288,9 @@ def train(
                      precision=precision, params=params, seed=seed, device=device,
                      progress=progress)
 
-    with run_dir_lock(run_dir) if writer else contextlib.nullcontext():
-        if writer:
-            resume = _check_run_dir(run_dir, partial, resume)  # again, under the lock: reading the data took a while
+    with artifacts.run_dir_lock(run_dir) if writer else contextlib.nullcontext():
+        if writer:  # again, under the lock: reading the data took a while
+            resume = artifacts.check_run_dir(run_dir, resume, note=_note)
         created = not partial.exists()
         try:
             try:
@@ -430,7 +298,7 @@ def train(
             except OSError as exc:
                 raise RunFolderError(describe_os_error(exc, partial)) from exc
         except BaseException as exc:
-            if writer and _abandon(partial, created):
+            if writer and artifacts.abandon(partial, created):
                 _explain_kept_run(exc, partial)
             raise
     if outcome is None:  # not rank 0
@@ -469,13 +337,7 @@ def _train_into(clf, dataset, run_dir: Path, work_dir: Path, *, resume: bool, co
         from .eval.plots import plot_confusion_matrix
 
         plot_confusion_matrix(test["confusion_matrix"], dataset.label_names, work_dir / "confusion_matrix.png")
-    # The resume checkpoint has served its purpose once the run is saved (not before: a full
-    # disk while saving leaves a run that --resume finishes); the run keeps only what loading
-    # and reading it need. Rename first: a kill between the two steps then leaves a finished
-    # run with a stale checkpoint folder in it, never a partial one that cannot be resumed.
-    if work_dir != run_dir:
-        os.replace(work_dir, run_dir)
-    shutil.rmtree(run_dir / artifacts.CHECKPOINT_DIR, ignore_errors=True)
+    artifacts.finish_run(work_dir, run_dir)
     distributed.cleanup()
     return test, seconds
 

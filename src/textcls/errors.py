@@ -44,6 +44,10 @@ class CheckpointError(TextclsError):
     """A run directory is missing a file, is corrupt, or does not match its config."""
 
 
+class RunFolderError(TextclsError):
+    """A run folder cannot be written (disk full, no permission) or another training holds it."""
+
+
 class ModelError(TextclsError):
     """A trained model is broken: its weights or its outputs are not finite (NaN or Inf)."""
 
