@@ -20,6 +20,8 @@ of them asks which kind of model it holds. A preset's estimator class comes from
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import contextlib
 import time
 from dataclasses import replace
@@ -47,7 +49,7 @@ __all__ = ["Estimator", "PresetEstimator", "NeuralEstimator", "TfidfEstimator", 
            "check_device", "torch_device"]
 
 
-class Estimator:
+class Estimator(ABC):
     """The interface (see the module docstring). Learned attributes end in ``_``:
     ``num_classes_``, ``multi_label_`` and, for the benchmarks, ``train_seconds_`` (the
     training itself), ``epochs_run_``, ``best_epoch_`` (None without epoch selection) and
@@ -66,10 +68,12 @@ class Estimator:
     embeddings_info_: dict | None = None
 
     # -- training and prediction ------------------------------------------------------
+    @abstractmethod
     def fit(self, dataset: TextDataset, *, run_dir=None, resume: bool = False, progress: bool = False,
             device: str = "cpu") -> "Estimator":
         raise NotImplementedError
 
+    @abstractmethod
     def predict_proba(self, texts: Sequence[str], task_ids: Sequence[int] | None = None, *,
                       device: str = "cpu") -> np.ndarray:
         raise NotImplementedError
@@ -85,20 +89,24 @@ class Estimator:
         return Recipe().dev_fraction
 
     # -- persistence --------------------------------------------------------------------
+    @abstractmethod
     def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         raise NotImplementedError
 
     def write_files(self, folder: Path) -> None:
         """Write the side files ``FILES`` into ``folder`` (none by default)."""
 
+    @abstractmethod
     def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any], folder: Path | None = None):
         raise NotImplementedError
 
     # -- what the benchmarks record -------------------------------------------------------
+    @abstractmethod
     def num_parameters(self) -> dict[str, int]:
         """``total``, ``trainable``, ``embedding`` and ``non_embedding`` parameter counts."""
         raise NotImplementedError
 
+    @abstractmethod
     def settings(self) -> dict[str, Any]:
         """The configuration it trained with, as JSON."""
         raise NotImplementedError

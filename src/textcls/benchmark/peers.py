@@ -21,6 +21,8 @@ TF-IDF + LR / NB are registry presets (``tfidf-lr``, ``tfidf-nb``), not peers.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import os
 import re
 import tempfile
@@ -90,8 +92,9 @@ class Peer(Estimator):
         train = dataset["train"]
         return self.fit_texts(list(train["text"]), list(train["label"]), classes=dataset.label_names)
 
+    @abstractmethod
     def fit_texts(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "Peer":
-        raise NotImplementedError
+        """Fit on raw texts and labels (the peer's own training)."""
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         return self.classes_[self.predict_proba(texts).argmax(axis=1)]
