@@ -416,7 +416,7 @@ def _small_fasttext(dataset):
     same call in a fresh process passes); another seed is tried before the test gives up."""
     for seed in (0, 1, 2):
         try:
-            return create_peer("fasttext", seed=seed, epoch=5, bucket=500_000, dim=10).fit(dataset), seed
+            return create_peer("fasttext", seed=seed, epoch=5).fit(dataset), seed
         except RuntimeError as exc:
             if "NaN" not in str(exc):
                 raise
@@ -428,7 +428,7 @@ def test_fasttext_peer_state_restores_the_same_model(trec_1000):
     peer, seed = _small_fasttext(trec_1000)
     arrays, meta = peer.state()
     json.dumps(meta)  # plain JSON, no pickle
-    restored = create_peer("fasttext", seed=seed, epoch=5, bucket=500_000, dim=10).load_state(arrays, meta)
+    restored = create_peer("fasttext", seed=seed, epoch=5).load_state(arrays, meta)
     np.testing.assert_array_equal(restored.predict_proba(test["text"][:50]), peer.predict_proba(test["text"][:50]))
     assert list(restored.classes_) == list(peer.classes_) and restored.epochs_run_ == 5
 

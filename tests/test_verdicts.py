@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "benchmarks" / "claims.toml"
 SUITES = ROOT / "benchmarks" / "suites"
 RESULTS = ROOT / "benchmarks" / "results"
-TARGETS = ROOT.parent / "shared" / "papers" / "TARGETS.md"
+TARGETS = Path(os.environ.get("TEXTCLS_DATA_DIR", ROOT.parent / "shared" / "datasets")).parent / "papers" / "TARGETS.md"
 
 SEEDS = [0, 1, 2, 3, 4]
 A = [0.851, 0.862, 0.848, 0.857, 0.866]   # clearly above B, seed by seed
