@@ -472,3 +472,29 @@ def test_a_long_only_list_gets_a_short_report_name():
     name = _report_name("dasa", wanted)
     assert len(name) < 120 and name.startswith("dasa--only-dataset-0-some-long")
     assert name != _report_name("dasa", wanted[:11]) and _report_name("dasa", ["trec"]) == "dasa--only-trec"
+
+
+def test_a_seed_rerun_fills_in_that_seed_and_keeps_the_others(tmp_path):
+    suite_file = tmp_path / "two_seeds.toml"
+    suite_file.write_text(
+        '[suite]\nname = "two_seeds"\ndescription = "fastText on a TREC slice, two seeds"\n\n'
+        '[defaults]\nseeds = [0, 1]\nmax_per_split = 200\n\n'
+        '[[entry]]\ndataset = "trec"\nmodel = "fasttext"\n', encoding="utf-8")
+    folder = tmp_path / "results"
+    full = run_suite(suite_file, output_dir=folder, progress=False, threads=1)
+    assert [r["seed"] for r in full["entries"][0]["runs"]] == [0, 1]
+    assert {r["device"] for r in full["entries"][0]["runs"]} == {"cpu"}
+    rerun = run_suite(suite_file, output_dir=folder, seeds=[1], progress=False, threads=1, merge=True)
+    alone = json.loads((folder / "two_seeds--seeds-1.json").read_text(encoding="utf-8"))
+    assert [r["seed"] for r in alone["entries"][0]["runs"]] == [1] and alone["entries"][0]["seeds"] == [1]
+    merged = json.loads((folder / "two_seeds.json").read_text(encoding="utf-8"))["entries"][0]
+    assert merged == json.loads(json.dumps(rerun["entries"][0]))
+    assert merged["seeds"] == [0, 1]
+    old, new = full["entries"][0]["runs"], alone["entries"][0]["runs"]
+    assert merged["runs"] == json.loads(json.dumps([old[0], new[0]]))
+    assert merged["runs"][1]["wall_seconds"] != old[1]["wall_seconds"]
+    accuracies = [old[0]["accuracy"], new[0]["accuracy"]]
+    assert merged["summary"]["accuracy"]["n"] == 2
+    assert merged["summary"]["accuracy"]["mean"] == pytest.approx(sum(accuracies) / 2, rel=1e-12)  # float64
+    with pytest.raises(ConfigError, match="--seed 7 matches no seed"):
+        run_suite(suite_file, output_dir=folder, seeds=[7], progress=False, threads=1)

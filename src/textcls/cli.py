@@ -557,6 +557,8 @@ def benchmark(
     progress: bool = typer.Option(True, help="Print one line per run on stderr."),
     merge: bool = typer.Option(False, help="With --only and --output-dir: put the rerun entries into the suite's full report there (recorded as a rerun)."),
     render: bool = typer.Option(False, "--render", help="Run nothing: rewrite <suite>.md and .png from the <suite>.json in --output-dir."),
+    seeds: List[int] = typer.Option([], "--seed", help="Run only this seed of each chosen entry (repeatable); with --merge it fills in that seed's run."),
+    device: str = typer.Option("cpu", "--device", help="Where the neural models train and predict: cpu or cuda (every run records it)."),
     verdicts: bool = typer.Option(False, "--verdicts", help="Run nothing: test every claim of benchmarks/claims.toml against "
                                   "the JSON in --output-dir (default benchmarks/results) and write REPRODUCTION.md beside that folder."),
 ):
@@ -579,6 +581,7 @@ def benchmark(
     if suite is None:
         raise ConfigError("--suite is required (or pass --verdicts); textcls benchmark --help lists the options")
     _check_threads(threads)
+    check_device(device)
     if render:
         if only or merge:
             raise ConfigError("--render rewrites the whole report from its JSON; drop --only and --merge")
@@ -594,7 +597,7 @@ def benchmark(
     if output_dir is None:
         output_dir = fresh_output_dir(suite)
     result = run_suite(suite, output_dir=output_dir, data_dir=data_dir, only=list(only) or None,
-                       progress=progress, threads=threads, merge=merge)
+                       progress=progress, threads=threads, merge=merge, seeds=list(seeds) or None, device=device)
     typer.echo(format_tables(result))
     files = result["files"]
     typer.echo(f"wrote {files['json']}, {files['markdown']} and {files['plot']}")

@@ -39,6 +39,7 @@ when the dataset has none; models without epoch selection simply do not use dev.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import math
 import multiprocessing
@@ -48,7 +49,7 @@ import sys
 import time
 import tomllib
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -417,12 +418,14 @@ def _run_job(job: dict) -> dict:
     record["dataset"] = dataset.summary()
     record["train_documents"] = len(dataset["train"])
     start = time.perf_counter()
-    estimator.fit(dataset)
+    device = job.get("device", "cpu")
+    record["device"] = system.device_name(device)
+    estimator.fit(dataset, device=device)
     record["train_seconds"] = time.perf_counter() - start
     report = estimator.fit_report()
     record.update({key: report[key] for key in ("train_loop_seconds", "epochs_run", "best_epoch", "embeddings",
                                                 "settings", "precision")})
-    record.update(_test_record(estimator, dataset, job["infer_b1"]))
+    record.update(_test_record(estimator, dataset, job["infer_b1"], device))
     record["train_docs_per_second"] = (record["train_documents"] * record["epochs_run"]
                                        / max(record["train_seconds"], 1e-9))
     # The papers' speed tables: seconds per training epoch (spe_cnn Table 2, fcsr) and training
@@ -457,7 +460,7 @@ def _load_job_dataset(entry: Entry, job: dict, record: dict):
     return dataset
 
 
-def _test_record(estimator, dataset, infer_b1: int) -> dict:
+def _test_record(estimator, dataset, infer_b1: int, device: str = "cpu") -> dict:
     """Accuracy and the other test metrics, per-task accuracy on multi-task data, and the
     inference speeds (batches of INFER_BATCH: the test pass itself; batch 1 on a sample)."""
     import numpy as np
@@ -473,8 +476,8 @@ def _test_record(estimator, dataset, infer_b1: int) -> dict:
         index = {name: i for i, name in enumerate(dataset.task_names)}
         task_ids = [index[name] for name in task_column]
     record: dict[str, Any] = {}
-    record["infer_docs_per_second_b256"], probs = _timed_predict(estimator.predict_proba, texts, INFER_BATCH,
-                                                                 task_ids)
+    predict_proba = functools.partial(estimator.predict_proba, device=device)
+    record["infer_docs_per_second_b256"], probs = _timed_predict(predict_proba, texts, INFER_BATCH, task_ids)
     record["infer_documents_b256"] = len(texts)
     targets = _targets(test, dataset)
     metrics = compute_metrics(targets, probs, dataset.label_names, multi_label=dataset.multi_label)
@@ -494,8 +497,7 @@ def _test_record(estimator, dataset, infer_b1: int) -> dict:
     record["test_documents"] = metrics["n"]
     order = np.random.default_rng(INFER_SAMPLE_SEED).permutation(len(texts))[:infer_b1]
     sample_ids = None if task_ids is None else [task_ids[i] for i in order]
-    record["infer_docs_per_second_b1"], _ = _timed_predict(estimator.predict_proba, [texts[i] for i in order], 1,
-                                                           sample_ids)
+    record["infer_docs_per_second_b1"], _ = _timed_predict(predict_proba, [texts[i] for i in order], 1, sample_ids)
     record["infer_documents_b1"] = len(order)
     return record
 
@@ -640,6 +642,8 @@ def run_suite(
     command: str | None = None,
     write: bool = True,
     merge: bool = False,
+    seeds: Sequence[int] | None = None,
+    device: str = "cpu",
 ) -> dict:
     """Run a suite and write ``<output_dir>/<suite>.json``, ``.md`` and ``.png``.
 
@@ -650,18 +654,23 @@ def run_suite(
     ``only``: keep the entries whose model, dataset or id (``<dataset>:<model or name>``) is
     one of these names.
     ``threads``: torch/BLAS threads of each run (default: every CPU this process may use).
+    ``seeds``: run only these of each entry's seeds (one (entry, seed) per process, so that
+    the runs of a suite can be spread over machines or cores; ``merge`` puts each run back
+    into its entry by seed).
+    ``device``: where the neural models train and predict (``"cuda"`` on a GPU machine; every
+    run records it, and its speed figures are then not comparable with the CPU runs).
     Returns the result dict (what the JSON holds); ``result["failed"]`` counts entries with
     a failed run, and the caller should exit non-zero when it is not 0.
     """
     from . import report
 
     suite = load_suite(name_or_path)
-    if merge and not only:
-        raise ConfigError("--merge puts an --only rerun into the full report; give --only as well")
+    if merge and not (only or seeds):
+        raise ConfigError("--merge puts an --only or --seed rerun into the full report; give --only or --seed as well")
     if merge and output_dir is None:
         raise ConfigError("--merge puts the rerun into an existing full report, so it needs --output-dir: the "
                           "folder holding <suite>.json (e.g. --output-dir benchmarks/results)")
-    entries = _select_entries(suite, only)
+    entries = _select_seeds(_select_entries(suite, only), seeds)
     threads = int(threads) if threads else system.available_cpus()
     if threads < 1:
         raise ConfigError(f"parameter 'threads' = {threads} must be at least 1")
@@ -669,9 +678,12 @@ def run_suite(
     output_dir = Path(output_dir) if output_dir is not None else fresh_output_dir(suite.path)
     wall = time.perf_counter()
     result = _new_result(suite, name_or_path, only=only, command=command, threads=threads, data_dir=data_dir)
+    if seeds:
+        result["seeds"] = sorted(set(seeds))
+        result["report_name"] = _report_name(suite.name, only, seeds)
     counter = {"done": 0, "total": sum(len(e.seeds) for e in entries)}
     for entry in entries:
-        job = {"data_dir": data_dir, "threads": threads, "infer_b1": suite.infer_b1}
+        job = {"data_dir": data_dir, "threads": threads, "infer_b1": suite.infer_b1, "device": device}
         _run_entry(entry, job, result, counter, progress=progress,
                    save=lambda: _checkpoint(result, output_dir, write, wall))
     result["failed"] = sum(1 for e in result["entries"] if e["status"] != "ok")
@@ -696,6 +708,19 @@ def _select_entries(suite: Suite, only) -> list[Entry]:
         raise ConfigError(f"--only {', '.join(wanted)} matches no entry of suite '{suite.name}'; "
                           f"{close_names(wanted[0], known)}")
     return entries
+
+
+def _select_seeds(entries: list[Entry], seeds) -> list[Entry]:
+    """The entries with only the named seeds (an entry left with none is dropped)."""
+    if not seeds:
+        return entries
+    wanted = set(seeds)
+    chosen = [replace(e, seeds=[s for s in e.seeds if s in wanted]) for e in entries]
+    chosen = [e for e in chosen if e.seeds]
+    if not chosen:
+        raise ConfigError(f"--seed {', '.join(map(str, sorted(wanted)))} matches no seed of the chosen entries; "
+                          f"their seeds are {sorted({s for e in entries for s in e.seeds})}")
+    return chosen
 
 
 def _new_result(suite: Suite, name_or_path, *, only, command, threads: int, data_dir) -> dict[str, Any]:
@@ -796,7 +821,8 @@ def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
     positions = {entry["id"]: i for i, entry in enumerate(full["entries"])}
     for entry in rerun["entries"]:
         if entry["id"] in positions:
-            full["entries"][positions[entry["id"]]] = entry
+            at = positions[entry["id"]]
+            full["entries"][at] = _merged_entry(full["entries"][at], entry)
         else:
             full["entries"].append(entry)
     full.setdefault("reruns", []).append({
@@ -811,7 +837,20 @@ def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
     return full
 
 
-def _report_name(suite: str, only) -> str:
+def _merged_entry(old: dict, new: dict) -> dict:
+    """``new``'s runs replace ``old``'s runs of the same seeds; ``old``'s other seeds stay. A
+    rerun of every seed therefore replaces the entry, and a rerun of one seed (``--seed``)
+    fills in that seed alone."""
+    new_seeds = {run["seed"] for run in new["runs"]}
+    runs = sorted([r for r in old["runs"] if r["seed"] not in new_seeds] + new["runs"], key=lambda r: r["seed"])
+    fields = {key: new[key] for key in Entry.__dataclass_fields__}
+    fields["seeds"] = sorted(set(old.get("seeds", [])) | set(new["seeds"]))
+    return _entry_result(Entry(**fields), new["kind"], runs)
+
+
+def _report_name(suite: str, only, seeds=None) -> str:
+    if seeds:
+        return f"{_report_name(suite, only)}--seeds-{'-'.join(str(s) for s in sorted(set(seeds)))}"
     if not only:
         return suite
     wanted = [only] if isinstance(only, str) else list(only)

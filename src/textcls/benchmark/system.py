@@ -142,3 +142,13 @@ def peak_rss_mb() -> float:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports kibibytes, macOS bytes.
     return peak / (1024**2 if sys.platform == "darwin" else 1024)
+
+
+def device_name(device: str) -> str:
+    """What a run trained on: ``"cpu"``, or the accelerator's name (``"cuda: NVIDIA H100 80GB HBM3"``),
+    so a result says whether its speed figures are comparable with the CPU runs beside it."""
+    if not str(device).startswith("cuda"):
+        return str(device)
+    import torch
+
+    return f"{device}: {torch.cuda.get_device_name(torch.device(device))}"
