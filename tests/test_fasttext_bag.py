@@ -175,7 +175,9 @@ def test_a_run_saved_before_this_change_loads(tmp_path):
 
 def test_recipe_rule_gives_more_epochs_to_longer_documents_and_fewer_documents_per_class():
     trec = fasttext_recipe_for(4906, 10.6, 6)
-    assert trec == (0.26, 10)
+    assert trec == (0.26, 10, None)
+    # Multi-label data: the same rate and epochs, each label's positives weighted (BCE pos_weight).
+    assert fasttext_recipe_for(4906, 10.6, 6, multi_label=True) == (0.26, 10, "balanced")
     # Long documents: fastText's own rate, and more epochs (20news).
     news = fasttext_recipe_for(10182, 446.0, 20)
     assert news.per_example_lr == 1.0 and news.epochs > 2 * trec.epochs
@@ -198,7 +200,7 @@ def test_recipe_rule_gives_more_epochs_to_longer_documents_and_fewer_documents_p
 
 def test_recipe_resolve_sets_lr_per_batch_and_keeps_the_schedule_in_step():
     recipe = get_preset("fasttext-bag").recipe
-    assert recipe.auto == {"rule": "fasttext", "fields": ["epochs", "lr"]}
+    assert recipe.auto == {"rule": "fasttext", "fields": ["epochs", "lr", "class_weights"]}
     resolved = recipe.resolve(n_docs=10182, mean_tokens=446.0, n_classes=20)
     chosen = fasttext_recipe_for(10182, 446.0, 20)
     assert (resolved.epochs, resolved.lr, resolved.auto) == (chosen.epochs, 32.0, None)
@@ -207,10 +209,10 @@ def test_recipe_resolve_sets_lr_per_batch_and_keeps_the_schedule_in_step():
     assert recipe.with_overrides(batch_size=8).resolve(n_docs=10182, mean_tokens=446.0, n_classes=20).lr == 8.0
     # An explicit value wins over the data's choice, field by field.
     preset = get_preset("fasttext-bag").with_overrides(epochs=3)
-    assert preset.recipe.auto == {"rule": "fasttext", "fields": ["lr"]}
+    assert preset.recipe.auto == {"rule": "fasttext", "fields": ["lr", "class_weights"]}
     mine = preset.recipe.resolve(n_docs=10182, mean_tokens=446.0, n_classes=20)
     assert (mine.epochs, mine.lr, mine.schedule["epochs"]) == (3, 32.0, 3)
-    assert get_preset("fasttext-bag").with_overrides(epochs=3, lr=4.0).recipe.auto is None
+    assert get_preset("fasttext-bag").with_overrides(epochs=3, lr=4.0, class_weights=None).recipe.auto is None
     # It survives config.json, and a recipe without a rule resolves to itself.
     assert Recipe.from_dict(json.loads(json.dumps(recipe.to_dict()))) == recipe
     assert Recipe().resolve(n_docs=1, mean_tokens=1.0, n_classes=2) == Recipe()

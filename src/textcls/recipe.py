@@ -52,10 +52,12 @@ _AUTO_RULES: dict[str, Callable[..., dict[str, Any]]] = {}
 
 
 def register_auto_rule(name: str):
-    """Register ``rule(recipe, *, n_docs, mean_tokens, n_classes) -> {field: value}`` under ``name``.
+    """Register ``rule(recipe, *, n_docs, mean_tokens, n_classes, multi_label) -> {field: value}``
+    under ``name``.
 
     ``n_docs``: training documents; ``mean_tokens``: their mean length in tokens (words,
-    after the pipeline's truncation); ``n_classes``: classes. The rule may return any
+    after the pipeline's truncation); ``n_classes``: classes; ``multi_label``: whether a
+    document may have several labels. The rule may return any
     ``Recipe`` fields; ``Recipe.resolve`` keeps those listed in ``auto["fields"]``.
     """
 
@@ -163,7 +165,7 @@ class Recipe:
                 overrides["auto"] = {**self.auto, "fields": kept} if kept else None
         return replace(self, **overrides)
 
-    def resolve(self, *, n_docs: int, mean_tokens: float, n_classes: int) -> "Recipe":
+    def resolve(self, *, n_docs: int, mean_tokens: float, n_classes: int, multi_label: bool = False) -> "Recipe":
         """This recipe with its ``auto`` fields chosen from the training corpus, and ``auto=None``.
 
         A schedule that carries its own ``epochs`` (``linear-decay``) follows a chosen
@@ -172,7 +174,8 @@ class Recipe:
         if self.auto is None:
             return self
         rule = get_auto_rule(self.auto["rule"])
-        chosen = rule(self, n_docs=int(n_docs), mean_tokens=float(mean_tokens), n_classes=int(n_classes))
+        chosen = rule(self, n_docs=int(n_docs), mean_tokens=float(mean_tokens), n_classes=int(n_classes),
+                      multi_label=bool(multi_label))
         updates = {k: v for k, v in chosen.items() if k in self.auto["fields"]}
         schedule = self.schedule
         if "epochs" in updates and isinstance(schedule, dict) and "epochs" in schedule and "schedule" not in updates:

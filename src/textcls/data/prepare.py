@@ -158,7 +158,8 @@ def prepare(dataset: TextDataset, inputs: dict, *, seed: int = 0,
 
 def resolve_recipe(recipe: Recipe, prepared: PreparedData) -> Recipe:
     """``recipe`` with the fields it leaves to the data (``recipe.auto``) chosen from
-    ``prepared``'s training split (``PreparedData.corpus_stats``); unchanged without ``auto``."""
+    ``prepared``'s training split (``PreparedData.corpus_stats``) and whether its labels are
+    multi-label (fasttext-bag then weighs each label's positives); unchanged without ``auto``."""
     if recipe.auto is None:
         return recipe
-    return recipe.resolve(**prepared.corpus_stats())
+    return recipe.resolve(**prepared.corpus_stats(), multi_label=prepared.dataset.multi_label)
