@@ -245,7 +245,7 @@ def train(
     epochs: Optional[int] = typer.Option(None, help="Override the preset's number of epochs."),
     lr: Optional[float] = typer.Option(None, help="Override the preset's learning rate."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Override the preset's (global) batch size."),
-    embeddings: Optional[str] = typer.Option(None, help="glove-6b-50d, word2vec, or a vectors file."),
+    embeddings: Optional[str] = typer.Option(None, help="glove-6b-50d, minilm-static, word2vec, or a vectors file (presets with vectors in list-models)."),
     precision: Optional[str] = typer.Option(None, help="fp32 or bf16 (autocast)."),
     seed: int = typer.Option(0, help="Seed of initialisation, dev split and batch order."),
     sets: List[str] = typer.Option([], "--set", help="Any other preset override, key=value (repeatable), e.g. max_length=500."),
@@ -526,12 +526,14 @@ def read_texts(data: bytes, where: str) -> List[str]:
 
 @app.command("list-models")
 def list_models_cmd():
-    """List the registered presets."""
+    """List the registered presets; the vectors column names a preset's pretrained word vectors
+    (--embeddings glove-6b-50d, minilm-static, word2vec or a file replaces them), '-' for none."""
     from .models.registry import get_preset, list_models
 
     for name in list_models():
         preset = get_preset(name)
-        typer.echo(f"{name:36s} {preset.kind:8s} {preset.description}")
+        vectors = preset.inputs.get("embeddings") or "-"
+        typer.echo(f"{name:36s} {preset.kind:8s} {vectors:13s} {preset.description}")
 
 
 @app.command("list-datasets")

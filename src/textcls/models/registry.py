@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import ConfigError, close_names
 from ..recipe import Recipe
+from ..text.embeddings import source_dim
 from ..text.pipeline import TextPipeline
 from ..validate import check_int
 
@@ -130,6 +131,11 @@ class Preset:
                 raise ConfigError(
                     f"unknown parameter '{key}' for model '{self.name}'; {close_names(key, known)}"
                 )
+        # A named pretrained source has one width (minilm-static: 256): switching to it switches
+        # embedding_dim with it, unless the same call sets embedding_dim too.
+        width = source_dim(overrides.get("embeddings"))
+        if width is not None and "embedding_dim" not in overrides and "embedding_dim" in inputs:
+            inputs["embedding_dim"] = width
         schedule = self.recipe.schedule
         if (
             "epochs" in recipe_overrides

