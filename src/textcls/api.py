@@ -174,6 +174,21 @@ class Classifier(ClassifierMixin, BaseEstimator):
             return [list(self.classes_[row >= 0.5]) for row in probs]
         return self.classes_[probs.argmax(axis=1)]
 
+    def explain(self, X: Sequence[str], tasks: Sequence[str] | None = None) -> list[dict]:
+        """What an attention model looked at, per text: ``label`` (``labels`` for multi-label),
+        ``probabilities``, the ``words`` it read (and ``sentences`` for hierarchical models), and
+        ``word_attention`` / ``sentence_attention``: one row of weights per head or axis, aligned
+        to them (``explain.py`` says how each model's maps become rows); plus the raw maps
+        (``attentions``). A model without attention maps is a ModelError naming the presets that
+        can explain. ``X`` and ``tasks`` as in predict_proba."""
+        from .explain import explain_texts
+
+        self._check_fitted("explain")
+        texts = _inference_texts(X, "Classifier.explain(X)")
+        return explain_texts(self.estimator_, texts, self._task_ids(tasks, len(texts)), model=self.model,
+                             classes=self.classes_, probabilities=self._proba(texts, tasks),
+                             predicted=self.predict(texts, tasks), tasks=tasks)
+
     def evaluate(self, split: datasets.Dataset, *, where: str = "evaluation data") -> dict:
         """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns."""
         self._check_fitted("evaluate")

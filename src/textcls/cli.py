@@ -691,6 +691,25 @@ def export_cmd(
                f"max |onnx - torch| on the check batches {side['verified_max_abs_diff']:.1e}")
 
 
+@app.command()
+def explain(
+    run_dir: Path = typer.Argument(..., help="A run directory made by textcls train (an attention model)."),
+    texts: List[str] = typer.Argument(..., help="Texts to explain."),
+    output: Path = typer.Option(Path("explain"), "--output", "-o", help="Folder that receives explain_<i>.html and .png."),
+    task: Optional[str] = typer.Option(None, "--task", help="The texts' task, for a model with one head per task."),
+):
+    """Show which words (and sentences) an attention model weighed: an HTML page and a PNG per text (docs/explain.md)."""
+    from .explain import write_explanations
+
+    clf = _load_run(run_dir, None)
+    explanations = clf.explain(list(texts), tasks=[task] * len(texts) if task is not None else None)
+    for path in write_explanations(explanations, output):
+        typer.echo(str(path))
+    for i, item in enumerate(explanations, 1):
+        label = item.get("label", ", ".join(item.get("labels", [])))
+        _note(f"text {i}: {label} ({max(item['probabilities'].values()):.3f})")
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Run the command line; every error ends here as one line on stderr and an exit status."""
     code = _run(argv)

@@ -9,9 +9,9 @@ Endpoints (docs/serve.md has curl examples):
   every text) or ``"tasks"`` (one per text) for a model with one head per task. Answers
   ``{"predictions": [{"label": ..., "probabilities": {...}}, ...]}`` (multi-label: ``"labels"``,
   the classes at or over the threshold, and ``"threshold"``).
-- ``POST /explain``: ``{"text": "..."}``: the attention maps of the model for that text
-  (``Output.attentions``), with the tokens the model saw; a model without attention maps
-  answers 422.
+- ``POST /explain``: ``{"text": "..."}``: ``Classifier.explain`` of that text (the prediction,
+  the words, one row of attention weights per head or axis, the raw maps); a model without
+  attention maps answers 422.
 - ``GET /health``: ``{"status": "ok", ...}`` with request and model-call counters.
 - ``GET /metadata``: preset, family, labels, tasks, dataset, metrics.json's scalars, versions,
   limits.
@@ -49,7 +49,6 @@ import asyncio
 import collections
 import concurrent.futures
 import gc
-import inspect
 import json
 import logging
 import os
@@ -465,27 +464,6 @@ def _read_metrics(run_dir: Path) -> tuple[dict | None, str | None]:
     return (metrics if isinstance(metrics, dict) else None), None
 
 
-def _to_jsonable(value):
-    """Tensors, arrays, numpy scalars and dataclasses as plain JSON values."""
-    import dataclasses
-
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().float().cpu().numpy().tolist()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_to_jsonable(v) for v in value]
-    return value
-
-
 class ServedModel:
     """A loaded run and what the endpoints need to know about it."""
 
@@ -501,7 +479,7 @@ class ServedModel:
         self.threshold = _threshold(self.config)
         self.task_names = list(self.classifier.task_names_) if self.classifier.uses_tasks else None
         self.metrics, self.metrics_error = _read_metrics(self.run_dir)
-        self.has_attention = self._probe_attention()
+        self.has_attention, self.no_attention = self._probe_attention()
 
     # -- prediction
     def predict_proba(self, texts: list[str], tasks: list[str] | None) -> np.ndarray:
@@ -514,73 +492,24 @@ class ServedModel:
             return {"labels": on, "probabilities": probabilities}
         return {"label": self.labels[int(np.argmax(row))], "probabilities": probabilities}
 
-    # -- attention maps
-    def _forward(self, text: str, task: str | None):
-        """(Output, token strings) of one text through the model in eval mode, with maps on."""
-        import torch
-
-        from .data.batching import make_loader
-        from .data.prepare import encode_texts
-
-        clf = self.classifier
-        task_ids = clf._task_ids([task] if task is not None else None, 1)
-        shape = clf.preset_.inputs.get("shape", "flat")
-        encoded, _ = encode_texts(clf.pipeline_, [text], shape, tasks=task_ids)
-        batch = next(iter(make_loader(encoded, 1, shuffle=False)))
-        batch.pop("index", None)
-        model = clf.model_
-        was_training = model.training
-        model.eval()
-        switch = getattr(model, "attention_maps", None)
+    # -- attention maps (Classifier.explain)
+    def _probe_attention(self) -> tuple[bool, str | None]:
+        """(whether /explain works, the one-line reason when it does not), from one probe text."""
+        task = [self.task_names[0]] if self.task_names else None
         try:
-            with torch.no_grad(), (switch(True) if callable(switch) else _null()):
-                output = model(batch)
-        finally:
-            model.train(was_training)
-        vocab = clf.pipeline_.vocab
-        ids = batch["input_ids"][0]
-        if ids.dim() == 1:
-            mask = batch["mask"][0]
-            tokens = [vocab[int(i)] for i, m in zip(ids, mask) if m]
-        else:
-            word_mask = batch["word_mask"][0]
-            tokens = [[vocab[int(i)] for i, m in zip(row, row_mask) if m]
-                      for row, row_mask in zip(ids, word_mask) if bool(row_mask.any())]
-        return output, tokens
-
-    def _probe_attention(self) -> bool:
-        if self.config.get("kind") == "classic" or getattr(self.classifier, "pipeline_", None) is None:
-            return False
-        task = self.task_names[0] if self.task_names else None
-        try:
-            output, _ = self._forward("probe", task)
+            self.classifier.explain(["probe"], tasks=task)
+        except ModelError as exc:
+            return False, str(exc)
         except Exception:  # noqa: BLE001 - a model that cannot run the probe cannot explain either
             log.warning("attention probe failed; /explain is off", exc_info=True)
-            return False
-        return bool(getattr(output, "attentions", None))
+            return False, f"model '{self.config['model']}' failed to explain a probe text; /explain is off"
+        return True, None
 
     def explain(self, text: str, task: str | None) -> dict:
-        method = getattr(self.classifier, "explain", None)
-        if callable(method):
-            kwargs = {}
-            params = inspect.signature(method).parameters
-            if task is not None and "tasks" in params:
-                kwargs["tasks"] = [task]
-            elif task is not None and "task" in params:
-                kwargs["task"] = task
-            result = _to_jsonable(method([text], **kwargs))
-            if isinstance(result, list) and len(result) == 1:
-                result = result[0]
-            return {"explanation": result}
+        """``Classifier.explain`` of one text: the same JSON (prediction, words, rows, raw maps)."""
         if not self.has_attention:
-            raise RequestError(422, f"model '{self.config['model']}' (family {self.config.get('family')}) has no "
-                                    "attention maps to explain; /explain needs an attention model "
-                                    "(han, hcan, cspan, fcsr, dasa)")
-        output, tokens = self._forward(text, task)
-        probs = self.predict_proba([text], [task] if task is not None else None)[0]
-        maps = {name: {"shape": list(value.shape[1:]), "values": _to_jsonable(value[0])}
-                for name, value in output.attentions.items()}
-        return {**self.prediction(probs), "tokens": tokens, "attentions": maps}
+            raise RequestError(422, self.no_attention)
+        return self.classifier.explain([text], tasks=[task] if task is not None else None)[0]
 
     # -- metadata
     def metadata(self) -> dict:
@@ -603,19 +532,11 @@ class ServedModel:
             if self.metrics else None,
             "metrics_error": self.metrics_error,
             "parameters": self.classifier.num_parameters(),
-            "explain": self.has_attention or callable(getattr(self.classifier, "explain", None)),
+            "explain": self.has_attention,
             "textcls_version": __version__,
             "trained_with_textcls": config.get("textcls_version"),
             "run_dir": str(self.run_dir),
         }
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 # --------------------------------------------------------------------------- the app

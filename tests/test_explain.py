@@ -1,0 +1,263 @@
+"""Classifier.explain, its HTML page and PNG, and `textcls explain`, on small models trained on a
+slice of mr (300 reviews, 1 epoch). The pages are looked at in a real headless browser (Debian's
+`chromium`, installed by .ci/run): the shading seen in the screenshot must be the shading the
+page says, and the most shaded words the ones with the largest attention weights."""
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+from PIL import Image
+from tolerance import KERNEL
+
+from textcls import Classifier
+from textcls.cli import main
+from textcls.data import load_dataset
+from textcls.errors import ModelError
+from textcls.explain import SENTENCE_RGB, WORD_RGB, render_html, render_png
+
+TEXT = "A tender, funny and moving film. The plot is thin and the ending drags. Still, I loved it!"
+HOSTILE = 'the <script>alert("x")</script> & "quoted" film is <b>dull</b>.'
+
+
+@pytest.fixture(scope="module")
+def mr():
+    ds = load_dataset("mr", max_per_split=300)
+    return list(ds["train"]["text"]), list(ds["train"]["label"])
+
+
+@pytest.fixture(scope="module")
+def han(mr):
+    # No GloVe (random vectors): the test needs the maps, not accuracy.
+    return Classifier("han-cpu", epochs=1, params={"embeddings": None, "min_freq": 1}).fit(*mr)
+
+
+@pytest.fixture(scope="module")
+def dasa(mr):
+    return Classifier("dasa", epochs=1).fit(*mr)
+
+
+# --------------------------------------------------------------------------- Classifier.explain
+
+
+def test_hierarchical_explanation_is_aligned_to_words_and_sentences(han):
+    e = han.explain([TEXT])[0]
+    words, sentences = e["words"], e["sentences"]
+    assert len(sentences) == 3 and [s["text"] for s in sentences] == [
+        "A tender, funny and moving film.", "The plot is thin and the ending drags.", "Still, I loved it!"]
+    for w in words:  # every word points at its own characters of the text
+        assert TEXT[w["start"]:w["end"]] == w["text"] and w["token"] in (w["text"].lower(), "[UNK]")
+    assert [w["sentence"] for w in words] == [j for j, s in enumerate(sentences) for _ in range(*s["words"])]
+    (word_row,), (sentence_row,) = e["word_attention"], e["sentence_attention"]
+    weights = np.asarray(word_row["weights"])
+    assert weights.shape == (len(words),) and (weights > 0).all()
+    # HAN weighs words within their sentence and sentences within the text.
+    np.testing.assert_allclose([weights[slice(*s["words"])].sum() for s in sentences], 1, **KERNEL)
+    np.testing.assert_allclose(sum(sentence_row["weights"]), 1, **KERNEL)
+    np.testing.assert_allclose(list(e["probabilities"].values()), han.predict_proba([TEXT])[0], **KERNEL)
+    assert e["label"] == han.predict([TEXT])[0] and e["tokens"][0][0] == "a"
+
+
+def test_dasa_gives_one_row_per_axis_and_hcan_one_per_head(dasa, mr):
+    e = dasa.explain([TEXT, "dull"])
+    assert [r["name"] for r in e[0]["word_attention"]] == ["text axis", "feature axis"]
+    assert e[0]["sentences"] is None and e[0]["sentence_attention"] == []
+    assert all(len(r["weights"]) == len(e[0]["words"]) for r in e[0]["word_attention"])
+    assert len(e[1]["words"]) == 1 and e[1]["words"][0]["text"] == "dull"
+    hcan = Classifier("hcan-cpu", epochs=1, params={"embeddings": None, "min_freq": 1}).fit(*mr)
+    h = hcan.explain([TEXT])[0]
+    heads = len(h["sentence_attention"])
+    assert heads > 1
+    assert [r["name"] for r in h["word_attention"]] == [f"word attention, head {i}" for i in range(1, heads + 1)]
+    assert len(h["sentence_attention"]) == heads
+    assert all(len(r["weights"]) == len(h["sentences"]) for r in h["sentence_attention"])
+
+
+def test_a_model_without_attention_is_a_model_error_naming_the_presets_that_can(mr):
+    clf = Classifier("fasttext-bag", epochs=1).fit(*mr)
+    with pytest.raises(ModelError) as err:
+        clf.explain([TEXT])
+    message = str(err.value)
+    assert "'fasttext-bag'" in message and "has no attention maps" in message and "\n" not in message
+    named = message.split("presets that can explain: ")[1].split(", ")
+    assert {"han-cpu", "hcan-cpu", "dasa", "cspan-base", "self-attention-dot", "disan-t2t"} <= set(named)
+    # HCAN's max-pool variants and CSPAN's plain Bi-LSTM ablation pool without weights.
+    assert "hcan-hier-two-sa-maxpool-cpu" not in named and "cspan-ablation-bilstm" not in named
+
+
+# --------------------------------------------------------------------------- the page
+
+
+class _Spans(HTMLParser):
+    """Every shaded span of the page: (row, class, index, weight, alpha, text)."""
+
+    def __init__(self):
+        super().__init__()
+        self.spans, self.rows, self._open, self.tags = [], [], None, []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        attrs = dict(attrs)
+        if "row" in (attrs.get("class") or "").split():
+            self.rows.append(attrs["data-row"])
+        if attrs.get("class") in ("w", "s"):
+            alpha = float(re.search(r"rgba\(\d+, \d+, \d+, ([0-9.]+)\)", attrs["style"]).group(1))
+            self._open = [len(self.rows) - 1, attrs["class"], int(attrs["data-index"]),
+                          float(attrs["data-weight"]), alpha, ""]
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self._open[5] += data
+
+    def handle_endtag(self, tag):
+        if tag == "span" and self._open is not None:
+            self.spans.append(tuple(self._open))
+            self._open = None
+
+
+def spans_of(page: str) -> _Spans:
+    parser = _Spans()
+    parser.feed(page)
+    return parser
+
+
+def test_the_pages_shading_follows_the_attention_weights(han, dasa):
+    for clf in (han, dasa):
+        e = clf.explain([TEXT])[0]
+        parsed = spans_of(render_html(e))
+        rows = e["sentence_attention"] + e["word_attention"]
+        assert parsed.rows == [r["name"] for r in rows]
+        for r, row in enumerate(rows):
+            spans = [s for s in parsed.spans if s[0] == r]
+            assert [s[2] for s in spans] == list(range(len(row["weights"])))
+            np.testing.assert_allclose([s[3] for s in spans], row["weights"], rtol=1e-5)
+            alphas, weights = np.array([s[4] for s in spans]), np.array(row["weights"])
+            # The shading order is the attention order: a larger weight is never lighter.
+            order = np.argsort(weights, kind="stable")
+            assert (np.diff(alphas[order]) >= 0).all()
+            assert alphas[weights.argmax()] == 1.0
+        units = [s["text"] for s in e["sentences"]] if e["sentences"] else []
+        assert [s[5] for s in parsed.spans if s[1] == "s"] == units * len(e["sentence_attention"])
+        assert [s[5] for s in parsed.spans if s[1] == "w"] == [w["text"] for w in e["words"]] * len(e["word_attention"])
+
+
+def test_the_page_escapes_the_text_and_loads_nothing(dasa):
+    e = dasa.explain([HOSTILE])[0]
+    page = render_html(e)
+    assert "<script" not in page and "<b>" not in page and html.escape(HOSTILE) in page
+    assert not re.search(r"\b(src|href)=|@import|url\(|<link|https?://", page)  # self-contained
+    parsed = spans_of(page)
+    assert set(parsed.tags) <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "span", "table",
+                                "tr", "td", "div"}
+    assert [s[5] for s in parsed.spans if s[0] == 0] == [w["text"] for w in e["words"]]
+    image = render_png(e)
+    assert image[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --------------------------------------------------------------------------- in a real browser
+
+WINDOW = (1200, 2400)
+RECTS = """<script>
+const rects = [];
+document.querySelectorAll('.row').forEach((row, r) => row.querySelectorAll('.w, .s').forEach(el => {
+  const b = el.getBoundingClientRect();
+  rects.push([r, Number(el.dataset.index), b.left, b.top, b.width, b.height]);
+}));
+const out = document.createElement('pre'); out.id = 'rects'; out.textContent = JSON.stringify(rects);
+document.body.appendChild(out);
+</script>"""
+
+
+def chromium(*args, tmp_path) -> subprocess.CompletedProcess:
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.fail("chromium is not installed: apt-get install -y --no-install-recommends chromium (.ci/run does)")
+    command = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               "--force-device-scale-factor=1", f"--window-size={WINDOW[0]},{WINDOW[1]}",
+               f"--user-data-dir={tmp_path / 'profile'}", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+
+
+def screenshot_shading(page: str, tmp_path) -> tuple[list, np.ndarray]:
+    """(span rectangles from the browser's layout, the screenshot's pixels)."""
+    shown, measured = tmp_path / "page.html", tmp_path / "measured.html"
+    shown.write_text(page, encoding="utf-8")
+    # The measuring copy adds its script after everything, so the layout above it is the same.
+    measured.write_text(page.replace("</body>", RECTS + "</body>"), encoding="utf-8")
+    dom = chromium("--dump-dom", measured.as_uri(), tmp_path=tmp_path).stdout
+    rects = json.loads(html.unescape(re.search(r'<pre id="rects">(.*?)</pre>', dom, re.S).group(1)))
+    chromium(f"--screenshot={tmp_path / 'shot.png'}", shown.as_uri(), tmp_path=tmp_path)
+    pixels = np.asarray(Image.open(tmp_path / "shot.png").convert("RGB")).astype(int)
+    assert pixels.shape[:2] == (WINDOW[1], WINDOW[0])
+    return rects, pixels
+
+
+def seen_alpha(pixels: np.ndarray, rect, rgb) -> float:
+    """The shading alpha of one span in the screenshot: its background is the commonest colour
+    inside its box (the glyphs are a minority), read back through the green channel."""
+    _, _, left, top, width, height = rect
+    box = pixels[int(top) + 1:int(top + height) - 1, int(left) + 1:int(left + width) - 1].reshape(-1, 3)
+    colours, counts = np.unique(box, axis=0, return_counts=True)
+    background = colours[counts.argmax()]
+    return (255 - background[1]) / (255 - rgb[1])
+
+
+def test_a_browser_shows_the_largest_weights_as_the_most_shaded(han, dasa, tmp_path):
+    for n, clf in enumerate((han, dasa)):
+        e = clf.explain([TEXT])[0]
+        page = render_html(e)
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        rects, pixels = screenshot_shading(page, folder)
+        spans = spans_of(page).spans
+        rows = e["sentence_attention"] + e["word_attention"]
+        assert len(rects) == len(spans) == sum(len(r["weights"]) for r in rows)
+        assert max(rect[3] + rect[5] for rect in rects) < WINDOW[1]  # every span is inside the screenshot
+        for r, row in enumerate(rows):
+            rgb = SENTENCE_RGB if spans[[s[0] for s in spans].index(r)][1] == "s" else WORD_RGB
+            seen = np.array([seen_alpha(pixels, rect, rgb) for rect in rects if rect[0] == r])
+            said = np.array([s[4] for s in spans if s[0] == r])
+            weights = np.array(row["weights"])
+            # The screenshot shows what the page says (8-bit colour: within a few levels) ...
+            np.testing.assert_allclose(seen, said, atol=0.02)
+            # ... so the most shaded unit is one with the largest weight, and any clearly
+            # different pair of weights is shaded in their order.
+            assert weights[seen.argmax()] >= weights.max() * (1 - 0.02)
+            clear = np.abs(said[:, None] - said[None, :]) > 0.05
+            agree = np.sign(seen[:, None] - seen[None, :]) == np.sign(weights[:, None] - weights[None, :])
+            assert agree[clear].all()
+        # The HAN page has words of both a short and a long sentence: the check was not vacuous.
+        if n == 0:
+            assert np.ptp([s[4] for s in spans if s[1] == "w"]) > 0.2
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_the_command_writes_a_page_and_a_png_per_text(han, dasa, tmp_path, capsys):
+    run = tmp_path / "run"
+    han.save_pretrained(run)
+    out = tmp_path / "out"
+    main(["explain", str(run), TEXT, HOSTILE, "--output", str(out)])
+    printed = capsys.readouterr().out.split()
+    expected = [str(out / f"explain_{i}{suffix}") for i in (1, 2) for suffix in (".html", ".png")]
+    assert printed == expected
+    page = (out / "explain_2.html").read_text(encoding="utf-8")
+    assert "<script" not in page and "Predicted:" in page and 'class="s"' in page
+    assert Image.open(out / "explain_1.png").size[0] == 1100
+
+
+def test_the_command_refuses_a_model_without_attention_and_writes_nothing(mr, tmp_path, capsys):
+    run = tmp_path / "run"
+    Classifier("fasttext-bag", epochs=1).fit(*mr).save_pretrained(run)
+    with pytest.raises(SystemExit) as exit_:
+        main(["explain", str(run), TEXT, "--output", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: model 'fasttext-bag'") and "han-cpu" in err and "\n" not in err
+    assert not (tmp_path / "out").exists()
