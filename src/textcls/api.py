@@ -24,7 +24,7 @@ import datasets
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from . import artifacts
+from . import artifacts, model_hub
 from .data.prepare import label_targets, target_array
 from .data.records import TextDataset
 from .errors import CheckpointError, ConfigError, DataError, ModelError
@@ -210,10 +210,12 @@ class Classifier(ClassifierMixin, BaseEstimator):
         (no pickles).
 
         config.json records the SHA-256 of model.safetensors; weights holding NaN or Inf are
-        refused (ModelError) before anything is written."""
+        refused (ModelError) before anything is written. A quantised model (``quantize``, or
+        ``torch.ao.quantization.quantize_dynamic`` applied to ``estimator_.model_`` by hand) is
+        stored as float weights plus ``"quantize": "int8"``, which ``from_pretrained`` applies again."""
         self._check_fitted("save_pretrained")
         run_dir = Path(run_dir)
-        arrays, state = self.estimator_.state()
+        arrays, state, quantized = self._state()
         bad = artifacts.first_non_finite(arrays, self.estimator_.ALLOW_INF)
         if bad is not None:
             raise ModelError(f"cannot save to {run_dir}: tensor '{bad}' holds NaN or Inf values, so the model is "
@@ -228,17 +230,87 @@ class Classifier(ClassifierMixin, BaseEstimator):
             "task_names": self.task_names_,
             "estimator": self.get_params(),
             "state": state,
+            **({"quantize": quantized} if quantized else {}),
         }
         run_dir.mkdir(parents=True, exist_ok=True)
         self.estimator_.write_files(run_dir)
         return artifacts.write_run(run_dir, config, arrays)
 
+    def _state(self):
+        """The estimator's (arrays, meta) and its quantisation (None or "int8"); a quantised
+        network is stored through its float model (``quantize.float_copy`` when it was
+        quantised by hand, so the float original is not at hand)."""
+        import torch
+
+        from .quantize import float_copy, is_quantized
+
+        model = self.estimator_.model_
+        if not isinstance(model, torch.nn.Module) or not is_quantized(model):
+            return (*self.estimator_.state(), None)
+        pair = getattr(self, "_quantized_from", None)
+        self.estimator_.model_ = pair[1] if pair is not None and pair[0] is model else float_copy(model)
+        try:
+            return (*self.estimator_.state(), "int8")
+        finally:
+            self.estimator_.model_ = model
+
+    def quantize(self, mode: str = "int8") -> "Classifier":
+        """Quantise the network dynamically to int8 (``torch.ao.quantization.quantize_dynamic``:
+        int8 weights for Linear, LSTM and GRU layers, activations quantised per batch) for CPU
+        prediction. ``save_pretrained`` keeps it (float weights and ``"quantize": "int8"``), and
+        ``from_pretrained`` quantises again, so the loaded model predicts as this one does.
+        TF-IDF models, bf16 runs and GPU devices are refused (ConfigError). Returns self."""
+        from .quantize import check_mode, quantize_model
+
+        self._check_fitted("quantize")
+        check_mode(mode)
+        if self.preset_.kind != "neural":
+            raise ConfigError(f"model '{self.model}' is a TF-IDF model (classic), which has no network to quantise; "
+                              "quantise a neural preset")
+        if self.preset_.recipe.precision != "fp32" or str(self.device) not in ("cpu", "auto"):
+            raise ConfigError(f"int8 quantisation runs in fp32 on the CPU; this model has precision "
+                              f"{self.preset_.recipe.precision} on device {self.device}: set device='cpu' "
+                              "(and train with precision fp32)")
+        self.device = "cpu"
+        pair = getattr(self, "_quantized_from", None)
+        if pair is not None and pair[0] is self.estimator_.model_:
+            return self  # already quantised
+        float_model = self.estimator_.model_
+        self.estimator_.model_ = self.model_ = quantize_model(float_model, mode)
+        self._quantized_from = (self.model_, float_model)
+        return self
+
+    def dequantize(self) -> "Classifier":
+        """Undo ``quantize``: the float network it was made from (``torch.ao``'s quantised
+        modules have no ONNX or GPU form). Returns self; a float model is left as it is."""
+        self._check_fitted("dequantize")
+        pair = getattr(self, "_quantized_from", None)
+        if pair is not None and pair[0] is self.estimator_.model_:
+            self.estimator_.model_ = self.model_ = pair[1]
+        else:
+            from .quantize import float_copy, is_quantized
+
+            if is_quantized(self.estimator_.model_):
+                self.estimator_.model_ = self.model_ = float_copy(self.estimator_.model_)
+        self._quantized_from = None
+        return self
+
     @classmethod
-    def from_pretrained(cls, run_dir: str | Path) -> "Classifier":
-        """Load a run directory written by ``save_pretrained`` or ``textcls train``.
+    def from_pretrained(cls, run_dir: str | Path, *, revision: str | None = None, cache_dir=None,
+                        token=None) -> "Classifier":
+        """Load a run folder written by ``save_pretrained`` or ``textcls train``, or a model
+        from the Hugging Face hub.
+
+        ``run_dir``: a local folder, or a hub model id (``"owner/name"`` when no such local
+        path exists, or ``"hf:owner/name"``), which ``huggingface_hub.snapshot_download``
+        resolves to its cache (``revision``, ``cache_dir``, ``token`` go to it; offline, with
+        ``HF_HUB_OFFLINE=1``, the cache alone answers). A ``pathlib.Path`` is always local.
 
         The model is rebuilt from the family and architecture in config.json, not looked up by
         its preset name, so a run loads after its preset is renamed or removed."""
+        repo_id = model_hub.hub_repo_id(run_dir)
+        if repo_id is not None:
+            run_dir = model_hub.snapshot(repo_id, revision=revision, cache_dir=cache_dir, token=token)
         run_dir = Path(run_dir)
         config = artifacts.read_config(run_dir)
         params = {**config.get("estimator", {}), "model": config["model"]}
@@ -253,7 +325,30 @@ class Classifier(ClassifierMixin, BaseEstimator):
         estimator.load_state(arrays, config["state"], run_dir)
         clf._adopt(estimator, np.array(config.get("label_values", config["label_names"])),
                    config.get("multi_label", False), config.get("task_names"), config.get("dataset"))
+        if config.get("quantize") is not None:
+            try:
+                clf.quantize(config["quantize"])
+            except ConfigError as exc:
+                raise CheckpointError(f"{run_dir / artifacts.CONFIG}: {exc}") from None
         return clf
+
+    def push_to_hub(self, repo_id: str, *, private: bool | None = None, token=None, revision: str | None = None,
+                    commit_message: str | None = None, create_pr: bool = False, metrics: dict | None = None) -> str:
+        """Upload this model to the Hugging Face hub repository ``repo_id`` (created when
+        missing): the files of ``save_pretrained`` and a generated model card (README.md: the
+        preset, its paper, the data, the metrics and how to load it). ``metrics``: what the
+        card reports, in metrics.json's shape (``{"test": compute_metrics(...), ...}``); to
+        push a whole run folder with its metrics.json use ``textcls push RUN REPO_ID``.
+        Returns the commit's URL."""
+        import tempfile
+
+        self._check_fitted("push_to_hub")
+        with tempfile.TemporaryDirectory(prefix="textcls-push-") as folder:
+            self.save_pretrained(folder)
+            if metrics is not None:
+                artifacts.write_json(Path(folder) / artifacts.METRICS, metrics)
+            return model_hub.push_run(folder, repo_id, private=private, token=token, revision=revision,
+                                      commit_message=commit_message, create_pr=create_pr)
 
 
 def _hashable(value):

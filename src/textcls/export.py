@@ -77,7 +77,8 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
     ``out_path`` is a folder (created if needed) that receives ``model.onnx``, ``onnx.json`` and
     a copy of ``tokenizer.json``. ``quantize="int8"``: onnxruntime's dynamic int8 quantisation
     of the weights (smaller file, slightly different probabilities). ``opset``: the ONNX opset
-    (14-21; 17 by default).
+    (14-21; 17 by default). A run saved after ``Classifier.quantize("int8")`` (``"quantize":
+    "int8"`` in its config.json) is exported int8 whatever ``quantize`` says.
     """
     run_dir, out_dir = Path(run_dir), Path(out_path)
     if quantize not in QUANTIZE_CHOICES:
@@ -102,6 +103,11 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
     from .api import Classifier
 
     clf = Classifier.from_pretrained(run_dir)
+    if config.get("quantize"):
+        # An int8 run (Classifier.quantize) stores float weights: trace those (torch.ao's packed
+        # modules have no ONNX form) and quantise the graph with onnxruntime instead.
+        clf.dequantize()
+        quantize = quantize or config["quantize"]
     return _export(clf, config, out_dir, quantize=quantize, opset=opset, run_dir=run_dir)
 
 
