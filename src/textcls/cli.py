@@ -710,6 +710,23 @@ def explain(
         _note(f"text {i}: {label} ({max(item['probabilities'].values()):.3f})")
 
 
+@app.command()
+def push(
+    run_dir: Path = typer.Argument(..., help="A run directory made by textcls train."),
+    repo_id: str = typer.Argument(..., help="Hugging Face hub model repository, owner/name (created when missing)."),
+    private: bool = typer.Option(False, "--private", help="Create the repository as private."),
+    revision: Optional[str] = typer.Option(None, help="Branch to commit to (default: main)."),
+    message: Optional[str] = typer.Option(None, "--message", help="Commit message."),
+):
+    """Upload a run to the Hugging Face hub with a generated model card (docs/hub.md).
+
+    Log in first (`hf auth login`, or HF_TOKEN); load it with Classifier.from_pretrained("owner/name")."""
+    from .model_hub import push_run
+
+    url = push_run(run_dir, repo_id, private=private or None, revision=revision, commit_message=message)
+    typer.echo(f"pushed {run_dir} to {repo_id}: {url}")
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Run the command line; every error ends here as one line on stderr and an exit status."""
     code = _run(argv)
