@@ -26,24 +26,28 @@ import contextlib
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import torch
 
 from . import artifacts
-from .data.batching import make_loader
-from .data.prepare import encode_texts, label_targets, prepare, resolve_recipe, target_array
-from .data.records import TextDataset
-from .data.splits import ensure_dev
+from .data.batching import flat_batches
 from .errors import CheckpointError, ConfigError, DataError
 from .models.registry import Preset, accepts_arch_param, create_model
 from .models.tfidf import TfidfModel
 from .recipe import Recipe
 from .text.pipeline import TextPipeline
-from .train import distributed
-from .train.engine import fit as engine_fit
-from .train.engine import predict_proba as engine_predict_proba
+
+# Training's modules (the data preparation, which loads `datasets`, and the engine) are imported
+# where they are used, so loading a run to predict imports neither.
+if TYPE_CHECKING:
+    from .data.records import TextDataset
+
+# Documents per forward pass when predicting. The documents are sorted by length first, so a
+# batch pads to its own longest text; 64 was the fastest of 16-512 for spe-cnn, kim-cnn-static
+# and fasttext-bag on MR at one thread (benchmarks/results/predict_speed.md).
+PREDICT_BATCH = 64
 
 __all__ = ["Estimator", "PresetEstimator", "NeuralEstimator", "TfidfEstimator", "ESTIMATORS", "estimator_for",
            "check_device", "torch_device"]
@@ -175,7 +179,13 @@ class NeuralEstimator(PresetEstimator):
         return self.preset.recipe.precision
 
     def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "NeuralEstimator":
+        from .data.prepare import prepare, resolve_recipe
+        from .data.splits import ensure_dev
+        from .train import distributed
+        from .train.engine import fit as engine_fit
+
         device = torch_device(device)  # a device this machine lacks is refused before any data is prepared
+        self._ready_on = None
         self._learn_labels(dataset)
         preset = self._preset_for(dataset)
         dataset = ensure_dev(dataset, fraction=preset.recipe.dev_fraction, seed=preset.recipe.seed)
@@ -211,9 +221,46 @@ class NeuralEstimator(PresetEstimator):
         return sum(times) / len(times) if times else super().epoch_seconds()
 
     def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
-        encoded, _ = encode_texts(self.pipeline_, list(texts), self.preset.inputs.get("shape", "flat"),
-                                  tasks=task_ids)
+        """Probabilities ``[N, C]`` float32. Flat models take the lean path: one batched
+        tokenisation into flat arrays, documents sorted by length into batches of
+        ``PREDICT_BATCH`` padded with numpy, the model called directly under
+        ``torch.inference_mode`` (set to eval mode and moved once, not per call), and the rows
+        put back in input order. Hierarchical models go through the engine's loader."""
+        texts = list(texts)
+        if self.preset.inputs.get("shape", "flat") != "flat":
+            return self._predict_with_loader(texts, task_ids, device)
+        model, device = self._inference_model(device)
+        flat = self.pipeline_.encode_flat(texts)
+        out = np.empty((len(texts), self.num_classes_), dtype=np.float32)
+        switch = getattr(model, "attention_maps", None)  # only the probabilities are needed
+        with torch.inference_mode(), (switch(False) if callable(switch) else contextlib.nullcontext()), \
+                _autocast(self.preset.recipe.precision, device):
+            for rows, batch in flat_batches(flat.ids, flat.lengths, bigrams=flat.bigrams,
+                                            bigram_lengths=flat.bigram_lengths, task_ids=task_ids,
+                                            batch_size=PREDICT_BATCH, device=device):
+                logits = model(batch).logits.float()
+                probs = torch.sigmoid(logits) if self.multi_label_ else torch.softmax(logits, dim=-1)
+                out[rows] = probs.cpu().numpy()
+        return out
+
+    def _inference_model(self, device) -> tuple[torch.nn.Module, torch.device]:
+        """The model in eval mode on ``device``; moved only when the device changes."""
+        device = torch_device(device)
+        if getattr(self, "_ready_on", None) != device:
+            self.model_.to(device)
+            self._ready_on = device
+        if self.model_.training:
+            self.model_.eval()
+        return self.model_, device
+
+    def _predict_with_loader(self, texts, task_ids, device) -> np.ndarray:
+        from .data.batching import make_loader
+        from .data.prepare import encode_texts
+        from .train.engine import predict_proba as engine_predict_proba
+
+        encoded, _ = encode_texts(self.pipeline_, texts, self.preset.inputs.get("shape", "flat"), tasks=task_ids)
         loader = make_loader(encoded, eval_batch(self.preset.recipe.batch_size), shuffle=False)
+        self._ready_on = None  # the engine moves the model itself
         return engine_predict_proba(self.model_, loader, multi_label=self.multi_label_,
                                     precision=self.preset.recipe.precision, device=torch_device(device))
 
@@ -249,6 +296,7 @@ class NeuralEstimator(PresetEstimator):
                                        from_checkpoint=True)
             self.model_.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()}, strict=True)
         self.model_.eval()
+        self._ready_on = torch.device("cpu")
         return self
 
 
@@ -260,6 +308,8 @@ class TfidfEstimator(PresetEstimator):
     precision = "fp64"
 
     def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "TfidfEstimator":
+        from .data.prepare import label_targets, target_array
+
         self._learn_labels(dataset)
         train = dataset["train"]
         targets = label_targets(train, dataset.label_names, dataset.multi_label, f"{dataset.name}/train")
@@ -302,6 +352,13 @@ def estimator_for(preset: Preset) -> PresetEstimator:
 def eval_batch(batch_size: int) -> int:
     """The batch size of inference passes (at least 256: no gradients are kept)."""
     return max(256, batch_size)
+
+
+def _autocast(precision: str, device: torch.device):
+    """bf16 autocast for a bf16 recipe (the weights stay fp32), else nothing."""
+    if precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 @contextlib.contextmanager

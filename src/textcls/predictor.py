@@ -1,0 +1,191 @@
+"""``Predictor``: a run folder loaded to predict and nothing else; what ``textcls predict`` uses.
+
+    >>> predictor = Predictor.load("runs/fasttext-bag_mr")
+    >>> predictor.predict(["a gorgeous, witty film"])
+
+``Classifier.from_pretrained`` loads the same run, but the ``Classifier`` is a scikit-learn
+estimator and imports scikit-learn and ``datasets`` (about 2 s). The Predictor reads the same
+config.json, weights and tokenizer and imports only what predicting needs:
+
+- a run whose family has a NumPy forward pass (``numpy_forward.FORWARDS``: fasttext-bag),
+  trained in fp32, predicts on the CPU with NumPy and the ``tokenizers`` pipeline, without
+  importing torch;
+- any other run predicts through its ``Estimator`` (``estimators.py``: torch and the model code
+  for a neural run, scikit-learn's arrays for a TF-IDF one), as the Classifier does.
+
+Probabilities are the Classifier's (the NumPy pass: within float32 kernel tolerance). Labels
+of a multi-label run are the classes at or above ``threshold``: the one given, else the
+``threshold`` saved in config.json when the run saved one, else 0.5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import artifacts
+from .errors import CheckpointError, ConfigError, ModelError
+from .inputs import as_list, check_texts, task_indices
+from .numpy_forward import FORWARDS, probabilities
+from .validate import range_check
+
+__all__ = ["Predictor", "DEFAULT_THRESHOLD"]
+
+DEFAULT_THRESHOLD = 0.5
+
+
+class Predictor:
+    """A loaded run. Build it with ``Predictor.load(run_dir)``.
+
+    Attributes: ``classes_`` (label values), ``label_names``, ``multi_label``, ``task_names``
+    (per-task heads, else None), ``threshold`` (multi-label), ``model`` (the preset name),
+    ``device``, ``backend`` (``"numpy"`` or ``"estimator"``).
+    """
+
+    def __init__(self, run_dir: Path, config: dict, predict: Callable, *, uses_tasks: bool, backend: str,
+                 device: str = "cpu"):
+        self.run_dir = Path(run_dir)
+        self.config = config
+        self._predict = predict
+        self.model = config["model"]
+        self.label_names = [str(n) for n in config["label_names"]]
+        self.classes_ = np.array(config.get("label_values") or self.label_names)
+        self.multi_label = bool(config.get("multi_label", False))
+        self.task_names = list(config["task_names"]) if uses_tasks and config.get("task_names") else None
+        saved = config.get("threshold")
+        self.threshold = DEFAULT_THRESHOLD if saved is None else check_threshold(saved, f"{self.run_dir / artifacts.CONFIG}: 'threshold'")
+        self.backend = backend
+        self.device = device
+
+    @classmethod
+    def load(cls, run_dir: str | Path, *, device: str | None = None, threads: int | None = None,
+             note: Callable[[str], None] | None = None) -> "Predictor":
+        """Load ``run_dir``. ``device``: cpu, cuda[:N] or auto; None: cpu for a NumPy run, else the
+        device the run trained on, or cpu when this machine lacks it (said through ``note``).
+        ``threads``: torch's intra-op threads for a torch run (None: torch's default)."""
+        run_dir = Path(run_dir)
+        config = artifacts.read_config(run_dir)
+        if device in (None, "cpu") and _numpy_family(config):
+            return cls(run_dir, config, _numpy_predict(run_dir, config), uses_tasks=False, backend="numpy")
+        return _load_estimator(cls, run_dir, config, device, threads, note)
+
+    @property
+    def uses_tasks(self) -> bool:
+        """Whether every text needs its task (a run with one classifier head per task)."""
+        return bool(self.task_names)
+
+    def predict_proba(self, texts: Sequence[str], tasks: Sequence[str] | None = None) -> np.ndarray:
+        """``[N, C]`` float32 probabilities in ``classes_`` order. ``texts``: non-blank strings;
+        ``tasks``: the task of every text, for a run with per-task heads."""
+        texts = check_texts(as_list(texts, "Predictor.predict_proba(texts)", "texts", "texts"))
+        task_ids = task_indices(tasks, len(texts), self.task_names, self.model)
+        if not texts:
+            return np.zeros((0, len(self.label_names)), dtype=np.float32)
+        probs = self._predict(texts, task_ids)
+        finite = np.isfinite(probs).all(axis=1)
+        if not finite.all():
+            row = int(np.flatnonzero(~finite)[0])
+            raise ModelError(f"{self.run_dir}: the model produced NaN or Inf probabilities for text {row}; its "
+                             "weights are broken (training diverged?), retrain it or load a good run", index=row)
+        return probs
+
+    def labels(self, probs: np.ndarray, threshold: float | None = None) -> list:
+        """Class names of each row: the most probable one, or for a multi-label run the list of
+        those at or above ``threshold`` (default ``self.threshold``)."""
+        if self.multi_label:
+            cut = self.threshold if threshold is None else threshold
+            return [[self.label_names[j] for j in np.flatnonzero(row >= cut)] for row in probs]
+        return [self.label_names[j] for j in probs.argmax(axis=1)] if len(probs) else []
+
+    def predict(self, texts: Sequence[str], tasks: Sequence[str] | None = None, threshold: float | None = None) -> list:
+        """Class names (lists of them for a multi-label run), as ``labels(predict_proba(...))``."""
+        return self.labels(self.predict_proba(texts, tasks), threshold)
+
+
+def check_threshold(value, name: str = "parameter 'threshold'") -> float:
+    """A multi-label decision threshold in (0, 1], as a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{name} = {value!r} is not a number; give a threshold in (0, 1], e.g. 0.5")
+    range_check(name, float(value), 0.0, 1.0, low_open=True)
+    return float(value)
+
+
+# --------------------------------------------------------------------------- the two backends
+
+
+def _numpy_family(config: dict) -> bool:
+    return (config.get("kind") == "neural" and config.get("family") in FORWARDS
+            and config.get("recipe", {}).get("precision", "fp32") == "fp32")
+
+
+def _numpy_predict(run_dir: Path, config: dict) -> Callable:
+    """predict(texts, task_ids) for a run with a NumPy forward pass (no torch imported)."""
+    from .text.pipeline import TextPipeline
+
+    state = config["state"]
+    tokenizer = run_dir / artifacts.TOKENIZER
+    if not tokenizer.is_file():
+        raise CheckpointError(f"{tokenizer}: file is missing; the run directory is incomplete")
+    try:
+        pipeline = TextPipeline.load(run_dir, state["pipeline"])
+    except Exception as exc:  # tokenizers raises plain Exceptions on bad JSON
+        raise CheckpointError(f"{tokenizer}: cannot load the tokenizer ({exc}); the file is corrupt") from None
+    weights = run_dir / artifacts.WEIGHTS
+    forward = FORWARDS[config["family"]](artifacts.read_weights(run_dir, config))
+    expected = (int(state["vocab_size"]), int(state["num_classes"]))
+    if (forward.vocab_size, forward.num_classes) != expected:
+        raise CheckpointError(f"{weights}: does not match config.json (vocabulary x classes "
+                              f"{forward.vocab_size} x {forward.num_classes}, config {expected[0]} x "
+                              f"{expected[1]}); retrain or restore the run")
+    multi_label = bool(state.get("multi_label", config.get("multi_label", False)))
+
+    def predict(texts: list[str], task_ids) -> np.ndarray:
+        return probabilities(forward.logits(pipeline.encode_flat(texts)), multi_label)
+
+    return predict
+
+
+def _load_estimator(cls, run_dir: Path, config: dict, device: str | None, threads: int | None, note) -> Predictor:
+    """A Predictor over the run's Estimator (imports torch and the model code)."""
+    import torch
+
+    from .estimators import check_device, estimator_for
+    from .models.registry import Preset, get_family
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    if device is None:
+        device = (config.get("estimator") or {}).get("device", "cpu")
+        if str(device).startswith("cuda"):
+            try:
+                check_device(str(device))
+            except ConfigError:
+                if note is not None:
+                    note(f"note: {run_dir} was trained on {device}, which this machine lacks; running on cpu")
+                device = "cpu"
+    else:
+        check_device(device)
+    preset_keys = {f.name for f in fields(Preset)}
+    try:
+        preset = Preset.from_dict({key: config[key] for key in preset_keys if key in config})
+        get_family(preset.family)
+    except (TypeError, ConfigError) as exc:
+        raise CheckpointError(f"{run_dir / artifacts.CONFIG}: {exc}; it was written by another textcls version")
+    if config.get("quantize") is not None:
+        # An int8 run is quantised again on load, which the Classifier knows how to do (it
+        # imports scikit-learn: these runs start slower).
+        from .api import Classifier
+
+        estimator = Classifier.from_pretrained(run_dir).estimator_
+    else:
+        estimator = estimator_for(preset)
+        estimator.load_state(artifacts.read_weights(run_dir, config, allow_inf=estimator.ALLOW_INF),
+                             config["state"], run_dir)
+
+    def predict(texts: list[str], task_ids) -> np.ndarray:
+        return estimator.predict_proba(texts, task_ids, device=device)
+
+    return cls(run_dir, config, predict, uses_tasks=estimator.uses_tasks, backend="estimator", device=device)
