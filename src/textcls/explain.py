@@ -53,8 +53,8 @@ _PER_WORD = ("word", "queries")  # [L] or [heads, L]: pooling weights
 _RECEIVED = ("semantic", "positional", "text", "token2token")  # [L, L]: query rows, key columns
 _PER_FEATURE = {"text_axial": "text axis", "feature_axial": "feature axis"}  # [L, d]
 
-WORD_RGB = (230, 85, 13)  # words: orange
-SENTENCE_RGB = (33, 113, 181)  # sentences: blue
+WORD_RGB = (253, 141, 60)  # words: orange, light enough for black text at full weight
+SENTENCE_RGB = (107, 174, 214)  # sentences: blue
 
 
 # --------------------------------------------------------------------------- which presets
@@ -290,9 +290,10 @@ def _row_html(row: dict, units: list[str], css_class: str, rgb, groups: list[tup
     spans = [_span(css_class, text, w, a, rgb, i) for i, (text, w, a) in enumerate(zip(units, row["weights"], alphas))]
     if groups:  # hierarchical word rows: the words of a sentence together
         spans = [f'<span class="sent">{" ".join(spans[a:b])}</span>' for a, b in groups]
-    top = max(row["weights"]) if row["weights"] else 0.0
+    low, top = (min(row["weights"]), max(row["weights"])) if row["weights"] else (0.0, 0.0)
     return (f'<div class="row" data-row="{html.escape(row["name"])}"><div class="row-name">{html.escape(row["name"])} '
-            f'<span class="note">(largest weight {top:.4f})</span></div><div class="row-body">{" ".join(spans)}</div></div>')
+            f'<span class="note">(weights {low:.4f} to {top:.4f}; full colour = {top:.4f})</span></div>'
+            f'<div class="row-body">{" ".join(spans)}</div></div>')
 
 
 def _header_html(explanation: dict) -> str:
