@@ -301,25 +301,34 @@ class NeuralEstimator(PresetEstimator):
 
 
 class TfidfEstimator(PresetEstimator):
-    """A TF-IDF model (``models/tfidf.py``) fitted once on the raw training texts: no epochs,
-    no dev split, no text pipeline."""
+    """A TF-IDF model (``models/tfidf.py``) fitted on the raw training texts: no epochs, no
+    text pipeline; a preset with a grid (C or alpha) chooses the value on dev (carved from
+    train as for the neural models when the data has none) and records it in its preset."""
 
     ALLOW_INF = ("bias",)  # a class absent from training: probability exactly 0 (1 if always on)
     precision = "fp64"
 
     def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "TfidfEstimator":
         from .data.prepare import label_targets, target_array
+        from .data.splits import ensure_dev
 
         self._learn_labels(dataset)
-        train = dataset["train"]
-        targets = label_targets(train, dataset.label_names, dataset.multi_label, f"{dataset.name}/train")
         self.preset = self._preset_for(dataset)
         self.model_ = create_model(self.preset, num_classes=len(dataset.label_names))
+        if self.model_.search_grid()[1]:
+            dataset = ensure_dev(dataset, fraction=self.preset.recipe.dev_fraction, seed=self.preset.recipe.seed)
+
+        def texts_and_targets(split: str):
+            targets = label_targets(dataset[split], dataset.label_names, dataset.multi_label, f"{dataset.name}/{split}")
+            return list(dataset[split]["text"]), target_array(targets, len(dataset.label_names), dataset.multi_label)
+
+        dev = dict(zip(("dev_texts", "dev_y"), texts_and_targets("dev"))) if "dev" in dataset.splits else {}
         start = time.perf_counter()
-        self.model_.fit(list(train["text"]),
-                        target_array(targets, len(dataset.label_names), dataset.multi_label))
+        self.model_.fit(*texts_and_targets("train"), **dev)
         self.train_seconds_ = time.perf_counter() - start
         self.epochs_run_ = 1  # it reads its training texts once
+        # The value chosen on dev goes into the preset: config.json and the benchmarks record it.
+        self.preset = self.preset.with_overrides(**self.model_.chosen_params())
         return self
 
     def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
