@@ -57,7 +57,8 @@ def screenshot(page: Path, png: Path) -> list[str]:
     with tempfile.TemporaryDirectory() as folder:
         probe = Path(folder) / page.name
         probe.write_text(page.read_text(encoding="utf-8").replace("</body>", HEIGHT_PROBE + "</body>"), encoding="utf-8")
-        dom = chromium(f"--window-size={WIDTH},1000", "--dump-dom", probe.as_uri())
+        # A short window, so that scrollHeight is the page's height, not the window's.
+        dom = chromium(f"--window-size={WIDTH},100", "--dump-dom", probe.as_uri())
     height = int(re.search(r'<pre id="page-height">(\d+)</pre>', dom).group(1))
     png.parent.mkdir(parents=True, exist_ok=True)  # chromium does not create it
     args = [f"--window-size={WIDTH},{height}", f"--screenshot={png}", page.as_uri()]
