@@ -602,7 +602,9 @@ def _notes(suite: Suite) -> list[str]:
         "paper: the accuracy the paper reports (copied from shared/papers/TARGETS.md), never ours.",
         "Every model of an entry trains on the same documents: the train split minus a dev split carved "
         "from it (10 %, stratified, seeded by the run seed) when the dataset has no official dev split. "
-        "Neural models select their epoch on dev; TF-IDF, fastText and MiniLM-LR do not use it.",
+        "Neural models select their epoch on dev, TF-IDF its C (LR) or alpha (NB) from a grid (it is then not "
+        "refitted on train + dev); fastText, MiniLM-LR and Model2Vec-LR do not use dev, Model2Vec-finetune "
+        "holds out 10 % of the train split for its own early stopping.",
         "train s: wall time of the whole fit (text pipeline, embeddings, encoder pass and training); "
         "train docs/s = training documents x epochs run / train s (one epoch for TF-IDF and MiniLM-LR).",
         f"infer docs/s: predict_proba of the fitted model in memory, text preprocessing included, "
@@ -615,6 +617,10 @@ def _notes(suite: Suite) -> list[str]:
         "defaults otherwise (lr 0.1, dim 100, epoch 5, bucket 2,000,000); the tutorial's normalisation; "
         "training lines in a seeded random order (fastText reads its file in order).",
         "minilm-lr peer: frozen all-MiniLM-L6-v2 (256 word pieces), scikit-learn LogisticRegression(C=1).",
+        "model2vec peers: all-MiniLM-L6-v2 distilled offline by model2vec.distill (PCA 256), cached once before the "
+        "runs (its 25-45 s distillation is not in train s); model2vec-lr: its frozen sentence vectors + "
+        "LogisticRegression(C=1); model2vec-finetune: model2vec's StaticModelForClassification.fit with the "
+        "library's defaults (vectors fine-tuned, hidden layer 512, Adam 1e-3, early stopping).",
     ]
 
 
