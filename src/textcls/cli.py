@@ -334,9 +334,9 @@ def _train_into(clf, dataset, run_dir: Path, work_dir: Path, *, resume: bool, co
     clf.save_pretrained(work_dir)
     artifacts.write_json(work_dir / artifacts.METRICS, result)
     if confusion_png:
-        from .eval.plots import plot_confusion_matrix
+        from .eval.plots import plot_confusion  # multi-label runs: one 2 x 2 panel per label
 
-        plot_confusion_matrix(test["confusion_matrix"], dataset.label_names, work_dir / "confusion_matrix.png")
+        plot_confusion(test, work_dir / "confusion_matrix.png")
     artifacts.finish_run(work_dir, run_dir)
     distributed.cleanup()
     return test, seconds
@@ -407,11 +407,12 @@ def evaluate(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the named datasets (default: $TEXTCLS_DATA_DIR)."),
     max_per_split: Optional[int] = typer.Option(None, "--max-per-split", help="Use a seeded stratified sample of at most N records."),
     output: Optional[Path] = typer.Option(None, help="Also write the metrics JSON here."),
-    confusion_png: Optional[Path] = typer.Option(None, "--confusion-png", help="Write a confusion-matrix PNG here."),
+    confusion_png: Optional[Path] = typer.Option(None, "--confusion-png", help="Write a confusion-matrix PNG here (multi-label data: one 2 x 2 panel per label)."),
     device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N or auto. Default: the run's own, or cpu when it is a GPU this machine lacks."),
     reader: ReaderArgs = None,
 ):
-    """Evaluate a saved run on a dataset split, or on every record of a file."""
+    """Evaluate a saved run on a dataset split, or on every record of a file; data with tasks
+    (fdu_mtl) also gets each task's metrics and their mean."""
     from . import artifacts
     from .data import ReadOptions, read_path, subsample
 

@@ -14,7 +14,8 @@ Stable top-level keys (the engine monitors ``accuracy``, ``macro_f1`` and ``micr
   ``roc_auc_micro``, ``per_class``, ``confusion_matrix``, ``n``;
 - multi-label: ``accuracy`` (subset accuracy), ``micro_f1``, ``macro_f1``, ``weighted_f1``,
   ``samples_f1``, ``hamming_loss``, ``roc_auc_macro``, ``roc_auc_micro``, ``per_class``,
-  ``threshold``, ``n``;
+  ``label_confusion`` (one ``[[TN, FP], [FN, TP]]`` per label: a multi-label record has no
+  single predicted class, so there is no C x C matrix), ``threshold``, ``n``;
 - both: ``multi_label``, ``label_names``, ``notes``.
 """
 
@@ -29,7 +30,7 @@ import numpy as np
 from ..errors import DataError
 from ..validate import range_check
 
-__all__ = ["compute_metrics", "format_report"]
+__all__ = ["compute_metrics", "format_report", "task_metrics", "format_task_table"]
 
 
 def compute_metrics(
@@ -227,7 +228,7 @@ def _single_label_metrics(y_true: np.ndarray, probs: np.ndarray, label_names: li
 def _multi_label_metrics(
     y_true: np.ndarray, probs: np.ndarray, label_names: list[str], threshold: float
 ) -> dict[str, Any]:
-    from sklearn.metrics import accuracy_score, f1_score, hamming_loss
+    from sklearn.metrics import accuracy_score, f1_score, hamming_loss, multilabel_confusion_matrix
 
     n, c = probs.shape
     notes: list[str] = []
@@ -271,6 +272,7 @@ def _multi_label_metrics(
         "roc_auc_macro": _macro_auc(auc_per_class, label_names, notes),
         "roc_auc_micro": _micro_auc(y_true, probs, notes),
         "per_class": per_class,
+        "label_confusion": multilabel_confusion_matrix(y_true, y_pred, labels=list(range(c))).tolist(),
         "notes": notes,
     }
 
@@ -418,3 +420,37 @@ def _cell(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     return f"{value:.4f}"
+
+
+# ----------------------------------------------------------------------------- per task
+
+_TASK_COLUMNS = ("accuracy", "macro_f1", "micro_f1")
+
+
+def task_metrics(per_task: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``per_task`` (task name -> ``compute_metrics`` of its records) with its macro average
+    over the tasks (FCSR's "average accuracy" over the 16 FDU-MTL domains), as
+    ``{"tasks": per_task, "mean": {"accuracy": ..., "macro_f1": ..., ...}, "n_tasks": T}``."""
+    if not per_task:
+        raise DataError("no task has records; evaluate data with a 'task' column")
+    mean = {}
+    for key in _TASK_COLUMNS:
+        values = [m[key] for m in per_task.values() if m.get(key) is not None]
+        if len(values) == len(per_task):
+            mean[key] = float(np.mean(values))
+    return {"tasks": per_task, "mean": mean, "n_tasks": len(per_task)}
+
+
+def format_task_table(summary: dict[str, Any]) -> str:
+    """One row per task (records, accuracy, macro-F1, ...) and the mean over the tasks."""
+    tasks = summary["tasks"]
+    columns = [key for key in _TASK_COLUMNS if key in summary["mean"]]
+    width = min(max(len("task"), len("mean of tasks"), *(len(name) for name in tasks)), 40)
+    header = f"{'task':<{width}}  {'records':>8}  " + "  ".join(f"{col:>9}" for col in columns)
+    lines = [header, "-" * len(header)]
+    for name, metrics in tasks.items():
+        cells = "  ".join(f"{_cell(metrics.get(col)):>9}" for col in columns)
+        lines.append(f"{name[:width]:<{width}}  {metrics.get('n', 0):>8}  {cells}")
+    cells = "  ".join(f"{_cell(summary['mean'].get(col)):>9}" for col in columns)
+    lines.append(f"{'mean of tasks':<{width}}  {sum(m.get('n', 0) for m in tasks.values()):>8}  {cells}")
+    return "\n".join(lines)

@@ -16,7 +16,7 @@ import numpy as np
 from ..artifacts import write_figure
 from ..errors import DataError
 
-__all__ = ["plot_confusion_matrix"]
+__all__ = ["plot_confusion_matrix", "plot_label_confusion", "plot_confusion"]
 
 # Above this many classes the per-cell numbers are unreadable and only the colours are drawn.
 MAX_ANNOTATED_CLASSES = 15
@@ -97,6 +97,59 @@ def plot_confusion_matrix(
         return write_figure(path, fig)
     except OSError as err:
         raise DataError(f"cannot write plot {path}: {err.strerror or err}; choose a writable output path") from None
+
+
+def plot_label_confusion(label_confusion, label_names: Sequence[str], path: str | os.PathLike) -> Path:
+    """Multi-label data's confusion view: one 2 x 2 panel per label (rows true no/yes,
+    columns predicted no/yes, each row as fractions of its records, counts written in).
+
+    A multi-label record can be right on some labels and wrong on others, so there is no
+    C x C matrix of "true class, predicted class"; this is scikit-learn's
+    ``multilabel_confusion_matrix`` (``compute_metrics(...)["label_confusion"]``) drawn."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    counts = np.asarray(label_confusion, dtype=float)
+    names = [str(name) for name in label_names]
+    if counts.ndim != 3 or counts.shape != (len(names), 2, 2) or not names:
+        raise DataError(f"label confusion has shape {tuple(counts.shape)} but label_names has {len(names)} names; "
+                        f"pass [{len(names)}, 2, 2] counts in label_names order")
+    if not np.isfinite(counts).all() or (counts < 0).any():
+        raise DataError("label confusion has negative, NaN or inf cells; pass counts from compute_metrics")
+    columns = min(len(names), 5)
+    rows = -(-len(names) // columns)
+    fig = Figure(figsize=(2.4 * columns + 0.6, 2.4 * rows + 0.6), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    totals = counts.sum(axis=2, keepdims=True)
+    shown = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+    for k, name in enumerate(names):
+        ax = fig.add_subplot(rows, columns, k + 1)
+        ax.imshow(shown[k], cmap="Blues", vmin=0.0, vmax=1.0)
+        for i in range(2):
+            for j in range(2):
+                ax.text(j, i, f"{int(counts[k, i, j])}", ha="center", va="center", fontsize=10,
+                        color="white" if shown[k, i, j] > 0.5 else "black")
+        ax.set_xticks([0, 1], ["no", "yes"], fontsize=8)
+        ax.set_yticks([0, 1], ["no", "yes"], fontsize=8)
+        ax.set_title(_shorten(name), fontsize=10)
+        if k % columns == 0:
+            ax.set_ylabel("true", fontsize=9)
+        if k >= len(names) - columns:
+            ax.set_xlabel("predicted", fontsize=9)
+    fig.suptitle("per-label confusion (multi-label; rows as fractions of true no / yes)", fontsize=11)
+    path = Path(path)
+    try:
+        return write_figure(path, fig)
+    except OSError as err:
+        raise DataError(f"cannot write plot {path}: {err.strerror or err}; choose a writable output path") from None
+
+
+def plot_confusion(metrics: dict, path: str | os.PathLike) -> Path:
+    """The confusion view of ``compute_metrics``' output: the C x C matrix for single-label
+    data, one 2 x 2 panel per label for multi-label data."""
+    if metrics.get("multi_label"):
+        return plot_label_confusion(metrics["label_confusion"], metrics["label_names"], path)
+    return plot_confusion_matrix(metrics["confusion_matrix"], metrics["label_names"], path)
 
 
 def _shorten(name: str) -> str:
