@@ -444,13 +444,34 @@ def evaluate(
     if dataset.skipped:
         typer.echo(f"skipped {len(dataset.skipped)} bad records (first: {dataset.skipped[0]})", err=True)
     metrics = clf.evaluate(records, where=where)
+    if "task" in records.column_names:
+        metrics["per_task"] = _task_metrics(clf, records, where)
     if output:
         artifacts.write_json(output, metrics)
-    if confusion_png and "confusion_matrix" in metrics:
-        from .eval.plots import plot_confusion_matrix
+    if confusion_png:
+        from .eval.plots import plot_confusion
 
-        plot_confusion_matrix(metrics["confusion_matrix"], [str(c) for c in clf.classes_], confusion_png)
+        plot_confusion(metrics, confusion_png)
     _echo_metrics(title, metrics)
+    if "per_task" in metrics:
+        from .eval.metrics import format_task_table
+
+        typer.echo("\n" + format_task_table(metrics["per_task"]))
+    if confusion_png and clf.multi_label_:
+        typer.echo(f"wrote {confusion_png}: one 2 x 2 confusion panel per label (true no/yes x predicted no/yes); "
+                   "multi-label data has no single C x C confusion matrix", err=True)
+
+
+def _task_metrics(clf, records, where: str) -> dict:
+    """Metrics of each task's records (multi-task data: fdu_mtl's domains) and their mean."""
+    from .eval.metrics import task_metrics
+
+    tasks = list(records["task"])
+    order = [t for t in (clf.task_names_ or []) if t in set(tasks)] or sorted(set(tasks))
+    per_task = {task: clf.evaluate(records.select([i for i, t in enumerate(tasks) if t == task]),
+                                   where=f"{where} (task {task})")
+                for task in order}
+    return task_metrics(per_task)
 
 
 def _load_run(run_dir: Path, device: Optional[str]):
