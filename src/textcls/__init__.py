@@ -6,21 +6,34 @@ Public entry points (imported lazily so that ``textcls --help`` stays fast):
 
 __version__ = "0.1.0"
 
+
+def lazy_attributes(package: str, names: dict[str, str]):
+    """``(__getattr__, __dir__)`` for a package whose public ``names`` (name -> its module,
+    relative to ``package``) are imported on first use (PEP 562), not when the package is: so
+    that ``textcls --help`` imports no library, and importing one module of a package
+    (``data.batching``, to predict) does not import all the others (``datasets``, scikit-learn)."""
+    import importlib
+
+    def __getattr__(name: str):
+        if name in names:
+            value = getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+            setattr(importlib.import_module(package), name, value)
+            return value
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(importlib.import_module(package))) | set(names))
+
+    return __getattr__, __dir__
+
+
 _LAZY = {
-    "Classifier": ("textcls.api", "Classifier"),
-    "load_dataset": ("textcls.data", "load_dataset"),
-    "list_datasets": ("textcls.data", "list_datasets"),
-    "create_model": ("textcls.models.registry", "create_model"),
-    "list_models": ("textcls.models.registry", "list_models"),
+    "Classifier": "api",
+    "load_dataset": "data",
+    "list_datasets": "data",
+    "create_model": "models.registry",
+    "list_models": "models.registry",
 }
 
 __all__ = ["__version__", *_LAZY]
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module 'textcls' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import functools
 import inspect
+import io
 import json
 import os
 import shlex
@@ -173,7 +174,7 @@ def _echo_metrics(title: str, metrics: dict) -> None:
 
 def check_device(device: str, option: str = "--device") -> None:
     """Refuse a device this machine does not have, before any data is read."""
-    from .api import check_device as check
+    from .estimators import check_device as check  # not through api: that imports scikit-learn
 
     check(device, option)
 
@@ -492,53 +493,165 @@ def _load_run(run_dir: Path, device: Optional[str]):
     return clf
 
 
+PREDICT_BLOCK_BYTES = 1 << 20  # input read, predicted and written this much at a time
+
+
 @app.command()
 def predict(
     run_dir: Path = typer.Argument(..., help="A run directory made by textcls train."),
-    texts: List[str] = typer.Argument(None, help="Texts to classify. None: read --file, or stdin."),
-    file: Optional[Path] = typer.Option(None, "--file", "-f", help="One text per line ('-' = stdin)."),
-    device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N or auto. Default: the run's own, or cpu when it is a GPU this machine lacks."),
+    texts: List[str] = typer.Argument(None, help="Texts to classify. None: read --input, or stdin."),
+    input_path: Optional[Path] = typer.Option(
+        None, "--input", "--file", "-f",
+        help="A file of texts ('-' = stdin), read, predicted and written in 1 MiB chunks (bounded memory)."),
+    input_format: Optional[str] = typer.Option(
+        None, "--format", help="text (one text per line) or jsonl (one {\"text\": ..., \"task\": ...} per line). "
+                               "Default: jsonl for a .jsonl file, else text."),
+    task: Optional[str] = typer.Option(None, "--task", help="The task of every text, for a run with one head per "
+                                                            "task (e.g. fcsr-mtl on fdu_mtl); a JSON line's 'task' wins."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Multi-label runs: the probability from which a "
+                                              "class is predicted. Default: the run's saved threshold, else 0.5."),
+    threads: int = typer.Option(1, "--threads", help="CPU threads. Default 1: on a busy 2-core machine two OpenMP "
+                                "threads made prediction 2.7x slower (docs/speed.md)."),
+    device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N or auto. Default: cpu for fasttext-bag runs (NumPy), "
+                                         "else the run's own, or cpu when it is a GPU this machine lacks."),
 ):
-    """Classify texts; writes JSON Lines: text, label and class probabilities."""
+    """Classify texts; writes JSON Lines: text (task), label (labels for multi-label) and class probabilities."""
+    _check_threads(threads)
+    _limit_threads(threads)  # before numpy, torch or tokenizers start their thread pools
     if device is not None:
         check_device(device)
+    if input_format not in (None, "text", "jsonl"):
+        raise ConfigError(f"--format {input_format!r} is not one of text, jsonl")
+    if texts and input_path is not None:
+        raise ConfigError("give texts as arguments or --input FILE, not both")
+    if input_path is not None and str(input_path) != "-":
+        if input_path.is_dir():
+            raise DataError(f"{input_path}: is a folder; pass a text file with one text per line")
+        if not input_path.is_file():
+            raise DataError(f"{input_path}: no such file; pass a text file with one text per line")
+    from .predictor import Predictor, check_threshold
+
+    predictor = Predictor.load(run_dir, device=device, threads=threads, note=_note)
+    if threshold is not None:
+        if not predictor.multi_label:
+            raise ConfigError(f"--threshold applies to multi-label runs; {run_dir} predicts one label per text")
+        threshold = check_threshold(threshold, "--threshold")
+    if task is not None and not predictor.uses_tasks:
+        raise ConfigError(f"--task {task}: {run_dir} was not trained with one head per task; drop --task")
     if texts:
-        items = list(texts)
-    elif file is not None and str(file) != "-":
-        if file.is_dir():
-            raise DataError(f"{file}: is a folder; pass a text file with one text per line")
-        if not file.is_file():
-            raise DataError(f"{file}: no such file; pass a text file with one text per line")
-        items = read_texts(file.read_bytes(), str(file))
-    else:
-        stream = getattr(sys.stdin, "buffer", None)
-        items = read_texts(stream.read() if stream is not None else sys.stdin.read().encode("utf-8"), "stdin")
-    clf = _load_run(run_dir, device)
-    probs = clf.predict_proba(items) if items else []
-    names = [str(c) for c in clf.classes_]
-    for text, row in zip(items, probs):
-        record = {"text": text, "probabilities": {n: round(float(p), 6) for n, p in zip(names, row)}}
-        if clf.multi_label_:
-            record["labels"] = [n for n, p in zip(names, row) if p >= 0.5]
+        _write_predictions(predictor, list(texts), [task] * len(texts), threshold, None)
+        return
+    fmt = input_format or ("jsonl" if input_path is not None and input_path.suffix == ".jsonl" else "text")
+    for block, first, where in _input_blocks(input_path):
+        lines = read_texts(block, where, first_line=first)
+        items, tasks = _jsonl_items(lines, where, first) if fmt == "jsonl" else (lines, [None] * len(lines))
+        tasks = [t if t is not None else task for t in tasks]
+        _write_predictions(predictor, items, tasks, threshold, lambda i: f"{where}:{first + i}")
+
+
+def _limit_threads(threads: int) -> None:
+    """Give every library ``threads`` CPU threads (their pools read these when they start)."""
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS"):
+        os.environ[name] = str(threads)
+    os.environ["TOKENIZERS_PARALLELISM"] = "true" if threads > 1 else "false"
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
+def _input_blocks(path: Optional[Path]):
+    """``(bytes of whole lines, number of the first, where)`` about PREDICT_BLOCK_BYTES at a time, from
+    ``path`` or stdin (None or '-'). A block ends after a newline (or a CR not at its very end, which
+    may be half of a CRLF), so a line is never cut and UTF-8 characters stay whole."""
+    where = "stdin" if path is None or str(path) == "-" else str(path)
+    with contextlib.ExitStack() as stack:
+        if where == "stdin":
+            stream = getattr(sys.stdin, "buffer", None) or io.BytesIO(sys.stdin.read().encode("utf-8"))
         else:
-            record["label"] = names[int(row.argmax())]
-        typer.echo(json.dumps(record, ensure_ascii=False))
+            stream = stack.enter_context(open(path, "rb"))
+        carry, first = b"", 1
+        while True:
+            data = stream.read(PREDICT_BLOCK_BYTES)
+            if not data:
+                break
+            data = carry + data
+            cut = data.rfind(b"\n") + 1 or data.rfind(b"\r", 0, len(data) - 1) + 1
+            block, carry = data[:cut], data[cut:]
+            if block:
+                yield block, first, where
+                first += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+        if carry:
+            yield carry, first, where
 
 
-def read_texts(data: bytes, where: str) -> List[str]:
-    """One text per line of UTF-8 ``data`` (``where``: the file, or ``stdin``, for messages).
+def _jsonl_items(lines: List[str], where: str, first: int) -> tuple[list, list]:
+    """The texts and tasks (None where a line has none) of JSON Lines ``{"text": ..., "task": ...}``."""
+    texts, tasks = [], []
+    for number, line in enumerate(lines, first):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}:{number}: not valid JSON ({exc.msg}); write one JSON object per line, "
+                            "e.g. {\"text\": \"...\"}") from None
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            raise DataError(f"{where}:{number}: a JSON line needs a string field \"text\"; write one "
+                            "{\"text\": \"...\", \"task\": \"...\"} object per line")
+        if not isinstance(record.get("task", ""), (str, type(None))):
+            raise DataError(f"{where}:{number}: field \"task\" is {type(record['task']).__name__}, not a task name")
+        texts.append(record["text"])
+        tasks.append(record.get("task"))
+    return texts, tasks
+
+
+def _write_predictions(predictor, texts: list, tasks: list, threshold, where_of) -> None:
+    """Predict ``texts`` and write one JSON line each; an error about one text names it: ``where_of(i)``
+    (its file and line), or its position among the arguments when ``where_of`` is None."""
+    if not texts:
+        return
+    texts_are_arguments = where_of is None
+    where_of = where_of or (lambda i: f"text {i}")
+    if predictor.uses_tasks:
+        missing = next((i for i, t in enumerate(tasks) if t is None), None)
+        if missing is not None:
+            raise ConfigError(f"{where_of(missing)}: no task; {predictor.model} has one head per task "
+                              f"({', '.join(predictor.task_names)}): pass --task NAME or a \"task\" field per JSON line")
+    elif any(t is not None for t in tasks):
+        row = next(i for i, t in enumerate(tasks) if t is not None)
+        raise ConfigError(f"{where_of(row)}: has a task, but {predictor.model} was not trained with one head per task; "
+                          "drop the tasks")
+    try:
+        probs = predictor.predict_proba(texts, tasks if predictor.uses_tasks else None)
+    except TextclsError as exc:
+        if exc.index is None or texts_are_arguments:
+            raise  # its message already says "text i"
+        raise type(exc)(f"{where_of(exc.index)}: {exc}") from None
+    names, labels = predictor.label_names, predictor.labels(probs, threshold)
+    key = "labels" if predictor.multi_label else "label"
+    out = []
+    for text, task, label, row in zip(texts, tasks, labels, probs.tolist()):
+        record = {"text": text, **({"task": task} if task is not None else {}), key: label,
+                  "probabilities": {n: round(p, 6) for n, p in zip(names, row)}}
+        out.append(json.dumps(record, ensure_ascii=False))
+    sys.stdout.write("\n".join(out) + "\n")
+    sys.stdout.flush()
+
+
+def read_texts(data: bytes, where: str, first_line: int = 1) -> List[str]:
+    """One text per line of UTF-8 ``data`` (``where``: the file, or ``stdin``, for messages;
+    ``first_line``: the number of its first line, when ``data`` is a block of a longer input).
     CRLF and CR end lines too; the newline that ends the last line is not a text."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + first_line
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise DataError(f"{where}:{line}: byte {data[exc.start]:#04x} at column {column} is not UTF-8; convert "
                         "the text to UTF-8 first (e.g. iconv -f latin1 -t utf-8)") from None
-    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if first_line == 1:
+        text = text.removeprefix("\ufeff")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(lines, first_line):
         if "\x00" in line:
             raise DataError(f"{where}:{number}: holds NUL bytes (binary data?); pass plain text, one text per line")
         if not line.strip():

@@ -11,8 +11,20 @@ anything. Peers (fastText, MiniLM + logistic regression) live in
 JSON and writes ``benchmarks/REPRODUCTION.md``.
 """
 
-from .runner import Entry, Suite, find_suite, list_suites, load_suite, render_report, run_suite
-from .verdicts import evaluate_claims, load_claims, write_reproduction
+from .. import lazy_attributes
 
-__all__ = ["Entry", "Suite", "find_suite", "list_suites", "load_suite", "render_report", "run_suite",
-           "evaluate_claims", "load_claims", "write_reproduction"]
+_LAZY = {
+    "Entry": "runner",
+    "Suite": "runner",
+    "find_suite": "runner",
+    "list_suites": "runner",
+    "load_suite": "runner",
+    "render_report": "runner",
+    "run_suite": "runner",
+    "evaluate_claims": "verdicts",
+    "load_claims": "verdicts",
+    "write_reproduction": "verdicts",
+}
+
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

@@ -5,23 +5,21 @@ describes the catalogue; ``ensure_dev``/``stratified_split`` make the seeded str
 splits; ``check_labels`` guards evaluation against classes a model does not know.
 """
 
-from .catalog import DatasetInfo, list_datasets
-from .load import load_dataset
-from .loaders import data_dir
-from .readers import ReadOptions, read_path
-from .records import TextDataset
-from .splits import check_labels, ensure_dev, stratified_split, subsample
+from .. import lazy_attributes
 
-__all__ = [
-    "DatasetInfo",
-    "ReadOptions",
-    "TextDataset",
-    "check_labels",
-    "data_dir",
-    "ensure_dev",
-    "list_datasets",
-    "load_dataset",
-    "read_path",
-    "stratified_split",
-    "subsample",
-]
+_LAZY = {
+    "DatasetInfo": "catalog",
+    "list_datasets": "catalog",
+    "load_dataset": "load",
+    "data_dir": "loaders",
+    "ReadOptions": "readers",
+    "read_path": "readers",
+    "TextDataset": "records",
+    "check_labels": "splits",
+    "ensure_dev": "splits",
+    "stratified_split": "splits",
+    "subsample": "splits",
+}
+
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

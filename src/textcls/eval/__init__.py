@@ -1,6 +1,12 @@
 """Evaluation: metrics (scikit-learn based, JSON-safe), a text report and plots."""
 
-from .metrics import compute_metrics, format_report
-from .plots import plot_confusion_matrix
+from .. import lazy_attributes
 
-__all__ = ["compute_metrics", "format_report", "plot_confusion_matrix"]
+_LAZY = {
+    "compute_metrics": "metrics",
+    "format_report": "metrics",
+    "plot_confusion_matrix": "plots",
+}
+
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

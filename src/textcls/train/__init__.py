@@ -3,7 +3,15 @@
 The recipe itself (``Recipe``, the named lr schedules) is plain data in ``textcls.recipe``.
 """
 
-from .engine import FitResult, fit, predict_proba
-from .optim import build_optimizer, build_scheduler
+from .. import lazy_attributes
 
-__all__ = ["FitResult", "build_optimizer", "build_scheduler", "fit", "predict_proba"]
+_LAZY = {
+    "FitResult": "engine",
+    "fit": "engine",
+    "predict_proba": "engine",
+    "build_optimizer": "optim",
+    "build_scheduler": "optim",
+}
+
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

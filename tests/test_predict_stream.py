@@ -1,0 +1,100 @@
+"""``textcls predict RUN --input FILE|-``: read, predicted and written in blocks; tasks and thresholds.
+
+The blocks are made tiny here (``PREDICT_BLOCK_BYTES``), so that every rule that crosses a
+block boundary (line numbers in errors, a CRLF cut in two, a last line without a newline) is
+exercised on a few lines of real TREC questions.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from textcls import cli
+from textcls.predictor import Predictor
+
+RUN = Path(__file__).resolve().parent / "fixtures" / "runs" / "v2" / "fasttext-bag"
+EXPECTED = json.loads((RUN.parent / "expected.json").read_text())["fasttext-bag"]
+
+
+def _predict(capsys, monkeypatch, *args, stdin: bytes | None = None, block: int = 16):
+    monkeypatch.setattr(cli, "PREDICT_BLOCK_BYTES", block)
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    code = cli._run(["predict", str(RUN), *args])
+    out, err = capsys.readouterr()
+    return code, [json.loads(line) for line in out.splitlines()], err
+
+
+def test_stdin_in_small_blocks_gives_every_line_in_order(capsys, monkeypatch):
+    texts = EXPECTED["texts"]
+    data = ("\r\n".join(texts[:5]) + "\r\n" + "\n".join(texts[5:]) + "\rlast line, no newline").encode()
+    code, rows, err = _predict(capsys, monkeypatch, "--input", "-", stdin=data, block=7)
+    assert code == 0, err
+    assert [r["text"] for r in rows] == texts + ["last line, no newline"]
+    assert [r["label"] for r in rows[:len(texts)]] == EXPECTED["labels"]
+    whole = Predictor.load(RUN).predict_proba(texts)
+    got = np.array([[r["probabilities"][n] for n in sorted(r["probabilities"])] for r in rows[:len(texts)]])
+    np.testing.assert_allclose(got, whole, atol=1e-6)  # the output rounds to 6 decimals
+
+
+def test_a_bad_line_is_named_by_its_number_in_the_whole_input(capsys, monkeypatch, tmp_path):
+    path = tmp_path / "texts.txt"
+    path.write_bytes(b"Who wrote Hamlet ?\r\nWhat is an atom ?\nWhen did Idaho become a state ?\n\nWhy ?\n")
+    code, _, err = _predict(capsys, monkeypatch, "--input", str(path), block=10)
+    assert code == 2 and f"{path}:4: blank line" in err
+    path.write_bytes(b"Who wrote Hamlet ?\nWhat is an atom ?\ncaf\xe9 ?\n")
+    code, _, err = _predict(capsys, monkeypatch, "--file", str(path), block=10)
+    assert code == 2 and f"{path}:3: byte 0xe9" in err
+
+
+def test_json_lines_input(capsys, monkeypatch, tmp_path):
+    path = tmp_path / "texts.jsonl"
+    path.write_text("\n".join(json.dumps({"text": t, "id": i}) for i, t in enumerate(EXPECTED["texts"][:4])) + "\n")
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path))
+    assert code == 0, err
+    assert [r["label"] for r in rows] == EXPECTED["labels"][:4]
+    path.write_text('{"text": "Who wrote Hamlet ?"}\n{"txt": "no text field"}\n')
+    code, _, err = _predict(capsys, monkeypatch, "--input", str(path))
+    assert code == 2 and f'{path}:2: a JSON line needs a string field "text"' in err
+    code, _, err = _predict(capsys, monkeypatch, "--input", "-", "--format", "jsonl", stdin=b"not json\n")
+    assert code == 2 and "stdin:1: not valid JSON" in err
+
+
+def test_tasks_reach_a_run_with_one_head_per_task(capsys, monkeypatch, tmp_path):
+    seen = []
+
+    def fake_predict(texts, task_ids):
+        seen.extend(task_ids)
+        return np.tile(np.array([[0.25, 0.75]], dtype=np.float32), (len(texts), 1))
+
+    config = {"model": "fcsr-mtl", "label_names": ["neg", "pos"], "task_names": ["books", "dvd"]}
+    fake = Predictor(tmp_path, config, fake_predict, uses_tasks=True, backend="estimator")
+    monkeypatch.setattr(Predictor, "load", classmethod(lambda cls, *a, **k: fake))
+    path = tmp_path / "texts.jsonl"
+    path.write_text('{"text": "a fine read", "task": "books"}\n{"text": "a fine watch"}\n')
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path), "--task", "dvd")
+    assert code == 0, err
+    assert seen == [0, 1] and [r["task"] for r in rows] == ["books", "dvd"]  # a line's task wins over --task
+    code, _, err = _predict(capsys, monkeypatch, "--input", str(path))
+    assert code == 2 and f"{path}:2: no task; fcsr-mtl has one head per task (books, dvd)" in err
+    path.write_text('{"text": "a fine read", "task": "music"}\n')
+    code, _, err = _predict(capsys, monkeypatch, "--input", str(path))
+    assert code == 2 and f"{path}:1: text 0 has task 'music', which the model was not trained on" in err
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("x", "--task", "books"), "--task books: "),
+    (("x", "--threshold", "0.3"), "--threshold applies to multi-label runs"),
+    (("x", "--threads", "0"), "--threads 0: must be at least 1"),
+    (("x", "--format", "csv"), "--format 'csv' is not one of text, jsonl"),
+    (("x", "--input", "-"), "give texts as arguments or --input FILE, not both"),
+])
+def test_option_errors_are_one_line(capsys, monkeypatch, args, expected):
+    code, rows, err = _predict(capsys, monkeypatch, *args)
+    assert code == 2 and rows == [] and expected in err and len(err.strip().splitlines()) == 1
