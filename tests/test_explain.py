@@ -19,7 +19,7 @@ from textcls import Classifier
 from textcls.cli import main
 from textcls.data import load_dataset
 from textcls.errors import ModelError
-from textcls.explain import SENTENCE_RGB, WORD_RGB, render_html, render_png
+from textcls.explain import SENTENCE_RGB, WORD_RGB, explainable_presets, render_html, render_png
 
 TEXT = "A tender, funny and moving film. The plot is thin and the ending drags. Still, I loved it!"
 HOSTILE = 'the <script>alert("x")</script> & "quoted" film is <b>dull</b>.'
@@ -76,6 +76,29 @@ def test_dasa_gives_one_row_per_axis_and_hcan_one_per_head(dasa, mr):
     assert [r["name"] for r in h["word_attention"]] == [f"word attention, head {i}" for i in range(1, heads + 1)]
     assert len(h["sentence_attention"]) == heads
     assert all(len(r["weights"]) == len(h["sentences"]) for r in h["sentence_attention"])
+
+
+@pytest.mark.parametrize("preset, rows", [
+    ("hcan-flat-one-sa-target-cpu", "word attention, head 1"),
+    ("cspan-fusion-relative", "semantic self-attention (received)"),
+    ("disan-t2t", "token2token self-attention (received)"),
+    ("dasa-text-axial", "text axis"),
+    ("hcan-hier-one-sa-maxpool-cpu", None),
+    ("cspan-ablation-bilstm", None),
+])
+def test_the_list_of_presets_that_can_explain_is_what_the_models_do(preset, rows, mr):
+    texts, labels = mr
+    clf = Classifier(preset, epochs=1, max_length=64, params={"embeddings": None, "min_freq": 1}).fit(
+        texts[::3], labels[::3])
+    assert (preset in explainable_presets()) == (rows is not None)
+    if rows is None:
+        with pytest.raises(ModelError, match="has no attention maps"):
+            clf.explain([TEXT])
+        return
+    e = clf.explain([TEXT])[0]
+    assert e["word_attention"][0]["name"] == rows
+    assert all(len(r["weights"]) == len(e["words"]) for r in e["word_attention"])
+    assert all(np.isfinite(r["weights"]).all() and min(r["weights"]) >= 0 for r in e["word_attention"])
 
 
 def test_a_model_without_attention_is_a_model_error_naming_the_presets_that_can(mr):
