@@ -45,11 +45,11 @@ from .errors import ModelError
 
 __all__ = ["explain_texts", "explainable_presets", "render_html", "render_png", "write_explanations"]
 
-# Families whose models weight their words, and the architecture settings that keep them.
+# Families whose models weigh their words (_has_word_maps: the settings that keep the weights).
 _FAMILIES = ("han", "hcan", "cspan", "dasa", "self-attention", "disan-t2t")
 
-# Flat maps: name -> how a map of one text becomes rows of one weight per word.
-_PER_WORD = ("word", "queries")  # [L] or [heads, L]: pooling weights
+# Flat maps besides the pooling weights ("word" [heads, L], "queries" [m, L]): how a map of one
+# text becomes rows of one weight per word.
 _RECEIVED = ("semantic", "positional", "text", "token2token")  # [L, L]: query rows, key columns
 _PER_FEATURE = {"text_axial": "text axis", "feature_axial": "feature axis"}  # [L, d]
 
@@ -166,21 +166,21 @@ def _sentence_words(pipeline, text: str, kept: list[list[int]]) -> tuple[list[di
 # --------------------------------------------------------------------------- rows
 
 
-def _heads(value: np.ndarray, label: str, what: str) -> list[dict]:
-    """One row per leading index of ``value`` ([L] -> one row, [h, L] -> h rows)."""
-    if value.ndim == 1:
-        return [{"name": label, "map": what, "weights": value.tolist()}]
-    if len(value) == 1:
-        return [{"name": label, "map": what, "weights": value[0].tolist()}]
-    return [{"name": f"{label} {i + 1}", "map": what, "weights": row.tolist()} for i, row in enumerate(value)]
+def _heads(value: np.ndarray, name: str, numbered: str, what: str) -> list[dict]:
+    """One row per leading index of ``value``: ``[L]`` or ``[1, L]`` is one row called ``name``,
+    ``[h, L]`` is h rows called ``numbered.format(i)`` (from 1)."""
+    rows = value[None] if value.ndim == 1 else value
+    names = [name] if len(rows) == 1 else [numbered.format(i + 1) for i in range(len(rows))]
+    return [{"name": n, "map": what, "weights": row.tolist()} for n, row in zip(names, rows)]
 
 
 def _flat_rows(maps: dict[str, np.ndarray], n: int) -> list[dict]:
     rows = []
     for name, value in maps.items():
-        if name in _PER_WORD:
-            label = "query" if name == "queries" else "word attention, head" if value.ndim > 1 else "word attention"
-            rows += _heads(value[..., :n], label, name)
+        if name == "queries":
+            rows += _heads(value[..., :n], "query", "query {}", name)
+        elif name == "word":
+            rows += _heads(value[..., :n], "word attention", "word attention, head {}", name)
         elif name in _RECEIVED:
             received = value[:n, :n].mean(axis=0)  # the column mean: what each word receives
             rows.append({"name": f"{name} self-attention (received)", "map": name, "weights": received.tolist()})
@@ -195,11 +195,10 @@ def _hierarchical_rows(maps: dict[str, np.ndarray], lengths: list[int]) -> tuple
         value = maps["word"]  # HAN [S, W]; HCAN [S, heads, W]
         per_head = value[:, None, :] if value.ndim == 2 else value
         heads = [np.concatenate([per_head[j, h, :n] for j, n in enumerate(lengths)]) for h in range(per_head.shape[1])]
-        word_rows = _heads(np.stack(heads), "word attention, head" if len(heads) > 1 else "word attention", "word")
+        word_rows = _heads(np.stack(heads), "word attention", "word attention, head {}", "word")
     if "sentence" in maps:
         value = maps["sentence"][..., : len(lengths)]  # HAN [S]; HCAN [heads, S]
-        label = "sentence attention, head" if value.ndim > 1 and len(value) > 1 else "sentence attention"
-        sentence_rows = _heads(value, label, "sentence")
+        sentence_rows = _heads(value, "sentence attention", "sentence attention, head {}", "sentence")
     return word_rows, sentence_rows
 
 
