@@ -746,29 +746,49 @@ def benchmark(
 
 @app.command()
 def speed(
-    models: List[str] = typer.Option(..., "--model", "-m", help="Preset to time (repeatable); ratios are to the first."),
+    models: List[str] = typer.Option([], "--model", "-m", help="Preset to time (repeatable); ratios are to the first. "
+                                     "With --predict: default one preset per family."),
     lengths: List[int] = typer.Option([256], "--length", "-l", help="Tokens per document (repeatable)."),
     output: Path = typer.Option(..., "--output", "-o", help="Path stem: writes <stem>.json, <stem>.md (and <stem>.png with 2+ lengths)."),
     batch_size: int = typer.Option(32, "--batch-size", "-b"),
     steps: int = typer.Option(5, help="Timed training steps per (model, length); the median is reported."),
     warmup: int = typer.Option(2, help="Untimed steps first."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default: every available CPU)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default: every available CPU; 1 with --predict)."),
     sentence_length: int = typer.Option(25, help="Words per sentence for hierarchical presets."),
     vocab_size: int = typer.Option(20_000, help="Vocabulary size (a fine-tuned embedding table's update cost grows with it)."),
     num_classes: int = typer.Option(4, help="Number of classes."),
     sets: List[str] = typer.Option([], "--set", help="MODEL:KEY=VALUE preset override, e.g. hcan:d=64 (repeatable)."),
     timeout: float = typer.Option(900.0, help="Seconds allowed per (model, length) before it is recorded as failed."),
+    predict_mode: bool = typer.Option(False, "--predict", help="Time end-to-end prediction instead (raw texts in, labels "
+                                      "out) beside fastText and scikit-learn TF-IDF + LR, trained on --data (docs/speed.md)."),
+    data: str = typer.Option("mr", "--data", "-d", help="With --predict: the dataset the models train and predict on."),
+    docs: int = typer.Option(20_000, "--docs", help="With --predict: documents in the throughput call."),
+    calls: int = typer.Option(1_000, "--calls", help="With --predict: single-document calls for the latency (at least 1,000)."),
+    rounds: int = typer.Option(3, "--rounds", help="With --predict: interleaved rounds over all the models."),
+    epochs: int = typer.Option(1, "--epochs", help="With --predict: training epochs of the textcls presets."),
 ):
-    """Time presets at a fixed batch size and length on synthetic batches (training and inference ms, peak memory)."""
-    from .benchmark.speed import format_speed_markdown, parse_overrides, run_speed, write_speed_report
-
+    """Time presets at a fixed batch size and length on synthetic batches (training and inference ms, peak memory);
+    with --predict, end-to-end prediction on real text beside fastText and scikit-learn."""
     _check_threads(threads)
+    command = "textcls speed " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else None
+    if predict_mode:
+        _limit_threads(threads or 1)
+        from .benchmark.predict_speed import format_predict_markdown, run_predict_speed, write_predict_report
+
+        result = run_predict_speed(list(models) or None, data=data, docs=docs, calls=calls, rounds=rounds,
+                                   epochs=epochs, threads=threads or 1, progress=_note)
+        files = write_predict_report(result, output, command)
+        typer.echo(format_predict_markdown(result, command))
+        typer.echo("wrote " + ", ".join(str(p) for p in files.values()))
+        return
+    if not models:
+        raise ConfigError("--model is required (repeatable), or pass --predict")
+    from .benchmark.speed import format_speed_markdown, parse_overrides, run_speed, write_speed_report
 
     result = run_speed(list(models), list(lengths), batch_size=batch_size, steps=steps, warmup=warmup,
                        threads=threads, sentence_length=sentence_length, overrides=parse_overrides(list(sets)),
                        vocab_size=vocab_size, num_classes=num_classes,
                        timeout=timeout)
-    command = "textcls speed " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else None
     files = write_speed_report(result, output, command)
     typer.echo(format_speed_markdown(result, command))
     typer.echo("wrote " + ", ".join(str(p) for p in files.values()))

@@ -45,9 +45,9 @@ if TYPE_CHECKING:
     from .data.records import TextDataset
 
 # Documents per forward pass when predicting. The documents are sorted by length first, so a
-# batch pads to its own longest text; 64 was the fastest of 16-512 for spe-cnn, kim-cnn-static
-# and fasttext-bag on MR at one thread (benchmarks/results/predict_speed.md).
-PREDICT_BATCH = 64
+# batch pads to its own longest text. Of 16 to 1,024 tried on MR at one thread, 256 was the
+# fastest for spe-cnn and within noise of the best for fasttext-bag (docs/speed.md).
+PREDICT_BATCH = 256
 
 __all__ = ["Estimator", "PresetEstimator", "NeuralEstimator", "TfidfEstimator", "ESTIMATORS", "estimator_for",
            "check_device", "torch_device"]
