@@ -354,7 +354,10 @@ def format_markdown(result: dict) -> str:
         lines.append(f"- only: {', '.join(result['only'])}")
     for rerun in result.get("reruns", []):
         rerun_commit = (rerun.get("git") or {}).get("commit") or "unknown"
-        lines.append(f"- rerun on {rerun.get('date')} at commit `{rerun_commit}` with `{rerun.get('command')}`: "
+        devices = [d for d in rerun.get("devices", []) if d != "cpu"]
+        # Speed figures of runs on an accelerator are not comparable with the CPU runs beside them.
+        where = f" on {', '.join(devices)} (its speed figures are not CPU figures)" if devices else ""
+        lines.append(f"- rerun on {rerun.get('date')} at commit `{rerun_commit}`{where} with `{rerun.get('command')}`: "
                      f"{', '.join(rerun['entries'])}")
     if not result.get("complete", True):
         lines.append("- **incomplete**: the suite was interrupted; the tables hold the entries that ran")

@@ -834,7 +834,8 @@ def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
     full.setdefault("reruns", []).append({
         "entries": [e["id"] for e in rerun["entries"]], "git": rerun.get("git"),
         "date": rerun.get("date"), "command": rerun.get("command"),
-        "wall_seconds": rerun.get("wall_seconds")})
+        "wall_seconds": rerun.get("wall_seconds"), "machine": rerun.get("machine"),
+        "devices": sorted({run.get("device", "cpu") for e in rerun["entries"] for run in e["runs"]})})
     full["notes"] = rerun.get("notes", full.get("notes"))
     full["failed_entries"] = [e["id"] for e in full["entries"] if e["status"] != "ok"]
     full["failed"] = len(full["failed_entries"])
