@@ -101,7 +101,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def model_card(config: dict, metrics: dict | None, repo_id: str) -> str:
-    """README.md for a run: YAML metadata (``huggingface_hub.ModelCardData``) and a body."""
+    """README.md for a run: YAML metadata (``huggingface_hub.ModelCardData``) and a body.
+    ``metrics``: the run's metrics.json (its ``test`` scores fill the card), or None."""
     from huggingface_hub import EvalResult, ModelCardData
 
     dataset = config.get("dataset")
@@ -110,8 +111,10 @@ def model_card(config: dict, metrics: dict | None, repo_id: str) -> str:
     tags = ["textcls", "text-classification", str(config.get("family"))]
     tags += ["multi-label"] if config.get("multi_label") else []
     tags += ["multi-task"] if config.get("task_names") else []
+    subset = bool(config.get("multi_label"))  # multi-label accuracy is subset accuracy (every label right)
     results = [EvalResult(task_type="text-classification", dataset_type=str(dataset), dataset_name=str(dataset),
-                          dataset_split="test", metric_type=_HF_METRIC[key][0], metric_name=_HF_METRIC[key][1],
+                          dataset_split="test", metric_type=_HF_METRIC[key][0],
+                          metric_name="Subset accuracy" if subset and key == "accuracy" else _HF_METRIC[key][1],
                           metric_value=round(float(test[key]), 4))
                for key in shown] if dataset else None
     data = ModelCardData(library_name="textcls", pipeline_tag="text-classification", tags=tags,
@@ -123,7 +126,7 @@ def model_card(config: dict, metrics: dict | None, repo_id: str) -> str:
 
 def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> str:
     labels = [str(name) for name in config.get("label_names", [])]
-    kind = "multi-label (one sigmoid per label, threshold 0.5)" if config.get("multi_label") else "single-label"
+    kind = "multi-label: one sigmoid per label, threshold 0.5" if config.get("multi_label") else "single-label"
     params = (metrics.get("parameters") or {}).get("total")
     recipe = config.get("recipe") or {}
     lines = [f"# {repo_id.split('/')[-1]}", "",
@@ -133,7 +136,7 @@ def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> s
              f"{config.get('description') or ''}".rstrip(),
              f"- Paper: {config.get('paper') or 'none (a baseline)'}"]
     lines += [f"- Parameters: {params:,}"] if params else []
-    lines += [f"- Labels ({len(labels)}, {kind}): {', '.join(f'`{n}`' for n in labels[:50])}"
+    lines += [f"- Labels ({len(labels)}; {kind}): {', '.join(f'`{n}`' for n in labels[:50])}"
               + (" ..." if len(labels) > 50 else "")]
     if config.get("task_names"):
         lines.append(f"- Tasks (one head each; pass `tasks=`): {', '.join(config['task_names'])}")
@@ -145,7 +148,8 @@ def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> s
     if shown:
         test = metrics["test"]
         lines += ["", f"## Metrics (test split, {test.get('n', '?')} documents)", "", "| metric | value |", "|---|---|"]
-        lines += [f"| {key} | {test[key]:.4f} |" for key in shown]
+        names = {"accuracy": "subset accuracy"} if config.get("multi_label") else {}
+        lines += [f"| {names.get(key, key)} | {test[key]:.4f} |" for key in shown]
     lines += ["", "## How to load", "", "```python", "from textcls import Classifier", "",
               f'clf = Classifier.from_pretrained("{repo_id}")   # cached; HF_HUB_OFFLINE=1 reads the cache only',
               'clf.predict(["a text to classify"])' if not config.get("task_names") else
@@ -161,9 +165,9 @@ def _data_lines(config: dict, metrics: dict) -> list[str]:
     lines = [f"- Dataset: `{name}`" + (" (`textcls list-datasets`)" if name else "")]
     for split, size in (info.get("splits") or {}).items():
         note = (info.get("split_notes") or {}).get(split)
-        lines.append(f"- {split}: {size:,} documents" + (f" ({note})" if note else ""))
+        lines.append(f"- {split}: {size:,} documents" + (f", {note}" if note else ""))
     if info.get("skipped"):
-        lines.append(f"- {info['skipped']} records skipped as unusable (empty texts as published)")
+        lines.append(f"- {info['skipped']} records skipped when the data was read (empty or unreadable)")
     return lines
 
 
