@@ -289,3 +289,37 @@ def test_the_committed_reproduction_page_is_what_the_command_writes(tmp_path, ca
     with pytest.raises(SystemExit) as done:
         main(["benchmark", "--verdicts", "--suite", "quick"])
     assert done.value.code == 2 and "--verdicts" in capsys.readouterr().err
+
+
+def test_the_readme_summary_table_is_what_the_command_writes(tmp_path, monkeypatch):
+    """The README's per-paper table sits between README_MARKERS and equals what
+    `textcls benchmark --verdicts` writes there from the committed JSON."""
+    from textcls.benchmark.verdicts import README_MARKERS, evaluate_claims, format_paper_summary
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(repo)
+    start, end = README_MARKERS
+    block = (repo / "README.md").read_text(encoding="utf-8").split(start, 1)[1].split(end, 1)[0]
+    assert block.strip() == format_paper_summary(evaluate_claims(Path("benchmarks/results"))), (
+        "the README's verdict table is stale: run `textcls benchmark --verdicts` and commit README.md")
+
+
+def test_the_paper_summary_counts_each_verdict_per_paper(tmp_path):
+    from textcls.benchmark.verdicts import README_MARKERS, Verdict, update_readme_summary
+
+    claims = [Claim(id=f"c{i}", paper=paper, source="T", claim="c", kind="untestable", reason="r")
+              for i, paper in enumerate(["fcsr", "fcsr", "dasa"])]
+    verdicts = [Verdict(claim=c, verdict=k) for c, k in zip(claims, ["supported", "contradicted", "supported"])]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{README_MARKERS[0]}\nold\n{README_MARKERS[1]}\noutro\n", encoding="utf-8")
+    assert update_readme_summary(readme, verdicts)
+    rows = [line for line in readme.read_text(encoding="utf-8").splitlines() if line.startswith("| ")]
+    assert rows[0] == "| paper | claims | supported | contradicted | inconclusive | untestable here |"
+    assert rows[1].startswith("| fcsr: ") and rows[1].endswith("| 2 | 1 | 1 | 0 | 0 |")
+    assert rows[2].startswith("| dasa: ") and rows[2].endswith("| 1 | 1 | 0 | 0 | 0 |")
+    assert rows[3] == "| **all papers** | 3 | 2 | 1 | 0 | 0 |"
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("intro\n") and text.endswith("outro\n") and "old" not in text
+    plain = tmp_path / "PLAIN.md"
+    plain.write_text("no block\n", encoding="utf-8")
+    assert not update_readme_summary(plain, verdicts) and plain.read_text(encoding="utf-8") == "no block\n"

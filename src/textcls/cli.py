@@ -712,7 +712,9 @@ def benchmark(
         results_dir = output_dir or Path("benchmarks/results")
         if not results_dir.is_dir():
             raise ConfigError(f"{results_dir}: no such folder of benchmark results; pass --output-dir with the folder holding <suite>.json")
-        path = write_reproduction(results_dir=results_dir, out=results_dir.parent / "REPRODUCTION.md")
+        readme = results_dir.parent.parent / "README.md"
+        path = write_reproduction(results_dir=results_dir, out=results_dir.parent / "REPRODUCTION.md",
+                                  readme=readme if readme.is_file() else None)
         typer.echo(f"wrote {path}")
         return
     if suite is None:
