@@ -498,3 +498,34 @@ def test_a_seed_rerun_fills_in_that_seed_and_keeps_the_others(tmp_path):
     assert merged["summary"]["accuracy"]["mean"] == pytest.approx(sum(accuracies) / 2, rel=1e-12)  # float64
     with pytest.raises(ConfigError, match="--seed 7 matches no seed"):
         run_suite(suite_file, output_dir=folder, seeds=[7], progress=False, threads=1)
+
+
+def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
+    """Each seed run in its own process and folder (as on a GPU machine), then
+    `textcls benchmark --merge-from` joins them into the suite's report, and into an
+    existing report as one rerun."""
+    from textcls.cli import main
+
+    suite_file = tmp_path / "apart.toml"
+    suite_file.write_text(
+        '[suite]\nname = "apart"\ndescription = "TF-IDF + LR on a TREC slice, two seeds"\n\n'
+        '[defaults]\nseeds = [0, 1]\nmax_per_split = 200\n\n'
+        '[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\n', encoding="utf-8")
+    parts = [tmp_path / f"seed{seed}" for seed in (0, 1)]
+    for seed, folder in zip((0, 1), parts):
+        run_suite(suite_file, output_dir=folder, seeds=[seed], progress=False, threads=1)
+    together = tmp_path / "together"
+    main(["benchmark", "--merge-from", str(parts[0]), "--merge-from", str(parts[1]), "--output-dir", str(together)])
+    assert f"merged into {together / 'apart.json'} (1 entry)" in capsys.readouterr().out
+    report = json.loads((together / "apart.json").read_text(encoding="utf-8"))
+    entry = report["entries"][0]
+    assert [r["seed"] for r in entry["runs"]] == [0, 1] and entry["summary"]["accuracy"]["n"] == 2
+    assert (together / "apart.md").is_file() and "reruns" not in report
+    again = run_suite(suite_file, output_dir=tmp_path / "seed1b", seeds=[1], progress=False, threads=1)
+    from textcls.benchmark.runner import merge_run_files
+
+    merged = merge_run_files([tmp_path / "seed1b"], together)
+    assert len(merged["reruns"]) == 1 and merged["entries"][0]["runs"][1] == json.loads(
+        json.dumps(again["entries"][0]["runs"][0]))
+    with pytest.raises(ConfigError, match="no report JSON"):
+        merge_run_files([tmp_path / "empty_folder_that_is_not_there"], together)

@@ -696,6 +696,7 @@ def benchmark(
     render: bool = typer.Option(False, "--render", help="Run nothing: rewrite <suite>.md and .png from the <suite>.json in --output-dir."),
     seeds: List[int] = typer.Option([], "--seed", help="Run only this seed of each chosen entry (repeatable); with --merge it fills in that seed's run."),
     device: str = typer.Option("cpu", "--device", help="Where the neural models train and predict: cpu or cuda (every run records it)."),
+    merge_from: List[Path] = typer.Option([], "--merge-from", help="Run nothing: merge these reports (JSON files or folders of them, e.g. one per --only/--seed run) into the suite's report in --output-dir."),
     verdicts: bool = typer.Option(False, "--verdicts", help="Run nothing: test every claim of benchmarks/claims.toml against "
                                   "the JSON in --output-dir (default benchmarks/results) and write REPRODUCTION.md beside that folder."),
 ):
@@ -716,6 +717,9 @@ def benchmark(
         path = write_reproduction(results_dir=results_dir, out=results_dir.parent / "REPRODUCTION.md",
                                   readme=readme if readme.is_file() else None)
         typer.echo(f"wrote {path}")
+        return
+    if merge_from:
+        _merge_from(merge_from, output_dir)
         return
     if suite is None:
         raise ConfigError("--suite is required (or pass --verdicts); textcls benchmark --help lists the options")
@@ -744,6 +748,20 @@ def benchmark(
         typer.echo(f"error: {result['failed']} entr{'y' if result['failed'] == 1 else 'ies'} failed: "
                    f"{', '.join(result['failed_entries'])} (errors in {files['markdown']})", err=True)
         raise typer.Exit(1)
+
+
+def _merge_from(paths: List[Path], output_dir: Optional[Path]) -> None:
+    from .benchmark.runner import merge_run_files
+
+    if output_dir is None:
+        raise ConfigError("--merge-from needs --output-dir: the folder holding (or to hold) <suite>.json, "
+                          "e.g. --output-dir benchmarks/results")
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise ConfigError(f"--merge-from {missing[0]}: no such file or folder")
+    full = merge_run_files(paths, output_dir)
+    count = len(full["entries"])
+    typer.echo(f"merged into {full['files']['json']} ({count} entr{'y' if count == 1 else 'ies'})")
 
 
 @app.command()

@@ -809,6 +809,47 @@ def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike
     return result
 
 
+def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.PathLike, *,
+                    command: str | None = None) -> dict:
+    """Merge the reports of runs made apart (``--only ... --seed ...`` in separate processes or
+    on another machine, each in its own folder) into the suite's report in ``output_dir``.
+
+    ``paths``: report JSON files, or folders searched for them. The runs of one entry are
+    joined by seed, the result is merged as one rerun (``merge_rerun``) when the suite's full
+    report exists, and otherwise becomes that report, its entries in the suite file's order.
+    ``command`` (default: each part's own) is what the report says produced them."""
+    import json
+
+    from . import report
+
+    files = sorted({f for p in map(Path, paths) for f in ([p] if p.is_file() else p.rglob("*.json"))})
+    if not files:
+        raise ConfigError(f"--merge-from {', '.join(map(str, paths))}: no report JSON found there")
+    parts = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    suites = {part.get("suite") for part in parts}
+    if len(suites) != 1 or None in suites:
+        raise ConfigError(f"--merge-from: the reports must be of one suite; found {sorted(map(str, suites))}")
+    entries: dict[str, dict] = {}
+    for part in parts:
+        for entry in part["entries"]:
+            old = entries.get(entry["id"])
+            entries[entry["id"]] = _merged_entry(old, entry) if old else entry
+    combined = {**parts[0], "entries": list(entries.values()), "date": min(p["date"] for p in parts),
+                "wall_seconds": sum(p.get("wall_seconds", 0.0) for p in parts), "only": sorted(entries),
+                "command": command or "; ".join(dict.fromkeys(p["command"] for p in parts))}
+    combined.pop("files", None)
+    if (Path(output_dir) / f"{combined['suite']}.json").is_file():
+        return merge_rerun(combined, output_dir)
+    order = {e.id: i for i, e in enumerate(load_suite(combined["suite_file"]).entries)} \
+        if Path(combined["suite_file"]).is_file() else {}
+    combined["entries"].sort(key=lambda e: order.get(e["id"], len(order)))
+    combined.update(report_name=combined["suite"], only=None, seeds=None, complete=False,
+                    failed_entries=[e["id"] for e in combined["entries"] if e["status"] != "ok"])
+    combined["failed"] = len(combined["failed_entries"])
+    report.write_report(combined, output_dir)
+    return combined
+
+
 def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
     """Put the entries of an ``--only`` rerun into the suite's full report, in place.
 
