@@ -132,6 +132,24 @@ def _time_round(contender: Contender, batch: list[str], singles: list[str]) -> N
         contender.latency_ms.append(1000 * (time.perf_counter() - started))
 
 
+def _tokenising(texts: list[str], train_texts: list[str], rounds: int) -> dict:
+    """docs/s of ``TextPipeline.encode_flat`` (prediction's path: ASCII texts by regex + dict)
+    against the Rust tokenizer's ``encode_batch_fast`` alone, on the same texts, fasttext-bag's
+    pipeline settings; the ids are the same (tests/test_predict_path.py)."""
+    from ..text.pipeline import TextPipeline
+
+    pipeline = TextPipeline(lowercase=True, bigram_buckets=1 << 21).fit(train_texts)
+    ways = {"encode_flat (ids + bigrams)": pipeline.encode_flat,
+            "tokenizers encode_batch_fast (ids only)": lambda batch: [e.ids for e in pipeline._encode_fast(batch)]}
+    speeds: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(rounds):
+        for name, encode in ways.items():
+            started = time.perf_counter()
+            encode(texts)
+            speeds[name].append(len(texts) / (time.perf_counter() - started))
+    return {name: statistics.median(values) for name, values in speeds.items()}
+
+
 def _row(contender: Contender, test_texts: list[str], test_labels: list[str]) -> dict:
     inputs = test_texts if contender.prepare is None else contender.prepare(test_texts)
     predicted = [str(label) for label in contender.predict(inputs)]
@@ -174,8 +192,9 @@ def run_predict_speed(presets: list[str] | None = None, *, data: str = "mr", doc
                 say(f"round {r + 1}/{rounds}: {contender.name}")
                 _time_round(contender, batch, singles)
         rows = [_row(c, test_texts, test_labels) for c in contenders]
+    tokenising = _tokenising(batch, list(dataset["train"]["text"]), rounds)
     return _result(rows, data=data, docs=docs, rounds=rounds, epochs=epochs, threads=threads,
-                   load=(load_before, os.getloadavg()))
+                   load=(load_before, os.getloadavg()), tokenising_docs_per_second=tokenising)
 
 
 def _result(rows: list[dict], **settings) -> dict:
@@ -225,6 +244,10 @@ def format_predict_markdown(result: dict, command: str | None) -> str:
         lines.append(f"| {row['model']} | {row['kind']} | {row['backend']} | {row['docs_per_second']:,.0f} | "
                      f"{row['throughput_ratio_to_fasttext']:.2f} | {row['p50_ms']:.3f} | {row['p99_ms']:.3f} | "
                      f"{row['p50_ratio_to_fasttext']:.1f} | {row['accuracy']:.3f} | {target} |")
+    if result.get("tokenising_docs_per_second"):
+        lines += ["", f"Tokenising the {result['docs']:,} documents alone (fasttext-bag's pipeline, docs/s, median of "
+                  f"{result['rounds']}): " + "; ".join(f"{name}: {value:,.0f}" for name, value in
+                                                      result["tokenising_docs_per_second"].items()) + "."]
     lines += ["", f"textcls presets trained {result['epochs']} epoch(s) (fasttext: its tutorial's 25): the accuracy "
               "column is a sanity check of the labels, not a comparison of the models.", ""]
     return "\n".join(lines)
