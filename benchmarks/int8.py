@@ -13,7 +13,9 @@ scored on the whole test split four ways:
   quantisation of MatMul/Gemm/Gather/Conv/LSTM) run by ``OnnxClassifier`` with one thread.
 
 Times are the best of ``--repeats`` passes over the whole test split, tokenisation included
-(what ``predict_proba`` costs a user), in one process with one thread. Sizes are the files a
+(what ``predict_proba`` costs a user), in one process with one thread; the four runtimes take
+turns in every round, so a change in the load of the (shared) machine hits them alike. The
+load average before and after is recorded. Sizes are the files a
 user ships (``model.safetensors`` holds float weights in both torch rows). Writes
 <output>.json (all numbers, the machine, the command) and <output>.md.
 """
@@ -21,6 +23,7 @@ user ships (``model.safetensors`` holds float weights in both torch rows). Write
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import tempfile
@@ -41,20 +44,24 @@ REPO = Path(__file__).resolve().parents[1]
 CASES = (("mr", "fasttext-bag"), ("mr", "spe-cnn"), ("20news", "fasttext-bag"))
 
 
-def _best_time(repeats: int, fn):
-    best, value = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        value = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, value
-
-
 def _row(kind: str, probs: np.ndarray, y: np.ndarray, seconds: float, size: int, reference: np.ndarray) -> dict:
     return {"kind": kind, "accuracy": float((probs.argmax(1) == y).mean()), "seconds": seconds,
             "docs_per_second": len(y) / seconds, "file_bytes": size,
             "argmax_agreement_with_fp32": float((probs.argmax(1) == reference.argmax(1)).mean()),
             "max_abs_diff_from_fp32": float(np.abs(probs - reference).max())}
+
+
+def _interleaved_best(repeats: int, predictors: dict, texts: list[str]) -> tuple[dict, dict]:
+    """Best time of each predictor over ``repeats`` rounds, the predictors taking turns in
+    every round, so a change in the machine's load (it is shared) hits all of them alike."""
+    best = {kind: float("inf") for kind in predictors}
+    probs = {}
+    for _ in range(repeats):
+        for kind, predict in predictors.items():
+            start = time.perf_counter()
+            probs[kind] = predict(texts)
+            best[kind] = min(best[kind], time.perf_counter() - start)
+    return best, probs
 
 
 def _case(dataset_name: str, preset: str, repeats: int, work: Path) -> dict:
@@ -67,22 +74,21 @@ def _case(dataset_name: str, preset: str, repeats: int, work: Path) -> dict:
     train_seconds = time.perf_counter() - start
     fp32_run, int8_run = work / f"{dataset_name}_{preset}", work / f"{dataset_name}_{preset}_int8"
     clf.save_pretrained(fp32_run)
-    seconds, fp32 = _best_time(repeats, lambda: clf.predict_proba(texts))
-    rows = [_row("torch fp32", fp32, y, seconds, (fp32_run / "model.safetensors").stat().st_size, fp32)]
-
     quantized = Classifier.from_pretrained(fp32_run).quantize("int8")
-    seconds, int8 = _best_time(repeats, lambda: quantized.predict_proba(texts))
     quantized.save_pretrained(int8_run)
-    reloaded = Classifier.from_pretrained(int8_run).predict_proba(texts)
-    rows.append(_row("torch int8", int8, y, seconds, (int8_run / "model.safetensors").stat().st_size, fp32))
-    rows[-1]["reloaded_equal"] = bool(np.array_equal(reloaded, int8))
-
+    predictors = {"torch fp32": clf.predict_proba, "torch int8": quantized.predict_proba}
+    sizes = {"torch fp32": (fp32_run / "model.safetensors").stat().st_size,
+             "torch int8": (int8_run / "model.safetensors").stat().st_size}
     for kind, quantize in (("onnx fp32", None), ("onnx int8", "int8")):
         folder = work / f"{dataset_name}_{preset}_{kind.replace(' ', '_')}"
         export_onnx(fp32_run, folder, quantize=quantize)
-        onnx = OnnxClassifier.load(folder, threads=1)
-        seconds, probs = _best_time(repeats, lambda: onnx.predict_proba(texts))
-        rows.append(_row(kind, probs, y, seconds, (folder / "model.onnx").stat().st_size, fp32))
+        predictors[kind] = OnnxClassifier.load(folder, threads=1).predict_proba
+        sizes[kind] = (folder / "model.onnx").stat().st_size
+    seconds, probs = _interleaved_best(repeats, predictors, texts)
+    fp32 = probs["torch fp32"]
+    rows = [_row(kind, probs[kind], y, seconds[kind], sizes[kind], fp32) for kind in predictors]
+    reloaded = Classifier.from_pretrained(int8_run).predict_proba(texts)
+    rows[1]["reloaded_equal"] = bool(np.array_equal(reloaded, probs["torch int8"]))
     return {"dataset": dataset_name, "preset": preset, "test_documents": len(texts),
             "train_seconds": train_seconds, "rows": rows}
 
@@ -92,8 +98,9 @@ def _markdown(result: dict) -> str:
              f"Command: `{result['command']}` at commit {(result['git'].get('commit') or '?')[:7]}"
              f"{' (with uncommitted changes)' if result['git'].get('dirty') else ''}.",
              f"CPU: {result['machine'].get('cpu_model')} ({', '.join(result['machine'].get('cpu_simd') or [])}), "
-             f"one thread; times are the best of {result['repeats']} passes over the whole test split, "
-             "tokenisation included.", "",
+             f"one thread; times are the best of {result['repeats']} passes over the whole test split "
+             f"(the four runtimes take turns), tokenisation included; load average {result['load_before'][0]:.1f} "
+             f"before, {result['load_after'][0]:.1f} after, on {result['machine'].get('cpu_count')} CPUs.", "",
              "| dataset | preset | runtime | accuracy | Δ acc. vs torch fp32 | argmax = fp32 | max abs Δp | docs/s | speed vs its fp32 | file |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for case in result["cases"]:
@@ -117,11 +124,12 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=str(REPO / "benchmarks" / "results" / "int8"))
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="textcls-int8-") as work:
         cases = [_case(name, preset, args.repeats, Path(work)) for name, preset in CASES]
     result = {"command": ("OMP_NUM_THREADS=1 python benchmarks/int8.py " + shlex.join(sys.argv[1:] if argv is None else argv)).rstrip(),
               "git": git_info(), "machine": machine_info(), "threads": torch.get_num_threads(),
-              "repeats": args.repeats, "cases": cases}
+              "repeats": args.repeats, "load_before": load_before, "load_after": os.getloadavg(), "cases": cases}
     output = Path(args.output)
     write_json(output.with_suffix(".json"), result)
     atomic_write_bytes(output.with_suffix(".md"), _markdown(result).encode("utf-8"))
