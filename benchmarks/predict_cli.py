@@ -121,12 +121,24 @@ def _when(part: dict) -> str:
 
 
 def markdown(result: dict) -> str:
-    s, m = result["startup"], result.get("stream")
     lines = ["# `textcls predict` from a shell: start-up and a 1 GB stream", "",
              f"Commit {(result['git'].get('commit') or '?')[:10]}; {result['machine']['cpu_model']}, "
              f"{result['machine']['cpus_available']} CPUs, shared with other work (the load averages below). Run: "
-             f"fasttext-bag trained on MR ({result['run']}).", "",
-             "## Start-up", "", _when(s),
+             f"fasttext-bag trained on MR ({result['run']}).", ""]
+    if "startup" in result:
+        lines += _startup_markdown(result["startup"])
+    m = result.get("stream")
+    if m:
+        lines += ["", "## A 1 GB stream on stdin", "", _when(m),
+                  f"`/usr/bin/time -v {m['command']}`: {m['input_bytes'] / 1e9:.2f} GB, {m['input_lines']:,} lines in; "
+                  f"{m['output_lines']:,} JSON lines out (every line answered: {m['every_line_answered']}); exit "
+                  f"{m['exit_code']}. Peak resident memory **{m['peak_rss_mb']:.0f} MiB**; {m['wall_seconds']:.0f} s "
+                  f"({m['lines_per_second']:,.0f} lines/s, JSON output included)."]
+    return "\n".join(lines) + "\n"
+
+
+def _startup_markdown(s: dict) -> list[str]:
+    lines = ["## Start-up", "", _when(s),
              f"`{s['command']}`, a new process each time, {s['repeats']} times: median **{s['predict_median_s']:.2f} s** "
              f"(min {min(s['predict_seconds']):.2f} s, max {max(s['predict_seconds']):.2f} s). Beside it, "
              f"`python -c \"import torch\"`: {s['import_torch_median_s']:.2f} s; `python -c \"import textcls.api\"` (the "
@@ -135,14 +147,7 @@ def markdown(result: dict) -> str:
              f"Heavy libraries the predict command imported: {', '.join(s['imported_of_heavy']) or 'none'} "
              "(checked: torch, scikit-learn, scipy, datasets, pandas, matplotlib, the benchmark code).", "",
              "Slowest top-level imports (`python -X importtime`, cumulative s):", ""]
-    lines += [f"- `{name}`: {seconds:.3f}" for name, seconds in s["slowest_top_level_imports"]]
-    if m:
-        lines += ["", "## A 1 GB stream on stdin", "", _when(m),
-                  f"`/usr/bin/time -v {m['command']}`: {m['input_bytes'] / 1e9:.2f} GB, {m['input_lines']:,} lines in; "
-                  f"{m['output_lines']:,} JSON lines out (every line answered: {m['every_line_answered']}); exit "
-                  f"{m['exit_code']}. Peak resident memory **{m['peak_rss_mb']:.0f} MiB**; {m['wall_seconds']:.0f} s "
-                  f"({m['lines_per_second']:,.0f} lines/s, JSON output included)."]
-    return "\n".join(lines) + "\n"
+    return lines + [f"- `{name}`: {seconds:.3f}" for name, seconds in s["slowest_top_level_imports"]]
 
 
 def _measured(part: dict, load_before, command: str) -> dict:
