@@ -1,0 +1,192 @@
+"""Seconds of one training epoch (and one dev pass) of each neural entry of a benchmark suite.
+
+    OMP_NUM_THREADS=1 python benchmarks/time_epochs.py --suite benchmarks/suites/cspan_full.toml
+        [--batches 30] [--only <entry id substring> ...] [--merge]
+        [--output benchmarks/results/epoch_times/<suite>.json]
+
+Sizes a full-tier suite before it runs. For each distinct (dataset, model, overrides) of the
+suite's neural entries:
+- the data are loaded and split as `textcls benchmark` does for seed 0 (load_dataset with the
+  entry's max_per_split, then ensure_dev), and the text pipeline, vectors and model are built as
+  `NeuralEstimator.fit` builds them (entries on the same data share its encoding);
+- ``--batches`` optimiser steps of the recipe (its optimiser, lr, batch size, shuffled,
+  length-bucketed loader) are timed after one untimed warm-up step, and the epoch is that time
+  times (batches in the epoch / batches timed); the dev pass likewise;
+- times are CPU seconds of the process, the figure the suites' tables use: on a shared machine
+  the wall clock (also recorded) counts the time other jobs hold the core as well.
+One thread (set OMP_NUM_THREADS=1). Peers and TF-IDF are not timed: they do not train by epochs.
+The JSON (rows, machine, load average, commands) is rewritten after every entry; ``--merge``
+keeps an earlier run's rows for the entries this one does not time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+
+def _entry_rows(suite, only: list[str]) -> list:
+    """One entry per distinct (dataset, model, overrides, max_per_split) among the neural ones."""
+    from textcls.benchmark.peers import PEERS
+    from textcls.models.registry import get_preset
+
+    seen, rows = set(), []
+    for entry in suite.entries:
+        if only and not any(o in entry.id for o in only):
+            continue
+        if entry.model in PEERS or get_preset(entry.model).kind != "neural":  # TF-IDF fits once, no epochs
+            continue
+        key = (entry.dataset, entry.model, repr(sorted(entry.overrides.items())), entry.max_per_split)
+        if key not in seen:
+            seen.add(key)
+            rows.append(entry)
+    return rows
+
+
+# (dataset, max_per_split) -> records and (dataset, max_per_split, inputs) -> prepared data, shared
+# by the entries that match
+_PREPARED: dict = {}
+
+
+def _prepared_model(entry, data_dir):
+    """(model, prepared data, recipe, documents) as `textcls benchmark` builds them for seed 0."""
+    from textcls.benchmark.runner import create_estimator
+    from textcls.data import load_dataset
+    from textcls.data.prepare import prepare, resolve_recipe
+    from textcls.data.splits import ensure_dev
+    from textcls.models.registry import create_model
+
+    source = (entry.dataset, entry.max_per_split)
+    if any(key[:2] != source for key in _PREPARED):
+        _PREPARED.clear()  # one dataset's encodings at a time: the entries come grouped by dataset
+    if source not in _PREPARED:
+        _PREPARED[source] = load_dataset(entry.dataset, data_dir=data_dir, max_per_split=entry.max_per_split)
+    estimator = create_estimator(entry.model, seed=0, overrides=entry.overrides)
+    dataset = ensure_dev(_PREPARED[source], fraction=estimator.dev_fraction, seed=0)
+    preset = estimator._preset_for(dataset)
+    key = (*source, repr(sorted(preset.inputs.items())))
+    if key not in _PREPARED:
+        _PREPARED[key] = prepare(dataset, preset.inputs, seed=0)
+    prepared = _PREPARED[key]
+    recipe = resolve_recipe(preset.recipe, prepared)
+    matrix = prepared.embeddings.matrix if prepared.embeddings is not None else None
+    torch.manual_seed(0)
+    model = create_model(preset, num_classes=prepared.num_classes, vocab_size=prepared.pipeline.vocab_size,
+                         embeddings=matrix)
+    sizes = {name: len(dataset[name]) for name in dataset.splits}
+    return model, prepared, recipe, sizes, bool(dataset.multi_label)
+
+
+def _time_batches(loader, batches: int, step) -> tuple[float, float, int, int]:
+    """CPU and wall seconds of ``batches`` calls of ``step`` after one untimed warm-up call (of the
+    one call when the loader holds a single batch), and
+    how many batches were timed out of how many the loader holds. CPU time (one thread) is what
+    the tables use: on a shared machine the wall clock also counts the time other jobs hold the
+    core, which varied 3x between two entries here."""
+    total = len(loader)
+    iterator = iter(loader)
+    cpu, wall = time.process_time(), time.perf_counter()
+    step(next(iterator))
+    if total == 1:  # a one-batch loader (a small dev set): its only call is the figure
+        return time.process_time() - cpu, time.perf_counter() - wall, 1, total
+    timed, cpu, wall = 0, time.process_time(), time.perf_counter()
+    for batch in iterator:
+        if timed >= batches:
+            break
+        step(batch)
+        timed += 1
+    return time.process_time() - cpu, time.perf_counter() - wall, timed, total
+
+
+def time_entry(entry, data_dir, batches: int) -> dict:
+    """Extrapolated seconds of one training epoch and one dev pass of ``entry`` (seed 0)."""
+    from textcls.estimators import eval_batch
+    from textcls.train import build_optimizer
+
+    model, prepared, recipe, sizes, multi_label = _prepared_model(entry, data_dir)
+    criterion = torch.nn.BCEWithLogitsLoss() if multi_label else torch.nn.CrossEntropyLoss()
+    optimizer = build_optimizer(model, recipe)
+    target = "labels"
+
+    def train_step(batch):
+        loss = criterion(model(batch).logits.float(), batch[target].float() if multi_label else batch[target])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    def dev_step(batch):
+        with torch.inference_mode():
+            model(batch)
+
+    model.train()
+    train = _time_batches(prepared.loader("train", recipe.batch_size, shuffle=True, seed=0), batches, train_step)
+    model.eval()
+    dev = _time_batches(prepared.loader("dev", eval_batch(recipe.batch_size)), batches, dev_step)
+    scale_train, scale_dev = train[3] / max(train[2], 1), dev[3] / max(dev[2], 1)
+    return {"entry": entry.id, "dataset": entry.dataset, "model": entry.model, "overrides": entry.overrides,
+            "documents": sizes, "batch_size": recipe.batch_size, "epochs_cap": recipe.epochs,
+            "patience": recipe.patience, "train_batches": train[3], "train_batches_timed": train[2],
+            "train_epoch_seconds": train[0] * scale_train, "train_epoch_wall_seconds": train[1] * scale_train,
+            "dev_batches": dev[3], "dev_batches_timed": dev[2], "dev_seconds": dev[0] * scale_dev,
+            "dev_wall_seconds": dev[1] * scale_dev}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from textcls.benchmark.runner import load_suite
+    from textcls.data.loaders import data_dir as default_data_dir
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", required=True)
+    parser.add_argument("--batches", type=int, default=30, help="training batches timed per entry (after one warm-up)")
+    parser.add_argument("--only", nargs="*", default=[], help="substrings of the entry ids to time")
+    parser.add_argument("--output", help="JSON to write (default benchmarks/results/epoch_times/<suite>.json)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the rows of an existing --output for the entries this run does not time")
+    args = parser.parse_args(argv)
+    suite = load_suite(args.suite)
+    output = Path(args.output or f"benchmarks/results/epoch_times/{suite.name}.json")
+    rows, commands = _kept_rows(output, suite, args.only) if args.merge else ([], [])
+    commands.append(shlex.join(["python"] + sys.argv))
+    load_before = os.getloadavg()
+    entries = sorted(_entry_rows(suite, args.only), key=lambda e: (e.dataset, e.max_per_split or 0))
+    for entry in entries:
+        row = time_entry(entry, default_data_dir(), args.batches)
+        rows.append(row)
+        _write(output, suite.name, commands, rows, load_before)  # after every entry: a stopped run keeps its rows
+        print(f"{row['dataset']:<16} {row['entry'].split(':', 1)[1]:<34} train {row['train_epoch_seconds']:8.1f} s cpu "
+              f"{row['train_epoch_wall_seconds']:8.1f} s wall ({row['train_batches_timed']}/{row['train_batches']} "
+              f"batches)  dev {row['dev_seconds']:6.1f} s cpu", flush=True)
+    return 0
+
+
+def _kept_rows(output: Path, suite, only: list[str]) -> tuple[list[dict], list[str]]:
+    """The rows of an earlier run's JSON whose entries this run does not time again, and the
+    commands that made them."""
+    if not output.is_file():
+        return [], []
+    earlier = json.loads(output.read_text())
+    retimed = {entry.id for entry in _entry_rows(suite, only)}
+    commands = earlier.get("commands") or [earlier["command"]]
+    return [row for row in earlier["rows"] if row["entry"] not in retimed], commands
+
+
+def _write(output: Path, suite: str, commands: list[str], rows: list[dict], load_before) -> None:
+    from textcls.artifacts import write_json
+    from textcls.benchmark.system import machine_info
+
+    write_json(output, {"suite": suite, "commands": commands,
+                        "threads": torch.get_num_threads(), "machine": machine_info(),
+                        # The machine is shared: its load says how busy it was (CPU seconds are the figure).
+                        "load_average_1_5_15": {"before": list(load_before), "after": list(os.getloadavg())},
+                        "rows": rows})
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
