@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from .data.records import TextDataset
 
 # Documents per forward pass when predicting. The documents are sorted by length first, so a
-# batch pads to its own longest text. Of 16 to 1,024 tried on MR at one thread, 256 was the
-# fastest for spe-cnn and within noise of the best for fasttext-bag (docs/speed.md).
+# batch pads to its own longest text. Of 16 to 1,024 tried on MR at one thread (ad hoc, on the
+# shared machine), 256 was the fastest for spe-cnn and within noise of the best for fasttext-bag.
 PREDICT_BATCH = 256
 
 __all__ = ["Estimator", "PresetEstimator", "NeuralEstimator", "TfidfEstimator", "ESTIMATORS", "estimator_for",
