@@ -37,13 +37,17 @@ from ..errors import ConfigError
 from ..recipe import Recipe
 from ..validate import check_choice, check_positive_int, check_probability, range_check
 from .base import Output, TextModel
-from .layers import build_embedding, masked_max
+from .layers import DerivedTable, build_embedding, masked_max, window_lookup_sum
 from .registry import Preset, register_model
 
 EMBEDDING_MODES = ("rand", "static", "nonstatic", "multichannel")
 # Kim's code initialises vectors without a pretrained entry from U[-0.25, 0.25].
 KIM_UNIFORM_RANGE = 0.25
 
+# The inference table (see KimCNN._table_features) is vocab x sum(windows) x feature_maps
+# floats: 4.7 KiB a word at 3+4+5 x 100, 100 MB for MR's vocabulary. Above this the model
+# convolves instead.
+FAST_TABLE_BYTES = 512 << 20
 # Kim 3.1: Adadelta (the engine uses rho=0.95, eps=1e-6, as Kim's code), mini-batches of 50.
 # Kim's code trains 25 epochs and keeps the best-on-dev model; we also stop after 5 epochs
 # without a dev improvement, which keeps CPU runs short and rarely changes the kept model.
@@ -141,9 +145,15 @@ class KimCNN(TextModel):
         self.convs = nn.ModuleList(nn.Conv1d(embedding_dim, feature_maps, width) for width in self.windows)
         self.dropout = nn.Dropout(dropout)
         self.output = nn.Linear(feature_maps * len(self.windows), num_classes)
+        self.feature_maps = int(feature_maps)
+        # Inference over word vectors as a lookup (``_table_features``); False: always convolve.
+        self.fast_predict = True
+        self._word_table = DerivedTable()
 
     def forward(self, batch: dict[str, Tensor]) -> Output:
         ids, mask = batch["input_ids"], batch["mask"].bool()
+        if self._uses_table():
+            return Output(logits=self.output(self._table_features(ids, mask)))
         # Zeroing by mask keeps PAD at zero vectors even if a fine-tuned PAD row drifted.
         words = self.embedding(ids)
         if self.embedding_mode == "multichannel":
@@ -165,6 +175,64 @@ class KimCNN(TextModel):
             pooled.append(masked_max(feature_map, valid.unsqueeze(1), dim=-1))
         features = self.dropout(torch.cat(pooled, dim=-1))
         return Output(logits=self.output(features))
+
+    # ------------------------------------------------------------------ inference lookup
+    #
+    # Eq. 2 before f is linear in the word vectors: w . x_{i:i+h-1} = sum_k (E W_k^T)[x_{i+k}].
+    # In inference E W_k^T is a table for every window and offset, computed once (rebuilt
+    # when a weight changes), and a window is a sum of gathered rows. ReLU and the bias are
+    # monotone, so they are applied after the max: max_i relu(a_i + b) = relu(max_i a_i + b).
+
+    def train(self, mode: bool = True):
+        # Optimisers update weights in place without always bumping the version counters the
+        # table is keyed on (Adam's foreach kernels), so any switch to training drops it.
+        self._word_table.clear()
+        return super().train(mode)
+
+    def _uses_table(self) -> bool:
+        if not self.fast_predict or self.training or torch.is_grad_enabled():
+            return False
+        columns = sum(self.windows) * self.feature_maps
+        return self.embedding.num_embeddings * columns * self.embedding.weight.element_size() <= FAST_TABLE_BYTES
+
+    def _table_sources(self) -> list[Tensor]:
+        sources = [self.embedding.weight] + [conv.weight for conv in self.convs]
+        return sources + ([self.static_embedding.weight] if self.embedding_mode == "multichannel" else [])
+
+    def _build_word_table(self) -> Tensor:
+        """For each window (blocks one after another) and offset ``k``, ``V + 1`` rows: row
+        ``v`` is ``W_k E[v]``. Row ``V`` is a zero vector (a document shorter than the window
+        read as padded with zero vectors) and row 0, [PAD], is zero except at the window's last
+        offset, where it is -inf: a window that runs past the document's end then sums to -inf
+        and drops out of the max without a mask."""
+        vectors = self.embedding.weight
+        if self.embedding_mode == "multichannel":
+            vectors = vectors + self.static_embedding.weight  # as forward adds the channels
+        blocks = []
+        for width, conv in zip(self.windows, self.convs):  # Conv1d's [maps, d, width]
+            per_word = F.pad(torch.einsum("vd,mdk->kvm", vectors, conv.weight), (0, 0, 0, 1))
+            per_word[:, 0] = 0
+            per_word[width - 1, 0] = float("-inf")
+            blocks.append(per_word.reshape(-1, self.feature_maps))
+        return torch.cat(blocks)
+
+    def _table_features(self, ids: Tensor, mask: Tensor) -> Tensor:
+        table = self._word_table.get(self._build_word_table, *self._table_sources())
+        rows = self.embedding.num_embeddings + 1
+        ids = ids.masked_fill(~mask, 0)
+        widest = max(self.windows)
+        if ids.size(1) < widest:
+            ids = F.pad(ids, (0, widest - ids.size(1)))
+        lengths = mask.sum(dim=1, keepdim=True)
+        past_end = torch.arange(ids.size(1), device=ids.device) >= lengths
+        pooled, first_row = [], 0
+        for width, conv in zip(self.windows, self.convs):
+            # Padding inside the first window of a shorter document is a zero vector (row V).
+            padded = ids.masked_fill(past_end & (torch.arange(ids.size(1), device=ids.device) < width), rows - 1)
+            sums = window_lookup_sum(padded, table[first_row : first_row + width * rows], width, rows)
+            first_row += width * rows
+            pooled.append(torch.relu(sums.amax(dim=1) + conv.bias))
+        return torch.cat(pooled, dim=-1)
 
     @torch.no_grad()
     def after_optimizer_step(self) -> None:

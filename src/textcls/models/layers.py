@@ -24,6 +24,9 @@ __all__ = [
     "masked_rnn",
     "sinusoidal_encoding",
     "build_embedding",
+    "shifted_window_sum",
+    "window_lookup_sum",
+    "DerivedTable",
 ]
 
 
@@ -187,3 +190,55 @@ def build_embedding(
         embedding.weight[0].zero_()
     embedding.weight.requires_grad_(not freeze)
     return embedding
+
+
+def shifted_window_sum(contributions: Tensor, window: int, width: int) -> Tensor:
+    """``c_i = sum_k blocks[:, i + k, k]`` for ``contributions`` ``[B, L, window * width]``
+    (``[B, L, window, width]`` by offset): a convolution of ``window`` over inputs already
+    multiplied by each offset's weights, as ``[B, L - window + 1, width]``. One shifted slice
+    per offset, not one operation per step. ``L >= window``."""
+    steps = contributions.size(1) - window + 1
+    blocks = contributions.unflatten(-1, (window, width))
+    total = blocks[:, :steps, 0]
+    for k in range(1, window):
+        total = total + blocks[:, k : k + steps, k]
+    return total
+
+
+def window_lookup_sum(ids: Tensor, table: Tensor, window: int, vocab: int, extra: Tensor | None = None) -> Tensor:
+    """``sum_k table[k * vocab + ids[:, i + k]]`` (plus ``table[extra[:, i]]`` when given) for
+    every start ``i``, as ``[B, L - window + 1, width]``: a convolution over a vocabulary whose
+    per-offset products are stacked in ``table`` (``[window * vocab + ..., width]``). One
+    ``embedding_bag`` gathers and sums every window, so no ``[B, L, window * width]`` tensor
+    is made. ``L >= window``."""
+    batch, steps = ids.size(0), ids.size(1) - window + 1
+    index = ids.unfold(1, window, 1) + torch.arange(0, window * vocab, vocab, device=ids.device)
+    if extra is not None:
+        index = torch.cat([index, extra.unsqueeze(-1)], dim=-1)
+    sums = F.embedding_bag(index.reshape(batch * steps, -1), table, mode="sum")
+    return sums.view(batch, steps, table.size(1))
+
+
+class DerivedTable:
+    """A tensor computed from parameters (``build()``) and kept until one of them changes.
+
+    The key is each source's storage, in-place version counter, device, dtype and shape, so
+    an optimiser step, ``load_state_dict`` (both in place) or ``model.to`` (new storage)
+    makes the next ``get`` rebuild it. A plain attribute, not a buffer: never saved in
+    checkpoints. Built without autograd, for inference only.
+    """
+
+    def __init__(self):
+        self._key: tuple | None = None
+        self._value: Tensor | None = None
+
+    def get(self, build, *sources: Tensor) -> Tensor:
+        key = tuple((t.data_ptr(), t._version, t.device, t.dtype, tuple(t.shape)) for t in sources)
+        if key != self._key or self._value is None:
+            with torch.no_grad():
+                self._value = build()
+            self._key = key
+        return self._value
+
+    def clear(self) -> None:
+        self._key, self._value = None, None

@@ -75,10 +75,21 @@ from ..errors import ConfigError
 from ..recipe import Recipe
 from ..validate import check_choice, check_flag, check_positive_int, check_probability, range_check
 from .base import Output, TextModel
-from .layers import build_embedding, masked_max, masked_mean, sinusoidal_encoding
+from .layers import (
+    DerivedTable,
+    build_embedding,
+    masked_max,
+    masked_mean,
+    shifted_window_sum,
+    sinusoidal_encoding,
+    window_lookup_sum,
+)
 from .registry import Preset, register_model
 
 EMBEDDING_MODES = ("static", "nonstatic", "one-hot")
+# The inference table (see SpeCNN.fast_predict) is vocab x window x filters floats: 1.5 KiB a
+# word at the paper's 3 x 128, 31 MB for MR's vocabulary. Above this the model convolves instead.
+FAST_TABLE_BYTES = 512 << 20
 # Only used when no pretrained matrix is given (weights about to come from a checkpoint):
 # Kim's range for vectors without a pretrained entry.
 RANDOM_VECTOR_RANGE = 0.25
@@ -254,6 +265,9 @@ class SpeCNN(TextModel):
         # The encoding table is derived data grown on demand: a plain cache, not a buffer, so
         # it is never saved in checkpoints nor broadcast by DDP (ranks grow it differently).
         self._position_cache: Tensor | None = None
+        # Inference over word vectors as a lookup (``_table_feature_map``); False: always convolve.
+        self.fast_predict = True
+        self._table = DerivedTable()
 
     def positions(self, length: int, device: torch.device | None = None) -> Tensor:
         """The first ``length`` rows of the sinusoidal table (eq. 1-2) times ``position_scale``,
@@ -274,6 +288,8 @@ class SpeCNN(TextModel):
         ids, mask = batch["input_ids"], batch["mask"].bool()
         if self.embedding_mode == "one-hot":
             feature_map = self._one_hot_feature_map(ids, mask)
+        elif self._uses_table():
+            feature_map = self._table_feature_map(ids, mask)
         else:
             feature_map = self._dense_feature_map(ids, mask)
         feature_map = self.norm(feature_map)  # [B, L - j + 1, filters]
@@ -305,8 +321,66 @@ class SpeCNN(TextModel):
         contributions = contributions * mask.unsqueeze(-1).to(contributions.dtype)
         if contributions.size(1) < self.window:
             contributions = F.pad(contributions, (0, 0, 0, self.window - contributions.size(1)))
-        steps = contributions.size(1) - self.window + 1
-        blocks = contributions.view(*contributions.shape[:2], self.window, self.filters)
         # c_i = b + sum_k W_k x_{i+k}: one shifted slice per offset k (window of 3), not per step.
-        feature_map = self.conv_bias + sum(blocks[:, k : k + steps, k] for k in range(self.window))
-        return feature_map
+        return self.conv_bias + shifted_window_sum(contributions, self.window, self.filters)
+
+    # ------------------------------------------------------------------ inference lookup
+    #
+    # The convolution is linear in its inputs (eq. 4-5, linear activation): with word vectors
+    # E and offset weights W_k, c_i = b + sum_k W_k (E[x_{i+k}] + p_{i+k}) = b + sum_k
+    # (E W_k^T)[x_{i+k}] + (p W_k^T)_{i+k}. In inference both products are tables computed
+    # once (rebuilt when a weight changes), and a window is a sum of gathered rows, as in the
+    # one-hot mode. Layer norm, pooling and the output layer are the same code as in training.
+
+    def train(self, mode: bool = True):
+        # Optimisers update weights in place without always bumping the version counters the
+        # table is keyed on (Adam's foreach kernels), so any switch to training drops it.
+        self._table.clear()
+        return super().train(mode)
+
+    def _uses_table(self) -> bool:
+        if not self.fast_predict or self.training or torch.is_grad_enabled():
+            return False
+        vocab = self.embedding.num_embeddings
+        return vocab * self.window * self.filters * self.embedding.weight.element_size() <= FAST_TABLE_BYTES
+
+    def _offset_weights(self) -> Tensor:
+        # Conv1d's [filters, d, window] as [d, window * filters], offset-major like conv_table.
+        return self.conv.weight.permute(1, 2, 0).reshape(self.input_dim, self.window * self.filters)
+
+    def _build_table(self) -> Tensor:
+        """Rows ``k * V + v``: ``W_k E[v]`` (row ``k * V`` is [PAD], zero as padding is). With
+        SPE, then row ``window * V + i``: ``b + sum_k W_k p_{i+k}`` for each start ``i`` of a
+        window within the document; then row ``window * V + starts + n``: the same for the first
+        window of a document of ``n < window`` tokens, positions only on its real tokens."""
+        vocab = self.embedding.num_embeddings
+        per_word = (self.embedding.weight @ self._offset_weights()).view(vocab, self.window, self.filters)
+        per_word[0] = 0
+        rows = [per_word.transpose(0, 1).reshape(self.window * vocab, self.filters)]
+        if self.position_encoding:
+            cache = self._position_cache
+            per_offset = (cache * self.position_scale).to(rows[0].dtype) @ self._offset_weights()
+            rows.append(self.conv.bias + shifted_window_sum(per_offset.unsqueeze(0), self.window, self.filters)[0])
+            blocks = per_offset[: self.window].view(self.window, self.window, self.filters)  # [position, offset, :]
+            rows += [self.conv.bias + sum((blocks[k, k] for k in range(n)), torch.zeros_like(self.conv.bias))
+                     .unsqueeze(0) for n in range(self.window)]
+        return torch.cat(rows)
+
+    def _table_feature_map(self, ids: Tensor, mask: Tensor) -> Tensor:
+        ids = ids.masked_fill(~mask, 0)
+        if ids.size(1) < self.window:
+            ids = F.pad(ids, (0, self.window - ids.size(1)))
+        vocab = self.embedding.num_embeddings
+        if not self.position_encoding:
+            table = self._table.get(self._build_table, self.embedding.weight, self.conv.weight)
+            return window_lookup_sum(ids, table, self.window, vocab) + self.conv.bias
+        self.positions(ids.size(1) + self.window, ids.device)  # grows the encoding cache if needed
+        cache = self._position_cache
+        table = self._table.get(self._build_table, self.embedding.weight, self.conv.weight, self.conv.bias, cache)
+        steps, starts = ids.size(1) - self.window + 1, cache.size(0) - self.window + 1
+        position_rows = torch.arange(self.window * vocab, self.window * vocab + steps, device=ids.device)
+        position_rows = position_rows.expand(ids.size(0), steps).clone()
+        lengths = mask.sum(dim=1)
+        short = lengths < self.window
+        position_rows[:, 0] = torch.where(short, self.window * vocab + starts + lengths, position_rows[:, 0])
+        return window_lookup_sum(ids, table, self.window, vocab, position_rows)
