@@ -45,7 +45,7 @@ EMBEDDING_MODES = ("rand", "static", "nonstatic", "multichannel")
 KIM_UNIFORM_RANGE = 0.25
 
 # The inference table (see KimCNN._table_features) is vocab x sum(windows) x feature_maps
-# floats: 4.7 KiB a word at 3+4+5 x 100, 100 MB for MR's vocabulary. Above this the model
+# floats: 4.7 KiB a word at 3+4+5 x 100, 80 MB for MR's 16,661 words. Above this the model
 # convolves instead.
 FAST_TABLE_BYTES = 512 << 20
 # Kim 3.1: Adadelta (the engine uses rho=0.95, eps=1e-6, as Kim's code), mini-batches of 50.
@@ -186,7 +186,8 @@ class KimCNN(TextModel):
     def train(self, mode: bool = True):
         # Optimisers update weights in place without always bumping the version counters the
         # table is keyed on (Adam's foreach kernels), so any switch to training drops it.
-        self._word_table.clear()
+        if mode:
+            self._word_table.clear()
         return super().train(mode)
 
     def _uses_table(self) -> bool:
