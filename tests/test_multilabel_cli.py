@@ -110,3 +110,23 @@ def test_task_metrics_averages_over_tasks():
     assert summary["n_tasks"] == 2
     with pytest.raises(DataError, match="no task has records"):
         task_metrics({})
+
+
+def test_predict_with_a_task_on_a_multi_task_run(mtl_run, tmp_path, capsys):
+    """`textcls predict --task` on an fcsr-mtl run (one head per task) answers as the Python
+    API does for that task, and a JSON Lines `task` field chooses the head per line."""
+    texts = ["a dull, badly written book", "this blender broke after a week"]
+    clf = Classifier.from_pretrained(mtl_run)
+    capsys.readouterr()
+    main(["predict", str(mtl_run), "--task", "books", *texts])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    expected = clf.predict_proba(texts, tasks=["books", "books"])
+    assert [r["label"] for r in rows] == list(clf.predict(texts, tasks=["books", "books"]))
+    for row, probs in zip(rows, expected):
+        assert [row["probabilities"][name] for name in clf.classes_] == pytest.approx(list(probs), abs=1e-5)
+    lines = tmp_path / "in.jsonl"
+    lines.write_text("".join(json.dumps({"text": t, "task": task}) + "\n"
+                             for t, task in zip(texts, ["books", "kitchen_housewares"])), encoding="utf-8")
+    main(["predict", str(mtl_run), "--input", str(lines)])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert [r["label"] for r in rows] == list(clf.predict(texts, tasks=["books", "kitchen_housewares"]))
