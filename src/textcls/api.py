@@ -30,7 +30,7 @@ from .data.records import TextDataset
 from .errors import CheckpointError, ConfigError, DataError, ModelError
 from .estimators import Estimator, check_device, estimator_for
 from .eval.metrics import compute_metrics
-from .inputs import as_list, check_texts, short, task_indices
+from .inputs import as_list, check_finite_probabilities, check_texts, short, task_indices
 from .models.registry import Preset, get_family, get_preset
 
 __all__ = ["Classifier", "DEFAULT_MODEL", "check_device", "dataset_from_lists"]
@@ -157,14 +157,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
     def _proba(self, texts: list[str], tasks, where: str | None = None) -> np.ndarray:
         task_ids = self._task_ids(tasks, len(texts))
         probs = self.estimator_.predict_proba(texts, task_ids, device=self.device)
-        finite = np.isfinite(probs).all(axis=1)
-        if not finite.all():
-            row = int(np.flatnonzero(~finite)[0])
-            raise ModelError(
-                f"{where + ': ' if where else ''}the model produced NaN or Inf probabilities for text {row}; "
-                "its weights are broken (training diverged?), retrain it (e.g. with a lower lr) or load a good run",
-                index=row)
-        return probs
+        return check_finite_probabilities(
+            probs, where, "(training diverged?), retrain it (e.g. with a lower lr) or load a good run")
 
     def predict(self, X: Sequence[str], tasks: Sequence[str] | None = None):
         """Class names (lists of names for multi-label, threshold 0.5); ``X`` and ``tasks`` as in predict_proba."""

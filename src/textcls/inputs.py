@@ -13,9 +13,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import ConfigError, DataError
+from .errors import ConfigError, DataError, ModelError
 
-__all__ = ["short", "as_list", "check_texts", "task_indices"]
+__all__ = ["short", "as_list", "check_texts", "task_indices", "check_finite_probabilities"]
 
 
 def short(value, limit: int = 40) -> str:
@@ -75,3 +75,15 @@ def task_indices(tasks: Sequence[str] | None, n: int, task_names: Sequence[str] 
             raise DataError(f"text {row} has task {name!r}, which the model was not trained on "
                             f"(tasks: {', '.join(task_names)})", index=row)
     return [index[name] for name in tasks]
+
+
+def check_finite_probabilities(probs: np.ndarray, where: str | None, advice: str) -> np.ndarray:
+    """``probs`` unchanged, or a ModelError naming the first text whose probabilities hold NaN or
+    Inf (broken weights: nothing downstream should rank or threshold them). ``advice``: what
+    the user of that runtime should do."""
+    finite = np.isfinite(probs).all(axis=1)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        raise ModelError(f"{where + ': ' if where else ''}the model produced NaN or Inf probabilities for text "
+                         f"{row}; its weights are broken {advice}", index=row)
+    return probs

@@ -24,8 +24,8 @@ from typing import Sequence
 import numpy as np
 
 from .artifacts import sha256_file
-from .errors import CheckpointError, ConfigError, ModelError
-from .inputs import as_list, check_texts, task_indices
+from .errors import CheckpointError, ConfigError
+from .inputs import as_list, check_finite_probabilities, check_texts, task_indices
 
 ONNX_FILE = "model.onnx"
 SIDECAR_FILE = "onnx.json"
@@ -228,12 +228,7 @@ class OnnxClassifier:
             feeds = self.batch([docs[i] for i in rows], None if bigrams is None else [bigrams[i] for i in rows],
                                None if task_ids is None else task_ids[rows])
             out[rows] = self.session.run([OUTPUT_NAME], feeds)[0]
-        finite = np.isfinite(out).all(axis=1)
-        if not finite.all():
-            row = int(np.flatnonzero(~finite)[0])
-            raise ModelError(f"the model produced NaN or Inf probabilities for text {row}; its weights are broken, "
-                             "export a good run", index=row)
-        return out
+        return check_finite_probabilities(out, None, "(training diverged?), export a good run")
 
     def predict(self, X: Sequence[str], tasks: Sequence[str] | None = None, *, batch_size: int | None = None):
         """Class values (lists of them for multi-label, threshold 0.5), as ``Classifier.predict``."""

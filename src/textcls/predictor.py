@@ -27,8 +27,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import artifacts
-from .errors import CheckpointError, ConfigError, ModelError
-from .inputs import as_list, check_texts, task_indices
+from .errors import CheckpointError, ConfigError
+from .inputs import as_list, check_finite_probabilities, check_texts, task_indices
 from .numpy_forward import FORWARDS, probabilities
 from .validate import range_check
 
@@ -84,13 +84,8 @@ class Predictor:
         task_ids = task_indices(tasks, len(texts), self.task_names, self.model)
         if not texts:
             return np.zeros((0, len(self.label_names)), dtype=np.float32)
-        probs = self._predict(texts, task_ids)
-        finite = np.isfinite(probs).all(axis=1)
-        if not finite.all():
-            row = int(np.flatnonzero(~finite)[0])
-            raise ModelError(f"{self.run_dir}: the model produced NaN or Inf probabilities for text {row}; its "
-                             "weights are broken (training diverged?), retrain it or load a good run", index=row)
-        return probs
+        return check_finite_probabilities(self._predict(texts, task_ids), str(self.run_dir),
+                                          "(training diverged?), retrain it or load a good run")
 
     def labels(self, probs: np.ndarray, threshold: float | None = None) -> list:
         """Class names of each row: the most probable one, or for a multi-label run the list of
