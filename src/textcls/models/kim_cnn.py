@@ -37,7 +37,7 @@ from ..errors import ConfigError
 from ..recipe import Recipe
 from ..validate import check_choice, check_positive_int, check_probability, range_check
 from .base import Output, TextModel
-from .layers import DerivedTable, build_embedding, masked_max, window_lookup_sum
+from .layers import DerivedTable, build_embedding, capturing_graph, masked_max, window_lookup_sum
 from .registry import Preset, register_model
 
 EMBEDDING_MODES = ("rand", "static", "nonstatic", "multichannel")
@@ -191,7 +191,7 @@ class KimCNN(TextModel):
         return super().train(mode)
 
     def _uses_table(self) -> bool:
-        if not self.fast_predict or self.training or torch.is_grad_enabled():
+        if not self.fast_predict or self.training or torch.is_grad_enabled() or capturing_graph():
             return False
         columns = sum(self.windows) * self.feature_maps
         return self.embedding.num_embeddings * columns * self.embedding.weight.element_size() <= FAST_TABLE_BYTES

@@ -192,6 +192,15 @@ def build_embedding(
     return embedding
 
 
+def capturing_graph() -> bool:
+    """True while torch.jit, torch.onnx or torch.compile / torch.export capture a graph. The
+    CNNs' inference lookup tables are built eagerly from the weights and cached on the module,
+    which a captured graph with dynamic axes cannot hold, so the models convolve instead."""
+    compiler = torch.compiler
+    return (torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or compiler.is_compiling()
+            or bool(getattr(compiler, "is_exporting", lambda: False)()))
+
+
 def shifted_window_sum(contributions: Tensor, window: int, width: int) -> Tensor:
     """``c_i = sum_k blocks[:, i + k, k]`` for ``contributions`` ``[B, L, window * width]``
     (``[B, L, window, width]`` by offset): a convolution of ``window`` over inputs already

@@ -78,6 +78,7 @@ from .base import Output, TextModel
 from .layers import (
     DerivedTable,
     build_embedding,
+    capturing_graph,
     masked_max,
     masked_mean,
     shifted_window_sum,
@@ -340,7 +341,7 @@ class SpeCNN(TextModel):
         return super().train(mode)
 
     def _uses_table(self) -> bool:
-        if not self.fast_predict or self.training or torch.is_grad_enabled():
+        if not self.fast_predict or self.training or torch.is_grad_enabled() or capturing_graph():
             return False
         vocab = self.embedding.num_embeddings
         return vocab * self.window * self.filters * self.embedding.weight.element_size() <= FAST_TABLE_BYTES
