@@ -529,3 +529,10 @@ def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
         json.dumps(again["entries"][0]["runs"][0]))
     with pytest.raises(ConfigError, match="no report JSON"):
         merge_run_files([tmp_path / "empty_folder_that_is_not_there"], together)
+    log = tmp_path / "seed0.log"
+    log.write_text("[1/1] trec:tfidf-lr seed 0: accuracy 0.8\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"seed0.log: not a benchmark report \(not JSON"):
+        merge_run_files([log], together)
+    (tmp_path / "other.json").write_text('{"a": 1}', encoding="utf-8")
+    with pytest.raises(ConfigError, match="other.json: not a benchmark report"):
+        merge_run_files([tmp_path / "other.json"], together)

@@ -825,7 +825,7 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     files = sorted({f for p in map(Path, paths) for f in ([p] if p.is_file() else p.rglob("*.json"))})
     if not files:
         raise ConfigError(f"--merge-from {', '.join(map(str, paths))}: no report JSON found there")
-    parts = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    parts = [_read_report(f) for f in files]
     suites = {part.get("suite") for part in parts}
     if len(suites) != 1 or None in suites:
         raise ConfigError(f"--merge-from: the reports must be of one suite; found {sorted(map(str, suites))}")
@@ -848,6 +848,20 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     combined["failed"] = len(combined["failed_entries"])
     report.write_report(combined, output_dir)
     return combined
+
+
+def _read_report(path: Path) -> dict:
+    import json
+
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"--merge-from {path}: not a benchmark report (not JSON: {exc}); name the folders or "
+                          "the <suite>.json files that textcls benchmark wrote") from None
+    if not isinstance(report, dict) or not isinstance(report.get("entries"), list) or "suite" not in report:
+        raise ConfigError(f"--merge-from {path}: not a benchmark report (no suite and entries); name the folders "
+                          "or the <suite>.json files that textcls benchmark wrote")
+    return report
 
 
 def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
