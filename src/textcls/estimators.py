@@ -75,12 +75,12 @@ class Estimator(ABC):
     @abstractmethod
     def fit(self, dataset: TextDataset, *, run_dir=None, resume: bool = False, progress: bool = False,
             device: str = "cpu") -> "Estimator":
-        raise NotImplementedError
+        """Train on ``dataset``'s train split (selecting on dev where the preset does); returns self."""
 
     @abstractmethod
     def predict_proba(self, texts: Sequence[str], task_ids: Sequence[int] | None = None, *,
                       device: str = "cpu") -> np.ndarray:
-        raise NotImplementedError
+        """``[N, C]`` probabilities of every class for each text (per task where ``uses_tasks``)."""
 
     @property
     def uses_tasks(self) -> bool:
@@ -95,25 +95,23 @@ class Estimator(ABC):
     # -- persistence --------------------------------------------------------------------
     @abstractmethod
     def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        raise NotImplementedError
+        """The learned state as named arrays (model.safetensors) and JSON metadata."""
 
     def write_files(self, folder: Path) -> None:
         """Write the side files ``FILES`` into ``folder`` (none by default)."""
 
     @abstractmethod
     def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any], folder: Path | None = None):
-        raise NotImplementedError
+        """Restore what ``state`` and ``write_files`` saved; returns self."""
 
     # -- what the benchmarks record -------------------------------------------------------
     @abstractmethod
     def num_parameters(self) -> dict[str, int]:
         """``total``, ``trainable``, ``embedding`` and ``non_embedding`` parameter counts."""
-        raise NotImplementedError
 
     @abstractmethod
     def settings(self) -> dict[str, Any]:
         """The configuration it trained with, as JSON."""
-        raise NotImplementedError
 
     def epoch_seconds(self) -> float | None:
         """Seconds of training per epoch (the whole fit divided by its epochs, unless a
