@@ -37,7 +37,7 @@ from ..errors import ConfigError
 from ..recipe import Recipe
 from ..validate import check_choice, check_positive_int, check_probability, range_check
 from .base import Output, TextModel
-from .layers import DerivedTable, build_embedding, capturing_graph, masked_max, window_lookup_sum
+from .layers import DerivedTable, build_embedding, lookup_table_usable, masked_max, window_lookup_sum
 from .registry import Preset, register_model
 
 EMBEDDING_MODES = ("rand", "static", "nonstatic", "multichannel")
@@ -45,9 +45,8 @@ EMBEDDING_MODES = ("rand", "static", "nonstatic", "multichannel")
 KIM_UNIFORM_RANGE = 0.25
 
 # The inference table (see KimCNN._table_features) is vocab x sum(windows) x feature_maps
-# floats: 4.7 KiB a word at 3+4+5 x 100, 80 MB for MR's 16,661 words. Above this the model
-# convolves instead.
-FAST_TABLE_BYTES = 512 << 20
+# floats: 4.7 KiB a word at 3+4+5 x 100, 80 MB for MR's 16,661 words (layers.FAST_TABLE_BYTES
+# caps it).
 # Kim 3.1: Adadelta (the engine uses rho=0.95, eps=1e-6, as Kim's code), mini-batches of 50.
 # Kim's code trains 25 epochs and keeps the best-on-dev model; we also stop after 5 epochs
 # without a dev improvement, which keeps CPU runs short and rarely changes the kept model.
@@ -191,10 +190,7 @@ class KimCNN(TextModel):
         return super().train(mode)
 
     def _uses_table(self) -> bool:
-        if not self.fast_predict or self.training or torch.is_grad_enabled() or capturing_graph():
-            return False
-        columns = sum(self.windows) * self.feature_maps
-        return self.embedding.num_embeddings * columns * self.embedding.weight.element_size() <= FAST_TABLE_BYTES
+        return lookup_table_usable(self, self.embedding, sum(self.windows) * self.feature_maps)
 
     def _table_sources(self) -> list[Tensor]:
         sources = [self.embedding.weight] + [conv.weight for conv in self.convs]

@@ -201,6 +201,19 @@ def capturing_graph() -> bool:
             or bool(getattr(compiler, "is_exporting", lambda: False)()))
 
 
+# The most memory a CNN's inference lookup table may take; a bigger model convolves instead.
+FAST_TABLE_BYTES = 512 << 20
+
+
+def lookup_table_usable(model: nn.Module, embedding: nn.Embedding, floats_per_word: int) -> bool:
+    """Whether ``model`` should predict through its inference lookup table now: its
+    ``fast_predict`` is on, it is in eval mode with gradients off, no graph is being captured,
+    and the table (``floats_per_word`` per vocabulary row) fits in FAST_TABLE_BYTES."""
+    if not model.fast_predict or model.training or torch.is_grad_enabled() or capturing_graph():
+        return False
+    return embedding.num_embeddings * floats_per_word * embedding.weight.element_size() <= FAST_TABLE_BYTES
+
+
 def shifted_window_sum(contributions: Tensor, window: int, width: int) -> Tensor:
     """``c_i = sum_k blocks[:, i + k, k]`` for ``contributions`` ``[B, L, window * width]``
     (``[B, L, window, width]`` by offset): a convolution of ``window`` over inputs already

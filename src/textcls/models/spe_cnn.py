@@ -78,7 +78,7 @@ from .base import Output, TextModel
 from .layers import (
     DerivedTable,
     build_embedding,
-    capturing_graph,
+    lookup_table_usable,
     masked_max,
     masked_mean,
     shifted_window_sum,
@@ -89,8 +89,7 @@ from .registry import Preset, register_model
 
 EMBEDDING_MODES = ("static", "nonstatic", "one-hot")
 # The inference table (see SpeCNN.fast_predict) is vocab x window x filters floats: 1.5 KiB a
-# word at the paper's 3 x 128, 25.6 MB for MR's 16,661 words. Above this the model convolves instead.
-FAST_TABLE_BYTES = 512 << 20
+# word at the paper's 3 x 128, 25.6 MB for MR's 16,661 words (layers.FAST_TABLE_BYTES caps it).
 # Only used when no pretrained matrix is given (weights about to come from a checkpoint):
 # Kim's range for vectors without a pretrained entry.
 RANDOM_VECTOR_RANGE = 0.25
@@ -341,10 +340,7 @@ class SpeCNN(TextModel):
         return super().train(mode)
 
     def _uses_table(self) -> bool:
-        if not self.fast_predict or self.training or torch.is_grad_enabled() or capturing_graph():
-            return False
-        vocab = self.embedding.num_embeddings
-        return vocab * self.window * self.filters * self.embedding.weight.element_size() <= FAST_TABLE_BYTES
+        return lookup_table_usable(self, self.embedding, self.window * self.filters)
 
     def _offset_weights(self) -> Tensor:
         # Conv1d's [filters, d, window] as [d, window * filters], offset-major like conv_table.
