@@ -233,9 +233,9 @@ def _bag_sum(table: nn.Embedding, ids: Tensor, mask: Tensor) -> tuple[Tensor, Te
     """(sum of ``table``'s rows over each document's real positions ``[B, D]``, their count ``[B]``)."""
     mask = mask.bool()
     lengths = mask.sum(dim=1)
-    offsets = torch.zeros_like(lengths)
-    torch.cumsum(lengths[:-1], dim=0, out=offsets[1:])
+    offsets = lengths.cumsum(dim=0) - lengths
     # No padding_idx: the mask already leaves padding out, and F.embedding_bag with one was
     # ~100x slower here (19.5 ms instead of 0.17 ms for 14,000 ids into 2**21 rows).
-    total = F.embedding_bag(ids[mask], table.weight, offsets, mode="sum", sparse=table.sparse)
+    # masked_select is one kernel where ids[mask] is two (nonzero, then index): half the time.
+    total = F.embedding_bag(ids.masked_select(mask), table.weight, offsets, mode="sum", sparse=table.sparse)
     return total, lengths
