@@ -259,7 +259,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
         self._check_fitted("quantize")
         check_mode(mode)
         if self.preset_.kind != "neural":
-            raise ConfigError(f"model '{self.model}' is a TF-IDF model (classic), which has no network to quantise; "
+            what = "a TF-IDF model (classic)" if self.preset_.kind == "classic" else f"an {self.preset_.kind}"
+            raise ConfigError(f"model '{self.model}' is {what}, which has no network to quantise; "
                               "quantise a neural preset")
         if self.preset_.recipe.precision != "fp32" or str(self.device) not in ("cpu", "auto"):
             raise ConfigError(f"int8 quantisation runs in fp32 on the CPU; this model has precision "

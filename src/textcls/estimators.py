@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 # shared machine), 256 was the fastest for spe-cnn and within noise of the best for fasttext-bag.
 PREDICT_BATCH = 256
 
-__all__ = ["Estimator", "PresetEstimator", "NeuralEstimator", "TfidfEstimator", "ESTIMATORS", "estimator_for",
+__all__ = ["Estimator", "PresetEstimator", "NeuralEstimator", "TfidfEstimator", "EnsembleEstimator", "ESTIMATORS", "estimator_for",
            "check_device", "torch_device"]
 
 
@@ -347,8 +347,124 @@ class TfidfEstimator(PresetEstimator):
         return self
 
 
+class EnsembleEstimator(PresetEstimator):
+    """Presets fitted on the same split, their probabilities averaged with weights chosen on
+    dev (``models/ensemble.py``). Each member is its own estimator, built from its preset with
+    the ensemble's seed; the saved run holds every member's arrays under ``m<i>.`` and its
+    preset and metadata in the JSON, so the run loads whatever the member presets become."""
+
+    STATE_FORMAT = "textcls.ensemble/1"
+    precision = "mixed"
+
+    @property
+    def ALLOW_INF(self) -> tuple[str, ...]:  # noqa: N802 -- the name every estimator answers to
+        """The members' own infinite-by-design arrays (a TF-IDF bias), under their prefixes."""
+        from .models.registry import get_preset
+
+        return tuple(f"m{i}.{name}" for i, member in enumerate(self.preset.arch["members"])
+                     for name in ESTIMATORS[get_preset(member).kind].ALLOW_INF)
+
+    @property
+    def uses_tasks(self) -> bool:
+        return any(member.uses_tasks for member in getattr(self, "members_", ()))
+
+    def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "EnsembleEstimator":
+        from .data.prepare import label_targets, target_array
+        from .data.splits import ensure_dev
+        from .models.registry import get_preset
+
+        self._learn_labels(dataset)
+        self.model_ = create_model(self.preset, num_classes=self.num_classes_)
+        self.model_.check_recipe(self.preset.name, self.preset.recipe)
+        dataset = ensure_dev(dataset, fraction=self.preset.recipe.dev_fraction, seed=self.preset.recipe.seed)
+        start = time.perf_counter()
+        self.members_, dev_probabilities = [], []
+        dev_texts = list(dataset["dev"]["text"])
+        for name in self.model_.members:
+            member = estimator_for(get_preset(name).with_overrides(seed=self.preset.recipe.seed))
+            if member.preset.kind == "ensemble":
+                raise ConfigError(f"ensemble '{self.preset.name}': member '{name}' is itself an ensemble; "
+                                  "list the presets it is made of instead")
+            member.fit(dataset, progress=progress, device=device)
+            self.members_.append(member)
+            dev_probabilities.append(member.predict_proba(dev_texts, _task_ids(dataset, "dev", member), device=device))
+        targets = label_targets(dataset["dev"], dataset.label_names, dataset.multi_label, f"{dataset.name}/dev")
+        self.model_.choose_weights(dev_probabilities, target_array(targets, self.num_classes_, dataset.multi_label),
+                                   dataset.multi_label)
+        self.train_seconds_ = time.perf_counter() - start
+        self.epochs_run_ = 1
+        self.embeddings_info_ = next((m.embeddings_info_ for m in self.members_ if m.embeddings_info_), None)
+        return self
+
+    def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
+        texts = list(texts)
+        return self.model_.combine([member.predict_proba(texts, task_ids if member.uses_tasks else None,
+                                                         device=device) for member in self.members_])
+
+    def settings(self) -> dict[str, Any]:
+        return {**self.preset.to_dict(), "weights": self.weights(),
+                "members": [member.settings() for member in getattr(self, "members_", ())]}
+
+    def weights(self) -> dict[str, float] | None:
+        """Each member's weight, by preset name (None before fitting)."""
+        chosen = getattr(self.model_, "weights_", None)
+        return None if chosen is None else {m: float(w) for m, w in zip(self.model_.members, chosen)}
+
+    def num_parameters(self) -> dict[str, int]:
+        counts = [member.num_parameters() for member in self.members_]
+        return {key: sum(c[key] for c in counts) for key in ("total", "trainable", "embedding", "non_embedding")}
+
+    def state(self):
+        arrays, members = {}, []
+        for i, member in enumerate(self.members_):
+            member_arrays, member_meta = member.state()
+            arrays.update({f"m{i}.{key}": value for key, value in member_arrays.items()})
+            if isinstance(member, NeuralEstimator):  # its tokenizer.json, kept inside the weights file
+                text = member.pipeline_.tokenizer.to_str().encode("utf-8")
+                arrays[f"m{i}.{artifacts.TOKENIZER}"] = np.frombuffer(text, dtype=np.uint8).copy()
+            members.append({"preset": member.preset.to_dict(), "state": member_meta})
+        meta = {"format": self.STATE_FORMAT, "num_classes": self.num_classes_, "multi_label": self.multi_label_,
+                "weights": [float(w) for w in self.model_.weights_], "dev_log_loss": self.model_.dev_log_loss_,
+                "members": members}
+        return arrays, meta
+
+    def load_state(self, arrays, meta, folder=None) -> "EnsembleEstimator":
+        import tempfile
+
+        weights = Path(folder) / artifacts.WEIGHTS if folder is not None else "the state"
+        if meta.get("format") != self.STATE_FORMAT:
+            raise CheckpointError(f"{weights}: ensemble state has format {meta.get('format')!r}, expected "
+                                  f"{self.STATE_FORMAT!r}; re-save it with this textcls")
+        with _state_errors(weights):
+            self.num_classes_, self.multi_label_ = int(meta["num_classes"]), bool(meta["multi_label"])
+            self.model_ = create_model(self.preset, num_classes=self.num_classes_)
+            self.model_.weights_ = np.asarray(meta["weights"], dtype=np.float64)
+            self.model_.dev_log_loss_ = meta.get("dev_log_loss")
+            self.members_ = []
+            for i, saved in enumerate(meta["members"]):
+                prefix = f"m{i}."
+                own = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+                member = estimator_for(Preset.from_dict(saved["preset"]))
+                # A neural member reads tokenizer.json from a folder: give it one of its own.
+                with tempfile.TemporaryDirectory(prefix="textcls-member-") as scratch:
+                    tokenizer = own.pop(artifacts.TOKENIZER, None)
+                    if tokenizer is not None:
+                        (Path(scratch) / artifacts.TOKENIZER).write_bytes(np.asarray(tokenizer, np.uint8).tobytes())
+                    self.members_.append(member.load_state(own, saved["state"], scratch))
+        return self
+
+
+def _task_ids(dataset, split: str, estimator) -> list[int] | None:
+    """The task index of every record of ``split``, for an estimator with one head per task."""
+    if not estimator.uses_tasks or "task" not in dataset[split].column_names:
+        return None
+    index = {name: i for i, name in enumerate(dataset.task_names)}
+    return [index[name] for name in dataset[split]["task"]]
+
+
 # A preset's estimator, by its kind.
-ESTIMATORS: dict[str, type[PresetEstimator]] = {"neural": NeuralEstimator, "classic": TfidfEstimator}
+ESTIMATORS: dict[str, type[PresetEstimator]] = {"neural": NeuralEstimator, "classic": TfidfEstimator,
+                                                 "ensemble": EnsembleEstimator}
 
 
 def estimator_for(preset: Preset) -> PresetEstimator:

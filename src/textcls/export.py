@@ -98,6 +98,10 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
             f"model '{config.get('model')}' is a TF-IDF model (classic), which is not exported to ONNX (its "
             "tokeniser has no exact ONNX counterpart); predict with the Python API: "
             "textcls.Classifier.from_pretrained(run).predict_proba(texts)")
+    if config.get("kind") == "ensemble":
+        raise ConfigError(
+            f"model '{config.get('model')}' is an ensemble, which is not exported to ONNX (its TF-IDF members "
+            "have no exact ONNX tokeniser); predict with textcls predict or the Python API, or export a neural preset")
     _require_onnx()
 
     from .api import Classifier

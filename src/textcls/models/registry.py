@@ -53,7 +53,7 @@ INPUT_KEYS = frozenset(
     | {"shape", "embeddings", "embedding_dim"}
 )
 SHAPES = ("flat", "hierarchical")
-KINDS = ("neural", "classic")
+KINDS = ("neural", "classic", "ensemble")
 # Constructor arguments that create_model supplies itself; never part of ``arch``.
 _FACTORY_ARGS = frozenset({"vocab_size", "num_classes", "embeddings"})
 
@@ -79,8 +79,9 @@ _PRESETS: dict[str, "Preset"] = {}
 class Preset:
     """A named, complete model configuration: architecture, training recipe, inputs.
 
-    ``kind`` is ``"neural"`` (a ``TextModel`` trained by the engine) or ``"classic"``
-    (a scikit-learn ``TfidfModel`` fitted on raw texts). ``inputs`` always ends up with
+    ``kind`` is ``"neural"`` (a ``TextModel`` trained by the engine), ``"classic"`` (a
+    scikit-learn ``TfidfModel`` fitted on raw texts) or ``"ensemble"`` (presets fitted on the
+    same split, their probabilities averaged with weights chosen on dev). ``inputs`` always ends up with
     ``shape`` (``"flat"``/``"hierarchical"``) and ``embeddings`` (None, ``"glove-6b-50d"``,
     ``"word2vec"`` or a file path); neural presets also need ``embedding_dim``, and get the
     length caps of ``DEFAULT_CAPS`` for their shape unless they set their own.
@@ -215,8 +216,9 @@ def accepts_arch_param(preset: "Preset | str", name: str) -> bool:
     return name in _arch_params(get_family(preset.family))
 
 
-def _is_classic(cls: type) -> bool:
-    return getattr(cls, "kind", "neural") == "classic"
+def _family_kind(cls: type) -> str:
+    """A family's kind: a ``TextModel`` is ``"neural"``; other families say theirs in ``kind``."""
+    return getattr(cls, "kind", "neural")
 
 
 def register_model(family: str, *, presets=()):
@@ -249,7 +251,7 @@ def register_preset(preset: Preset) -> Preset:
     if preset.name in _PRESETS and _PRESETS[preset.name] != preset:
         raise ConfigError(f"model name '{preset.name}' is registered twice; pick another name")
     cls = get_family(preset.family)
-    expected = "classic" if _is_classic(cls) else "neural"
+    expected = _family_kind(cls)
     if preset.kind != expected:
         raise ConfigError(f"preset '{preset.name}' has kind '{preset.kind}' but family '{preset.family}' is {expected}")
     arch_names = _arch_params(cls)
@@ -308,7 +310,8 @@ def create_model(
     size). A preset whose ``inputs["embeddings"]`` names pretrained vectors needs the matrix
     (``prepare()`` builds it) unless ``from_checkpoint`` says the weights are about to be
     loaded from a saved run. The resolved preset is attached as ``model.preset``.
-    Returns a ``TextModel`` or, for ``kind="classic"``, a ``TfidfModel``.
+    Returns a ``TextModel``, or for ``kind="classic"`` a ``TfidfModel`` and for
+    ``kind="ensemble"`` a ``ProbabilityEnsemble`` (their members are fitted by the estimator).
     """
     preset = name if isinstance(name, Preset) else get_preset(name)
     preset = preset.with_overrides(**overrides)
@@ -318,9 +321,10 @@ def create_model(
     arch = dict(preset.arch)
     arch.update({k: preset.inputs[k] for k in _forwarded_inputs(cls) if k in preset.inputs})
 
-    if preset.kind == "classic":
+    if preset.kind != "neural":
         if embeddings is not None:
-            raise ConfigError(f"model '{preset.name}' is a TF-IDF model and takes no embedding matrix; drop embeddings")
+            raise ConfigError(f"model '{preset.name}' is a {preset.kind} model and takes no embedding matrix; "
+                              "drop embeddings")
         model = cls(num_classes=num_classes, **arch)
         model.preset = preset
         return model

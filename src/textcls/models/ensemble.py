@@ -1,0 +1,146 @@
+"""An ensemble of presets: the weighted mean of their probabilities, weights chosen on dev.
+
+Why (issue 19, the practitioner default): on trec, sst2, mr and mpqa no single cheap model
+wins everywhere. TF-IDF + LR, TF-IDF + naive Bayes and the fastText-style bag each beat the
+others on some set, and they err on different documents. Averaging their probabilities gained
+0.5-1.5 points over the best of them in the probes of ``benchmarks/results/practitioner``
+(the ``ensemble`` rows); each member costs seconds, so the whole stays within a few times
+fastText's training time.
+
+The rule (a one-level stacking with a convex combination, as Caruana et al. 2004 "Ensemble
+selection from libraries of models" select theirs on a hold-out set):
+
+- every member is fitted on the same train split, and each predicts the dev split;
+- the weights ``w`` are the point of the simplex grid of step ``weight_step`` (0.1: 66 points
+  for three members) with the lowest dev log-loss of ``sum_m w_m p_m`` (for multi-label data,
+  the mean binary log-loss of every class);
+- ties go to the first grid point in lexicographic order, so the choice is deterministic;
+- the test probabilities are ``sum_m w_m p_m`` with the members fitted on train alone (no
+  refit on train + dev: the benchmarks give every model the same training documents).
+
+Log-loss rather than dev accuracy: with a few hundred dev documents, accuracy moves in steps
+of 0.1-0.2 points and many weightings tie; the log-loss is smooth and still drops a member
+that only adds noise (weight 0), which accuracy cannot tell from a useful one.
+
+This file is plain NumPy: the estimators layer (``estimators.EnsembleEstimator``) fits the
+members and hands their dev probabilities to ``choose_weights``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..recipe import Recipe
+from ..validate import check_positive_int, range_check
+from .registry import Preset, register_model
+
+# The smallest probability the log-loss reads, so that a member sure of a wrong class costs a
+# large, finite amount instead of an infinite one.
+_EPSILON = 1e-12
+# Members of the default: the three cheap models that win on different datasets (see above).
+FAST_MEMBERS = ("tfidf-lr", "tfidf-nb", "fasttext-bag")
+
+# The ensemble reads its training data once; its members train by their own recipes.
+ENSEMBLE_RECIPE = Recipe(epochs=1)
+# The only recipe fields the ensemble itself uses: the seed it gives every member, and the dev
+# share it carves (once, for all members) when the data has no dev split.
+ENSEMBLE_RECIPE_FIELDS = ("seed", "dev_fraction")
+
+ENSEMBLE_PRESETS = [
+    Preset(
+        "ensemble",
+        "ensemble",
+        arch={"members": list(FAST_MEMBERS)},
+        recipe=ENSEMBLE_RECIPE,
+        inputs={"shape": "flat", "embeddings": None},
+        kind="ensemble",
+        description="TF-IDF + LR, TF-IDF + naive Bayes and fasttext-bag fitted on the same split; their "
+                    "probabilities averaged with weights chosen on dev (log-loss, simplex grid of step 0.1).",
+        paper="textcls practitioner default (issue 19); Caruana et al. 2004",
+    ),
+]
+
+
+@register_model("ensemble", presets=ENSEMBLE_PRESETS)
+class ProbabilityEnsemble:
+    """The weights of an ensemble and the combination rule (see the module docstring).
+
+    ``members``: preset names (at least two, no ensemble among them); ``weight_step``: the
+    simplex grid's step, ``1 / weight_step`` a whole number of at most 100.
+    """
+
+    kind = "ensemble"
+
+    def __init__(self, num_classes: int, *, members: Sequence[str] = FAST_MEMBERS, weight_step: float = 0.1):
+        check_positive_int("num_classes", num_classes)
+        if isinstance(members, str) or len(members) < 2 or not all(isinstance(m, str) and m for m in members):
+            raise ConfigError(f"parameter 'members' = {members!r} must list at least two preset names")
+        if len(set(members)) != len(members):
+            raise ConfigError(f"parameter 'members' = {list(members)!r} names a preset twice; list each once")
+        range_check("weight_step", weight_step, 0.0, 1.0, low_open=True)
+        steps = round(1 / weight_step)
+        if abs(steps * weight_step - 1) > 1e-9 or steps > 100:
+            raise ConfigError(f"parameter 'weight_step' = {weight_step} must divide 1 into at most 100 equal "
+                              "steps (0.1, 0.05, 0.25, ...)")
+        self.num_classes = num_classes
+        self.members = list(members)
+        self.weight_step = float(weight_step)
+
+    @staticmethod
+    def check_recipe(name: str, recipe: Recipe) -> None:
+        """Refuse a recipe override the ensemble would ignore (``--epochs``, ``--lr``, ...): its
+        members train by their own presets' recipes."""
+        changed = [f for f in sorted(Recipe.field_names()) if f not in ENSEMBLE_RECIPE_FIELDS
+                   and getattr(recipe, f) != getattr(ENSEMBLE_RECIPE, f)]
+        if changed:
+            raise ConfigError(f"model '{name}' is an ensemble, whose members train by their own recipes; "
+                              f"'{changed[0]}' cannot be set on it (only seed and dev_fraction can): drop it, "
+                              "or train a member preset on its own")
+
+    def weight_grid(self) -> np.ndarray:
+        """Every weighting of the members on the simplex grid, ``[G, M]``, lexicographic."""
+        steps = round(1 / self.weight_step)
+        points = [c for c in itertools.product(range(steps + 1), repeat=len(self.members)) if sum(c) == steps]
+        return np.asarray(points, dtype=np.float64) / steps
+
+    def choose_weights(self, dev_probabilities: Sequence[np.ndarray], dev_targets: np.ndarray,
+                       multi_label: bool) -> np.ndarray:
+        """Set and return ``weights_`` ``[M]``: the grid point of lowest dev log-loss.
+
+        ``dev_probabilities``: one ``[N, C]`` array per member; ``dev_targets``: ``[N]`` class
+        indices, or ``[N, C]`` 0/1 when ``multi_label``."""
+        stacked = self._stack(dev_probabilities)
+        targets = np.asarray(dev_targets)
+        grid = self.weight_grid()
+        mixed = np.einsum("gm,mnc->gnc", grid, stacked)  # [G, N, C]
+        if multi_label:
+            on = targets.astype(bool)[None]
+            losses = -np.mean(np.log(np.clip(np.where(on, mixed, 1 - mixed), _EPSILON, 1)), axis=(1, 2))
+        else:
+            picked = mixed[:, np.arange(len(targets)), targets]
+            losses = -np.mean(np.log(np.clip(picked, _EPSILON, 1)), axis=1)
+        best = int(np.argmin(losses))  # the first minimum: ties go to the earlier grid point
+        self.weights_ = grid[best]
+        self.dev_log_loss_ = float(losses[best])
+        return self.weights_
+
+    def combine(self, probabilities: Sequence[np.ndarray]) -> np.ndarray:
+        """``sum_m w_m p_m``, ``[N, C]`` float32."""
+        if not hasattr(self, "weights_"):
+            raise ConfigError("this ensemble has no weights yet; fit it (or load a saved run) first")
+        return np.einsum("m,mnc->nc", self.weights_, self._stack(probabilities)).astype(np.float32)
+
+    def _stack(self, probabilities: Sequence[np.ndarray]) -> np.ndarray:
+        if len(probabilities) != len(self.members):
+            raise ConfigError(f"the ensemble has {len(self.members)} members but got {len(probabilities)} "
+                              "probability arrays; pass one per member, in the members' order")
+        arrays = [np.asarray(p, dtype=np.float64) for p in probabilities]
+        shapes = {a.shape for a in arrays}
+        if len(shapes) != 1 or arrays[0].ndim != 2 or arrays[0].shape[1] != self.num_classes:
+            raise ConfigError(f"member probabilities must all be [N, {self.num_classes}]; got shapes "
+                              f"{[a.shape for a in arrays]}")
+        return np.stack(arrays)

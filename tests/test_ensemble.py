@@ -1,0 +1,149 @@
+"""The `ensemble` preset: member presets fitted on one split, probabilities averaged with
+weights chosen on dev (models/ensemble.py, estimators.EnsembleEstimator)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import textcls
+from textcls import Classifier
+from textcls.data.prepare import label_targets
+from textcls.data.splits import ensure_dev
+from textcls.errors import ConfigError
+from textcls.models.ensemble import ProbabilityEnsemble
+from textcls.models.registry import create_model, get_preset
+
+from tolerance import FEW_OPS, KERNEL, approx32
+
+
+def one_hot(indices, num_classes=2, sure=0.99):
+    out = np.full((len(indices), num_classes), (1 - sure) / (num_classes - 1))
+    out[np.arange(len(indices)), indices] = sure
+    return out
+
+
+def test_a_useless_member_gets_no_weight():
+    targets = np.array([0, 1, 1, 0, 1, 0, 0, 1])
+    right = one_hot(targets, sure=0.8)
+    noise = one_hot(1 - targets, sure=0.9)  # confidently wrong everywhere
+    ensemble = ProbabilityEnsemble(2, members=["a", "b"])
+    assert ensemble.choose_weights([right, noise], targets, multi_label=False).tolist() == [1.0, 0.0]
+    assert ensemble.choose_weights([noise, right], targets, multi_label=False).tolist() == [0.0, 1.0]
+
+
+def test_members_that_err_on_different_documents_are_mixed():
+    targets = np.array([0, 1, 0, 1, 0, 1])
+    first = one_hot(targets, sure=0.9)
+    second = one_hot(targets, sure=0.9)
+    first[0], second[1] = [0.4, 0.6], [0.6, 0.4]  # each wrong once (not sure), on its own document
+    ensemble = ProbabilityEnsemble(2, members=["a", "b"])
+    weights = ensemble.choose_weights([first, second], targets, multi_label=False)
+    assert weights.tolist() == [0.5, 0.5]
+    mixed = ensemble.combine([first, second])
+    assert (mixed.argmax(1) == targets).all()  # right where each member alone is wrong once
+    np.testing.assert_allclose(mixed, 0.5 * first + 0.5 * second, **FEW_OPS)
+    assert mixed.dtype == np.float32
+
+
+def test_multi_label_weights_read_every_class():
+    targets = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 0], [0, 0, 1]])
+    good = np.where(targets == 1, 0.85, 0.1)
+    flipped = 1 - good
+    ensemble = ProbabilityEnsemble(3, members=["a", "b", "c"])
+    weights = ensemble.choose_weights([flipped, good, flipped], targets, multi_label=True)
+    assert weights.tolist() == [0.0, 1.0, 0.0]
+
+
+def test_the_grid_covers_the_simplex():
+    grid = ProbabilityEnsemble(2, members=["a", "b", "c"], weight_step=0.25).weight_grid()
+    assert grid.shape == (15, 3)  # C(4 + 2, 2) points
+    np.testing.assert_allclose(grid.sum(axis=1), 1.0, **FEW_OPS)
+    assert len({tuple(row) for row in grid}) == 15
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"members": ["tfidf-lr"]}, "at least two"),
+    ({"members": "tfidf-lr"}, "at least two"),
+    ({"members": ["tfidf-lr", "tfidf-lr"]}, "twice"),
+    ({"members": ["tfidf-lr", "tfidf-nb"], "weight_step": 0.3}, "equal"),
+    ({"members": ["tfidf-lr", "tfidf-nb"], "weight_step": 0.0}, "weight_step"),
+])
+def test_bad_parameters_are_one_clear_error(params, message):
+    with pytest.raises(ConfigError, match=message):
+        create_model(get_preset("ensemble").with_overrides(**params), num_classes=2)
+
+
+def test_probabilities_must_match_the_members():
+    ensemble = ProbabilityEnsemble(2, members=["a", "b"])
+    with pytest.raises(ConfigError, match="no weights yet"):
+        ensemble.combine([one_hot([0]), one_hot([1])])
+    ensemble.weights_ = np.array([0.5, 0.5])
+    with pytest.raises(ConfigError, match="one per member"):
+        ensemble.combine([one_hot([0])])
+    with pytest.raises(ConfigError, match=r"\[N, 2\]"):
+        ensemble.combine([one_hot([0]), one_hot([0, 1])])
+
+
+@pytest.fixture(scope="module")
+def mr_slice():
+    return ensure_dev(textcls.load_dataset("mr", max_per_split=1500), fraction=0.2, seed=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(mr_slice):
+    return Classifier("ensemble", seed=0).fit_dataset(mr_slice)
+
+
+def test_the_ensemble_learns_and_records_its_weights(fitted, mr_slice):
+    texts = list(mr_slice["test"]["text"])
+    targets = np.asarray(label_targets(mr_slice["test"], mr_slice.label_names, False, "test"))
+    accuracy = float((fitted.predict_proba(texts).argmax(1) == targets).mean())
+    majority = np.bincount(targets).max() / len(targets)
+    assert accuracy > majority + 0.1  # MR is balanced: 0.5; these members reach 0.6-0.7 on 1,200 sentences
+    weights = fitted.estimator_.weights()
+    assert list(weights) == ["tfidf-lr", "tfidf-nb", "fasttext-bag"]
+    assert sum(weights.values()) == approx32(1.0)
+    member_probs = [m.predict_proba(texts) for m in fitted.estimator_.members_]
+    expected = sum(w * p for w, p in zip(weights.values(), member_probs))
+    np.testing.assert_allclose(fitted.predict_proba(texts), expected, **KERNEL)
+
+
+def test_a_batch_gives_what_one_document_at_a_time_gives(fitted, mr_slice):
+    texts = list(mr_slice["test"]["text"])[:40]
+    batch = fitted.predict_proba(texts)
+    alone = np.concatenate([fitted.predict_proba([t]) for t in texts])
+    np.testing.assert_allclose(batch, alone, **KERNEL)
+
+
+def test_save_and_load_round_trip(fitted, mr_slice, tmp_path):
+    fitted.save_pretrained(tmp_path / "run")
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["kind"] == "ensemble"
+    assert [m["preset"]["name"] for m in config["state"]["members"]] == ["tfidf-lr", "tfidf-nb", "fasttext-bag"]
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["config.json", "model.safetensors"]
+    loaded = Classifier.from_pretrained(tmp_path / "run")
+    texts = list(mr_slice["test"]["text"])
+    np.testing.assert_allclose(loaded.predict_proba(texts), fitted.predict_proba(texts), **KERNEL)
+    assert loaded.estimator_.weights() == fitted.estimator_.weights()
+
+
+def test_an_ensemble_inside_an_ensemble_is_refused(mr_slice):
+    with pytest.raises(ConfigError, match="itself an ensemble"):
+        Classifier("ensemble", params={"members": ["tfidf-nb", "ensemble"]}).fit_dataset(mr_slice)
+
+
+def test_a_recipe_override_it_would_ignore_is_refused(mr_slice):
+    with pytest.raises(ConfigError, match="'epochs' cannot be set"):
+        Classifier("ensemble", epochs=3).fit_dataset(mr_slice)
+
+
+def test_export_and_quantize_say_what_to_do_instead(fitted, tmp_path):
+    from textcls.export import export_onnx
+
+    fitted.save_pretrained(tmp_path / "run")
+    with pytest.raises(ConfigError, match="is an ensemble, which is not exported"):
+        export_onnx(tmp_path / "run", tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists()
+    with pytest.raises(ConfigError, match="is an ensemble, which has no network"):
+        fitted.quantize()
