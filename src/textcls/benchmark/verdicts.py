@@ -4,7 +4,8 @@ The claims are data (``benchmarks/claims.toml``, read by :func:`load_claims`): w
 claims, the comparison it implies, the suites that hold the evidence (in order of preference)
 and the paper's figures. :func:`evaluate_claims` computes, for each claim and from the results
 JSON alone, our figure (mean ± std over seeds), the paper's, the peers' (fastText, TF-IDF + LR,
-MiniLM + LR in the same suite and dataset), a statistical test and a verdict;
+MiniLM + LR and Model2Vec where they ran, in the same suite and dataset), a statistical test
+and a verdict;
 :func:`write_reproduction` writes them to ``benchmarks/REPRODUCTION.md``. Nothing is written
 by hand, and the output depends only on the claims and the JSON (no clock, no machine).
 
@@ -63,7 +64,8 @@ PAPERS = {
 }
 # Peers shown beside every claim: (label, entry names in order of preference).
 PEERS = (("fastText", ("fasttext-tutorial", "fasttext")), ("TF-IDF + LR", ("tfidf-lr",)),
-         ("MiniLM + LR", ("minilm-lr",)))
+         ("MiniLM + LR", ("minilm-lr",)), ("Model2Vec + LR", ("model2vec-lr",)),
+         ("Model2Vec fine-tuned", ("model2vec-finetune",)))
 # metric -> (factor to the shown unit, decimals, unit)
 METRICS = {
     "accuracy": (100.0, 2, " %"), "macro_f1": (100.0, 2, " %"), "weighted_f1": (100.0, 2, " %"),
