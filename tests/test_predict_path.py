@@ -134,10 +134,10 @@ def _assert_same_ids(pipeline: TextPipeline, texts: list[str]) -> None:
         assert flat.bigram_lengths.tolist() == [len(doc) for doc in encoded.bigrams]
 
 
-@pytest.mark.parametrize("lowercase", [True, False])
-def test_encode_flat_gives_the_tokenizer_ids(mr, lowercase):
+@pytest.mark.parametrize("lowercase, clitics", [(True, False), (False, False), (True, True), (False, True)])
+def test_encode_flat_gives_the_tokenizer_ids(mr, lowercase, clitics):
     texts = list(mr["train"]["text"]) + list(mr["test"]["text"])
-    pipeline = TextPipeline(lowercase=lowercase, bigram_buckets=997, max_length=12).fit(texts[:400])
+    pipeline = TextPipeline(lowercase=lowercase, bigram_buckets=997, max_length=12, clitics=clitics).fit(texts[:400])
     _assert_same_ids(pipeline, texts)  # MR: ASCII texts and a few Latin-1 ones, mixed
     rng = random.Random(0)
     alphabet = [chr(c) for c in range(1, 128)] + ["é", "Σ", "ß", "\u0301", "\u00a0", "\u2028", "\x85"]
@@ -146,6 +146,22 @@ def test_encode_flat_gives_the_tokenizer_ids(mr, lowercase):
         _assert_same_ids(pipeline, batch)
     _assert_same_ids(pipeline, ["a\x00b ok", "FINE ..."])  # a text holding the batch separator
     _assert_same_ids(pipeline, ["   ", "\x1c\x1f\x7f", "?!", "one"])  # empty after splitting: [UNK]
+    _assert_same_ids(pipeline, ["isn't it john's ?", "rock'n'roll can't''s", "we'll 'd 5'6 N'T don't."])
+
+
+def test_clitics_are_split_as_glove_has_them(tmp_path):
+    text = "It isn't John's car, can't we'll ''go'' rock'n'roll"
+    assert TextPipeline(clitics=True).tokenize([text])[0] == [
+        "it", "is", "n't", "john", "'s", "car", ",", "ca", "n't", "we", "'ll", "''", "go", "''",
+        "rock", "'", "n", "'", "roll"]
+    assert TextPipeline().tokenize(["isn't john's"])[0] == ["isn", "'", "t", "john", "'", "s"]
+    pipeline = TextPipeline(clitics=True).fit([text, "isn't that so"])
+    pipeline.save(tmp_path)
+    restored = TextPipeline.load(tmp_path, pipeline.settings())
+    assert restored.encode([text]).ids == pipeline.encode([text]).ids
+    assert "n't" in pipeline.vocab
+    with pytest.raises(ConfigError, match="'clitics' = 'yes' must be true or false"):
+        TextPipeline(clitics="yes")
 
 
 def test_lone_surrogate_is_a_data_error_naming_the_text(trained):

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
 from ..errors import CheckpointError, ConfigError, DataError, close_names
 from ..validate import MAX_INT, check_int
@@ -39,11 +39,19 @@ SENTENCE_END_CHARS = ".!?"
 
 _SETTING_NAMES = (
     "lowercase", "strip_html", "charset", "newsgroups", "min_freq", "max_vocab",
-    "max_length", "max_sentences", "max_sentence_length", "bigram_buckets",
+    "max_length", "max_sentences", "max_sentence_length", "bigram_buckets", "clitics",
 )
 _PUNCTUATION_RUN = re.compile(r"[^\w\s]+")
 # The Whitespace pre-tokeniser's pattern on ASCII text (see TextPipeline._ascii_ids).
 _ASCII_TOKEN = re.compile(r"[A-Za-z0-9_]+|[^A-Za-z0-9_\t\n\x0b\x0c\r ]+")
+# ``clitics=True``: English clitics as tokens of their own, as the Penn Treebank tokeniser and
+# GloVe's vocabulary have them ("isn't" -> is n't, "john's" -> john 's, "can't" -> ca n't);
+# the Whitespace pattern would give isn ' t, and GloVe has no "isn". Lowercase clitics only (the
+# presets lowercase first). The same alternation, word and punctuation runs last, for the
+# tokenizer (Oniguruma) and for the ASCII fast path (Python re), which agree on ASCII text.
+_CLITICS = r"(?=n't\b)|n't\b|'(?:s|re|ve|ll|d|m)\b"
+CLITIC_PATTERN = r"\w+" + _CLITICS + r"|\w+|[^\w\s]+"
+_ASCII_CLITIC_TOKEN = re.compile(r"[A-Za-z0-9_]+" + _CLITICS + r"|[A-Za-z0-9_]+|[^A-Za-z0-9_\t\n\x0b\x0c\r ]+")
 # Joins the texts of a batch for one regex pass: NUL between newlines is a token of its own.
 _SEPARATOR_TOKEN = "\x00"
 _TEXT_SEPARATOR = "\n\x00\n"
@@ -188,6 +196,7 @@ class TextPipeline:
         max_sentences: int | None = None,
         max_sentence_length: int | None = None,
         bigram_buckets: int = 0,
+        clitics: bool = False,
     ):
         check_settings(lowercase=lowercase, strip_html=strip_html, charset=charset, newsgroups=newsgroups)
         self.lowercase = lowercase
@@ -202,6 +211,9 @@ class TextPipeline:
             "max_sentence_length", max_sentence_length, 1, MAX_INT, optional=True
         )
         self.bigram_buckets = check_int("bigram_buckets", bigram_buckets, 0, MAX_INT)
+        if not isinstance(clitics, bool):
+            raise ConfigError(f"parameter 'clitics' = {clitics!r} must be true or false")
+        self.clitics = clitics
         self._tokenizer: Tokenizer | None = None
         self._vocab: list[str] | None = None
         self._terminator_ids: frozenset[int] | None = None
@@ -223,6 +235,7 @@ class TextPipeline:
             "max_sentences": self.max_sentences,
             "max_sentence_length": self.max_sentence_length,
             "bigram_buckets": self.bigram_buckets,
+            "clitics": self.clitics,
         }
 
     def __repr__(self) -> str:
@@ -265,7 +278,8 @@ class TextPipeline:
         normalizer = build_normalizer(lowercase=self.lowercase, strip_html=self.strip_html, charset=self.charset)
         if normalizer is not None:
             tokenizer.normalizer = normalizer
-        tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+        tokenizer.pre_tokenizer = (pre_tokenizers.Split(Regex(CLITIC_PATTERN), behavior="removed", invert=True)
+                                   if self.clitics else pre_tokenizers.Whitespace())
         return tokenizer
 
     def _prepare(self, texts: Iterable[str]) -> list[str]:
@@ -433,7 +447,8 @@ class TextPipeline:
         ``tests/test_predict_path.py`` checks the ids against the tokenizer's."""
         lookup = self._lookup
         joined = _TEXT_SEPARATOR.join(texts)
-        tokens = _ASCII_TOKEN.findall(joined.lower() if self.lowercase else joined)
+        pattern = _ASCII_CLITIC_TOKEN if self.clitics else _ASCII_TOKEN
+        tokens = pattern.findall(joined.lower() if self.lowercase else joined)
         ids = np.fromiter(map(lookup.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         ends = np.flatnonzero(ids < 0)
         if len(ends) != len(texts) - 1:  # a text held the separator itself: let the tokenizer do it
