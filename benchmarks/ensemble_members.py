@@ -1,0 +1,135 @@
+"""Which members the `ensemble` preset should hold: every candidate alone, and subsets of them
+combined by the preset's own rule (weights of lowest dev log-loss) or by an equal mean.
+
+    OMP_NUM_THREADS=1 python benchmarks/ensemble_members.py [--datasets trec sst2 mr mpqa]
+        [--seeds 0 1 2] [--output benchmarks/results/ensemble_members]
+
+For each (dataset, seed) the data are split as `textcls benchmark` splits them (the seed's dev
+carve of 10 % of train where the data have no dev split), each candidate is fitted once on
+train, and its dev and test probabilities are kept. A subset's test accuracy then costs no
+training: its weights come from `ProbabilityEnsemble.choose_weights` on the members' dev
+probabilities, exactly as `EnsembleEstimator.fit` chooses them. Candidates:
+
+- `tfidf-lr`, `tfidf-nb`, `fasttext-bag`: the preset's members;
+- `fasttext-bag-unigram+minilm-static`: the fastText-style bag of unigrams on the 256-d vectors
+  distilled from MiniLM (`--embeddings minilm-static`), the distilled-vector candidate of
+  issue 19;
+- `model2vec-lr`: the Model2Vec peer (frozen distilled sentence vectors + LR), as the ceiling
+  of a frozen semantic member (a peer, so it cannot be a member of the library's preset).
+
+Writes <output>.json (every accuracy, weight and fit time; the machine and the command) and
+<output>.md. The machine is shared: fit seconds are only comparable within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from textcls import load_dataset
+from textcls.artifacts import atomic_write_bytes, write_json
+from textcls.benchmark.runner import create_estimator
+from textcls.benchmark.system import git_info, machine_info
+from textcls.data.prepare import label_targets, target_array
+from textcls.data.splits import ensure_dev
+from textcls.models.ensemble import ProbabilityEnsemble
+
+REPO = Path(__file__).resolve().parents[1]
+CANDIDATES = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "fasttext-bag-unigram+minilm-static", "model2vec-lr")
+SUBSETS = {
+    "preset (lr + nb + bag)": ("tfidf-lr", "tfidf-nb", "fasttext-bag"),
+    "lr + bag": ("tfidf-lr", "fasttext-bag"),
+    "preset + minilm-static bag": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "fasttext-bag-unigram+minilm-static"),
+    "preset + model2vec-lr (peer)": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "model2vec-lr"),
+}
+
+
+def _fit_candidates(name: str, seed: int) -> dict:
+    torch.manual_seed(seed)
+    dataset = ensure_dev(load_dataset(name), fraction=0.1, seed=seed)
+    targets = {s: target_array(label_targets(dataset[s], dataset.label_names, False, s), len(dataset.label_names),
+                               False) for s in ("dev", "test")}
+    out = {"targets": targets, "num_classes": len(dataset.label_names), "members": {}}
+    for candidate in CANDIDATES:
+        model, _, embeddings = candidate.partition("+")
+        estimator = create_estimator(model, seed=seed, overrides={"embeddings": embeddings} if embeddings else {})
+        start = time.perf_counter()
+        estimator.fit(dataset)
+        seconds = time.perf_counter() - start
+        probs = {s: estimator.predict_proba(list(dataset[s]["text"])) for s in ("dev", "test")}
+        out["members"][candidate] = {"probs": probs, "fit_seconds": seconds}
+        print(f"{name} seed {seed} {candidate}: test {100 * _accuracy(probs['test'], targets['test']):.2f} "
+              f"({seconds:.1f} s)", flush=True)
+    return out
+
+
+def _accuracy(probs: np.ndarray, targets: np.ndarray) -> float:
+    return float((probs.argmax(1) == targets).mean())
+
+
+def _subset_rows(fitted: dict) -> dict:
+    rows, targets = {}, fitted["targets"]
+    for candidate, member in fitted["members"].items():
+        rows[candidate] = {"test_accuracy": _accuracy(member["probs"]["test"], targets["test"]),
+                           "fit_seconds": member["fit_seconds"]}
+    for label, members in SUBSETS.items():
+        ensemble = ProbabilityEnsemble(fitted["num_classes"], members=list(members))
+        weights = ensemble.choose_weights([fitted["members"][m]["probs"]["dev"] for m in members], targets["dev"],
+                                          multi_label=False)
+        tests = [fitted["members"][m]["probs"]["test"] for m in members]
+        rows[label] = {"test_accuracy": _accuracy(ensemble.combine(tests), targets["test"]),
+                       "equal_mean_test_accuracy": _accuracy(sum(tests) / len(tests), targets["test"]),
+                       "weights": dict(zip(members, weights.tolist())),
+                       "fit_seconds": sum(fitted["members"][m]["fit_seconds"] for m in members)}
+    return rows
+
+
+def _markdown(result: dict) -> str:
+    datasets = result["datasets"]
+    lines = ["# Ensemble members", "", f"- command: `{result['command']}`", f"- commit: `{result['git']['commit']}`",
+             f"- machine: {result['machine']['cpu_model']} ({', '.join(result['machine']['cpu_simd'])}); one thread; "
+             f"load average {result['load_average_before']} -> {result['load_average_after']}",
+             "", "Test accuracy, % (mean over seeds " + ", ".join(map(str, result["seeds"])) + "); "
+             "subsets: weights of lowest dev log-loss (the preset's rule) [equal mean]", "",
+             "| candidate or subset | " + " | ".join(datasets) + " | average |", "|---|" + "---|" * (len(datasets) + 1)]
+    labels = list(CANDIDATES) + list(SUBSETS)
+    for label in labels:
+        cells, values = [], []
+        for name in datasets:
+            runs = [result["runs"][name][str(s)][label] for s in result["seeds"]]
+            mean = 100 * float(np.mean([r["test_accuracy"] for r in runs]))
+            values.append(mean)
+            equal = [r.get("equal_mean_test_accuracy") for r in runs]
+            cells.append(f"{mean:.2f}" + (f" [{100 * float(np.mean(equal)):.2f}]" if None not in equal else ""))
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {np.mean(values):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["trec", "sst2", "mr", "mpqa"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--output", default=str(REPO / "benchmarks/results/ensemble_members"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    result = {"command": "OMP_NUM_THREADS=1 python benchmarks/ensemble_members.py " + shlex.join(sys.argv[1:]),
+              "git": git_info(REPO), "machine": machine_info(), "datasets": args.datasets, "seeds": args.seeds,
+              "candidates": list(CANDIDATES), "subsets": {k: list(v) for k, v in SUBSETS.items()},
+              "load_average_before": [round(x, 2) for x in os.getloadavg()], "runs": {}}
+    for name in args.datasets:
+        result["runs"][name] = {str(seed): _subset_rows(_fit_candidates(name, seed)) for seed in args.seeds}
+    result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    write_json(Path(args.output + ".json"), result)
+    atomic_write_bytes(Path(args.output + ".md"), _markdown(result).encode("utf-8"))
+    print(f"wrote {args.output}.json and {args.output}.md")
+
+
+if __name__ == "__main__":
+    main()
