@@ -32,8 +32,11 @@ def label_targets(split, label_names: list[str], multi_label: bool, where: str):
     """Class names -> ints (or lists of ints); an unknown name is a DataError naming the record."""
     index = {name: i for i, name in enumerate(label_names)}
     column = "labels" if multi_label else "label"
+    # One columnar read: iterating a datasets Column converts a row at a time (0.43 s against
+    # 0.03 s for MR's 8,635 labels), as long as a whole fasttext-bag epoch there.
+    values = split.select_columns([column]).to_dict()[column] if hasattr(split, "select_columns") else split[column]
     targets = []
-    for row, value in enumerate(split[column]):
+    for row, value in enumerate(values):
         names = value if multi_label else [value]
         for name in names:
             if name not in index:
