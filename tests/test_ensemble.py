@@ -147,3 +147,51 @@ def test_export_and_quantize_say_what_to_do_instead(fitted, tmp_path):
     assert not (tmp_path / "onnx").exists()
     with pytest.raises(ConfigError, match="is an ensemble, which has no network"):
         fitted.quantize()
+
+
+def test_a_saved_ensemble_loads_after_a_member_preset_is_removed(fitted, mr_slice, tmp_path, monkeypatch):
+    from textcls.models import registry
+    from textcls.predictor import Predictor
+
+    fitted.save_pretrained(tmp_path / "run")
+    monkeypatch.delitem(registry._PRESETS, "tfidf-nb")  # as if a later version renamed it
+    texts = list(mr_slice["test"]["text"])[:50]
+    expected = fitted.predict_proba(texts)
+    np.testing.assert_allclose(Classifier.from_pretrained(tmp_path / "run").predict_proba(texts), expected, **KERNEL)
+    np.testing.assert_allclose(Predictor.load(tmp_path / "run").predict_proba(texts), expected, **KERNEL)
+
+
+def test_a_state_that_does_not_match_its_members_is_a_checkpoint_error(fitted, tmp_path):
+    from textcls.errors import CheckpointError
+
+    fitted.save_pretrained(tmp_path / "run")
+    config_path = tmp_path / "run" / "config.json"
+    config = json.loads(config_path.read_text())
+    config["state"]["members"] = config["state"]["members"][:2]
+    config_path.write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="holds 2 members, 3 weights"):
+        Classifier.from_pretrained(tmp_path / "run")
+
+
+def test_no_texts_give_no_rows(fitted):
+    assert fitted.predict_proba([]).shape == (0, 2)
+
+
+def test_input_overrides_and_unknown_members_are_refused_before_training(mr_slice):
+    with pytest.raises(ConfigError, match="'max_length' cannot be set"):
+        Classifier("ensemble", max_length=5).fit_dataset(mr_slice)
+    with pytest.raises(ConfigError, match="unknown model 'no-such-preset'"):
+        Classifier("ensemble", params={"members": ["tfidf-lr", "no-such-preset"]}).fit_dataset(mr_slice)
+
+
+def test_a_member_error_names_the_member():
+    from textcls.errors import DataError
+
+    punctuation = textcls.Classifier("ensemble", params={"members": ["tfidf-lr", "tfidf-nb"]})
+    with pytest.raises(DataError, match="ensemble member 'tfidf-lr': TF-IDF found no usable n-gram"):
+        punctuation.fit(["!!", "??", "..", ";;", "!?", "?!"] * 10, ["a", "b"] * 30)
+
+
+def test_too_many_weightings_are_refused():
+    with pytest.raises(ConfigError, match="43,758 weightings"):
+        ProbabilityEnsemble(2, members=[f"m{i}" for i in range(9)])

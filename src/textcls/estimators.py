@@ -33,7 +33,7 @@ import torch
 
 from . import artifacts
 from .data.batching import flat_batches
-from .errors import CheckpointError, ConfigError, DataError
+from .errors import CheckpointError, ConfigError, DataError, TextclsError
 from .models.registry import Preset, accepts_arch_param, create_model
 from .models.tfidf import TfidfModel
 from .recipe import Recipe
@@ -99,6 +99,12 @@ class Estimator(ABC):
 
     def write_files(self, folder: Path) -> None:
         """Write the side files ``FILES`` into ``folder`` (none by default)."""
+
+    def side_arrays(self) -> dict[str, np.ndarray]:
+        """The side files ``FILES`` as uint8 arrays, by file name, for a container that keeps
+        them inside its own weights file (an ensemble's members); ``load_state`` takes them back
+        among its arrays in place of the files."""
+        return {}
 
     @abstractmethod
     def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any], folder: Path | None = None):
@@ -278,16 +284,29 @@ class NeuralEstimator(PresetEstimator):
         artifacts.atomic_write_bytes(Path(folder) / artifacts.TOKENIZER,
                                      self.pipeline_.tokenizer.to_str(pretty=True).encode("utf-8"))
 
+    def side_arrays(self) -> dict[str, np.ndarray]:
+        text = self.pipeline_.tokenizer.to_str().encode("utf-8")
+        return {artifacts.TOKENIZER: np.frombuffer(text, dtype=np.uint8).copy()}
+
     def load_state(self, arrays, meta, folder=None) -> "NeuralEstimator":
         folder = Path(folder) if folder is not None else None
-        tokenizer = folder / artifacts.TOKENIZER if folder is not None else Path(artifacts.TOKENIZER)
         weights = folder / artifacts.WEIGHTS if folder is not None else "the state"
-        if not tokenizer.is_file():
+        arrays = dict(arrays)
+        carried = arrays.pop(artifacts.TOKENIZER, None)  # side_arrays(): inside the weights file
+        tokenizer = folder / artifacts.TOKENIZER if folder is not None else Path(artifacts.TOKENIZER)
+        if carried is None and not tokenizer.is_file():
             raise CheckpointError(f"{tokenizer}: file is missing; the run directory is incomplete")
+        source = tokenizer if carried is None else f"{weights}: array '{artifacts.TOKENIZER}'"
         try:
-            self.pipeline_ = TextPipeline.load(tokenizer.parent, meta["pipeline"])
+            if carried is None:
+                self.pipeline_ = TextPipeline.load(tokenizer.parent, meta["pipeline"])
+            else:
+                text = np.asarray(carried, dtype=np.uint8).tobytes().decode("utf-8")
+                self.pipeline_ = TextPipeline.from_json(text, meta["pipeline"], where=source)
+        except CheckpointError:
+            raise
         except Exception as exc:  # tokenizers raises plain Exceptions on bad JSON
-            raise CheckpointError(f"{tokenizer}: cannot load the tokenizer ({exc}); the file is corrupt")
+            raise CheckpointError(f"{source}: cannot load the tokenizer ({exc}); it is corrupt")
         with _state_errors(weights):
             self.num_classes_, self.multi_label_ = int(meta["num_classes"]), bool(meta["multi_label"])
             self.model_ = create_model(self.preset, num_classes=self.num_classes_, vocab_size=meta["vocab_size"],
@@ -330,7 +349,10 @@ class TfidfEstimator(PresetEstimator):
         return self
 
     def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
-        return self.model_.predict_proba(list(texts))
+        texts = list(texts)
+        if not texts:  # scikit-learn's vectorizer refuses an empty batch
+            return np.zeros((0, self.num_classes_), dtype=np.float64)
+        return self.model_.predict_proba(texts)
 
     def num_parameters(self) -> dict[str, int]:
         n = int(self.model_.num_parameters())
@@ -350,19 +372,22 @@ class TfidfEstimator(PresetEstimator):
 class EnsembleEstimator(PresetEstimator):
     """Presets fitted on the same split, their probabilities averaged with weights chosen on
     dev (``models/ensemble.py``). Each member is its own estimator, built from its preset with
-    the ensemble's seed; the saved run holds every member's arrays under ``m<i>.`` and its
-    preset and metadata in the JSON, so the run loads whatever the member presets become."""
+    the ensemble's seed; the saved run holds every member's arrays (and side files, through
+    ``side_arrays``) under ``m<i>.`` in one weights file, and each member's whole preset and
+    metadata in the JSON, so the run loads after a member preset is renamed or removed.
+    ``run_dir`` and ``resume`` are not passed on: the members train without checkpoints (each
+    takes seconds to a minute), so a resumed fit trains them again."""
 
     STATE_FORMAT = "textcls.ensemble/1"
     precision = "mixed"
 
     @property
     def ALLOW_INF(self) -> tuple[str, ...]:  # noqa: N802 -- the name every estimator answers to
-        """The members' own infinite-by-design arrays (a TF-IDF bias), under their prefixes."""
-        from .models.registry import get_preset
-
-        return tuple(f"m{i}.{name}" for i, member in enumerate(self.preset.arch["members"])
-                     for name in ESTIMATORS[get_preset(member).kind].ALLOW_INF)
+        """Each member's infinite-by-design arrays (a TF-IDF bias), under its prefix; named for
+        every kind a member may be, as the members' presets may no longer be registered."""
+        kinds = [kind for kind in ESTIMATORS.values() if kind is not EnsembleEstimator]
+        return tuple(f"m{i}.{name}" for i in range(len(self.preset.arch["members"]))
+                     for kind in kinds for name in kind.ALLOW_INF)
 
     @property
     def uses_tasks(self) -> bool:
@@ -371,23 +396,21 @@ class EnsembleEstimator(PresetEstimator):
     def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "EnsembleEstimator":
         from .data.prepare import label_targets, target_array
         from .data.splits import ensure_dev
-        from .models.registry import get_preset
 
         self._learn_labels(dataset)
         self.model_ = create_model(self.preset, num_classes=self.num_classes_)
         self.model_.check_recipe(self.preset.name, self.preset.recipe)
+        self.model_.check_inputs(self.preset.name, self.preset.inputs)
+        members = [estimator_for(preset) for preset in self._member_presets()]  # all checked before any trains
         dataset = ensure_dev(dataset, fraction=self.preset.recipe.dev_fraction, seed=self.preset.recipe.seed)
         start = time.perf_counter()
-        self.members_, dev_probabilities = [], []
-        dev_texts = list(dataset["dev"]["text"])
-        for name in self.model_.members:
-            member = estimator_for(get_preset(name).with_overrides(seed=self.preset.recipe.seed))
-            if member.preset.kind == "ensemble":
-                raise ConfigError(f"ensemble '{self.preset.name}': member '{name}' is itself an ensemble; "
-                                  "list the presets it is made of instead")
-            member.fit(dataset, progress=progress, device=device)
-            self.members_.append(member)
-            dev_probabilities.append(member.predict_proba(dev_texts, _task_ids(dataset, "dev", member), device=device))
+        dev_texts, dev_probabilities = list(dataset["dev"]["text"]), []
+        for member in members:
+            with _member_errors(member.preset.name):
+                member.fit(dataset, progress=progress, device=device)
+                dev_tasks = dataset.task_ids("dev") if member.uses_tasks else None
+                dev_probabilities.append(member.predict_proba(dev_texts, dev_tasks, device=device))
+        self.members_ = members
         targets = label_targets(dataset["dev"], dataset.label_names, dataset.multi_label, f"{dataset.name}/dev")
         self.model_.choose_weights(dev_probabilities, target_array(targets, self.num_classes_, dataset.multi_label),
                                    dataset.multi_label)
@@ -396,8 +419,24 @@ class EnsembleEstimator(PresetEstimator):
         self.embeddings_info_ = next((m.embeddings_info_ for m in self.members_ if m.embeddings_info_), None)
         return self
 
+    def _member_presets(self) -> list[Preset]:
+        """Each member's registered preset with the ensemble's seed; an unknown name or a
+        nested ensemble is refused here, before any member trains."""
+        from .models.registry import get_preset
+
+        presets = []
+        for name in self.model_.members:
+            preset = get_preset(name).with_overrides(seed=self.preset.recipe.seed)
+            if preset.kind == "ensemble":
+                raise ConfigError(f"ensemble '{self.preset.name}': member '{name}' is itself an ensemble; "
+                                  "list the presets it is made of instead")
+            presets.append(preset)
+        return presets
+
     def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
         texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.num_classes_), dtype=np.float32)
         return self.model_.combine([member.predict_proba(texts, task_ids if member.uses_tasks else None,
                                                          device=device) for member in self.members_])
 
@@ -418,10 +457,7 @@ class EnsembleEstimator(PresetEstimator):
         arrays, members = {}, []
         for i, member in enumerate(self.members_):
             member_arrays, member_meta = member.state()
-            arrays.update({f"m{i}.{key}": value for key, value in member_arrays.items()})
-            if isinstance(member, NeuralEstimator):  # its tokenizer.json, kept inside the weights file
-                text = member.pipeline_.tokenizer.to_str().encode("utf-8")
-                arrays[f"m{i}.{artifacts.TOKENIZER}"] = np.frombuffer(text, dtype=np.uint8).copy()
+            arrays.update({f"m{i}.{key}": value for key, value in {**member_arrays, **member.side_arrays()}.items()})
             members.append({"preset": member.preset.to_dict(), "state": member_meta})
         meta = {"format": self.STATE_FORMAT, "num_classes": self.num_classes_, "multi_label": self.multi_label_,
                 "weights": [float(w) for w in self.model_.weights_], "dev_log_loss": self.model_.dev_log_loss_,
@@ -429,8 +465,6 @@ class EnsembleEstimator(PresetEstimator):
         return arrays, meta
 
     def load_state(self, arrays, meta, folder=None) -> "EnsembleEstimator":
-        import tempfile
-
         weights = Path(folder) / artifacts.WEIGHTS if folder is not None else "the state"
         if meta.get("format") != self.STATE_FORMAT:
             raise CheckpointError(f"{weights}: ensemble state has format {meta.get('format')!r}, expected "
@@ -438,28 +472,31 @@ class EnsembleEstimator(PresetEstimator):
         with _state_errors(weights):
             self.num_classes_, self.multi_label_ = int(meta["num_classes"]), bool(meta["multi_label"])
             self.model_ = create_model(self.preset, num_classes=self.num_classes_)
+            count = len(self.model_.members)
+            prefixes = {key.split(".", 1)[0] for key in arrays}
+            if len(meta["members"]) != count or len(meta["weights"]) != count or prefixes - {f"m{i}" for i in
+                                                                                            range(count)}:
+                raise CheckpointError(f"the state holds {len(meta['members'])} members, {len(meta['weights'])} "
+                                      f"weights and arrays of {sorted(prefixes)}, but the ensemble lists {count} "
+                                      "members; the run is corrupt")
             self.model_.weights_ = np.asarray(meta["weights"], dtype=np.float64)
             self.model_.dev_log_loss_ = meta.get("dev_log_loss")
             self.members_ = []
             for i, saved in enumerate(meta["members"]):
-                prefix = f"m{i}."
-                own = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
-                member = estimator_for(Preset.from_dict(saved["preset"]))
-                # A neural member reads tokenizer.json from a folder: give it one of its own.
-                with tempfile.TemporaryDirectory(prefix="textcls-member-") as scratch:
-                    tokenizer = own.pop(artifacts.TOKENIZER, None)
-                    if tokenizer is not None:
-                        (Path(scratch) / artifacts.TOKENIZER).write_bytes(np.asarray(tokenizer, np.uint8).tobytes())
-                    self.members_.append(member.load_state(own, saved["state"], scratch))
+                own = {k[len(f"m{i}."):]: v for k, v in arrays.items() if k.startswith(f"m{i}.")}
+                with _member_errors(saved["preset"].get("name", f"member {i}"), CheckpointError):
+                    member = estimator_for(Preset.from_dict(saved["preset"]))
+                    self.members_.append(member.load_state(own, saved["state"], None))
         return self
 
 
-def _task_ids(dataset, split: str, estimator) -> list[int] | None:
-    """The task index of every record of ``split``, for an estimator with one head per task."""
-    if not estimator.uses_tasks or "task" not in dataset[split].column_names:
-        return None
-    index = {name: i for i, name in enumerate(dataset.task_names)}
-    return [index[name] for name in dataset[split]["task"]]
+@contextlib.contextmanager
+def _member_errors(name: str, only: type[Exception] = TextclsError):
+    """An ensemble member's one-line error, prefixed with the member it came from."""
+    try:
+        yield
+    except only as exc:
+        raise type(exc)(f"ensemble member '{name}': {exc}", index=getattr(exc, "index", None)) from None
 
 
 # A preset's estimator, by its kind.

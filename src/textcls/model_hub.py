@@ -140,7 +140,11 @@ def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> s
               + (" ..." if len(labels) > 50 else "")]
     if config.get("task_names"):
         lines.append(f"- Tasks (one head each; pass `tasks=`): {', '.join(config['task_names'])}")
-    if recipe:
+    if config.get("kind") == "ensemble":
+        state = config.get("state") or {}
+        lines += ["- Members (weights chosen on dev): " + ", ".join(
+            f"`{m['preset'].get('name')}` {w:g}" for m, w in zip(state.get("members", []), state.get("weights", [])))]
+    elif recipe:
         lines.append(f"- Training: {recipe.get('optimizer')} lr {recipe.get('lr')}, {recipe.get('epochs')} epochs, "
                      f"batch {recipe.get('batch_size')}, seed {recipe.get('seed')}"
                      + (f", best epoch {metrics['best_epoch']}" if metrics.get("best_epoch") else ""))

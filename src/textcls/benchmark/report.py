@@ -107,8 +107,8 @@ def _params(params: dict | None) -> str:
 def _embeddings(entry: dict) -> str:
     info = entry.get("embeddings")
     if not info:
-        if entry.get("kind") == "classic":
-            return "none (TF-IDF)"
+        if entry.get("kind") in ("classic", "ensemble"):
+            return "none (TF-IDF)" if entry["kind"] == "classic" else "its members'"
         return "random init" if entry.get("status") != "failed" else DASH
     text = str(info.get("source"))
     if info.get("dim"):

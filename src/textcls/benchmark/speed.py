@@ -74,8 +74,9 @@ def _measure(job: dict) -> dict:
     torch.set_num_threads(job["threads"])
     torch.manual_seed(0)
     preset = get_preset(job["model"]).with_overrides(**job["overrides"])
-    if preset.kind == "classic":
-        raise ConfigError(f"model '{preset.name}' is a TF-IDF model; the speed comparison takes neural presets")
+    if preset.kind != "neural":
+        raise ConfigError(f"model '{preset.name}' is not a neural model (kind {preset.kind}); the speed comparison "
+                          "takes neural presets")
     vocab, classes = job["vocab_size"], job["num_classes"]
     embeddings = None
     if preset.inputs.get("embeddings"):

@@ -461,7 +461,7 @@ def _fmt_p(p: float | None) -> str:
 def _vectors(entry: dict) -> str:
     info = entry.get("embeddings")
     if not info:
-        return "none (TF-IDF)" if entry.get("kind") == "classic" else "random init"
+        return {"classic": "none (TF-IDF)", "ensemble": "its members'"}.get(entry.get("kind"), "random init")
     return f"{info.get('source')}" + (f" {info['dim']}-d" if info.get("dim") else "")
 
 

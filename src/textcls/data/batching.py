@@ -240,7 +240,7 @@ def _pad_rows(rows: list, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     mask = torch.arange(width) < lengths[:, None]
     if rows:
         # The mask's true cells, row after row, are the rows' ids one after another: one
-        # masked copy instead of one per row halved a fasttext-bag epoch's loading on MR.
+        # masked copy instead of one per row is the cheaper path for a batch of short rows.
         out[mask] = torch.cat(rows)
     return out, mask
 

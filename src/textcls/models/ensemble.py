@@ -32,6 +32,7 @@ members and hands their dev probabilities to ``choose_weights``.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Sequence
 
 import numpy as np
@@ -44,6 +45,11 @@ from .registry import Preset, register_model
 # The smallest probability the log-loss reads, so that a member sure of a wrong class costs a
 # large, finite amount instead of an infinite one.
 _EPSILON = 1e-12
+# The most weightings ``choose_weights`` tries: C(steps + M - 1, M - 1) grows fast with the
+# members M (8 members at step 0.1: 19,448), and each costs a pass over the dev probabilities.
+MAX_GRID_POINTS = 20_000
+# Grid points scored at once on multi-label data (each holds a [N, C] mixture).
+_GRID_CHUNK = 64
 # Members of the default: the three cheap models that win on different datasets (see above).
 FAST_MEMBERS = ("tfidf-lr", "tfidf-nb", "fasttext-bag")
 
@@ -53,13 +59,16 @@ ENSEMBLE_RECIPE = Recipe(epochs=1)
 # share it carves (once, for all members) when the data has no dev split.
 ENSEMBLE_RECIPE_FIELDS = ("seed", "dev_fraction")
 
+# The only inputs an ensemble has: its members read the texts by their own presets.
+ENSEMBLE_INPUTS = {"shape": "flat", "embeddings": None}
+
 ENSEMBLE_PRESETS = [
     Preset(
         "ensemble",
         "ensemble",
         arch={"members": list(FAST_MEMBERS)},
         recipe=ENSEMBLE_RECIPE,
-        inputs={"shape": "flat", "embeddings": None},
+        inputs=ENSEMBLE_INPUTS,
         kind="ensemble",
         description="TF-IDF + LR, TF-IDF + naive Bayes and fasttext-bag fitted on the same split; their "
                     "probabilities averaged with weights chosen on dev (log-loss, simplex grid of step 0.1).",
@@ -89,6 +98,10 @@ class ProbabilityEnsemble:
         if abs(steps * weight_step - 1) > 1e-9 or steps > 100:
             raise ConfigError(f"parameter 'weight_step' = {weight_step} must divide 1 into at most 100 equal "
                               "steps (0.1, 0.05, 0.25, ...)")
+        points = math.comb(steps + len(members) - 1, len(members) - 1)
+        if points > MAX_GRID_POINTS:
+            raise ConfigError(f"{len(members)} members at weight_step {weight_step} make {points:,} weightings to "
+                              f"try (at most {MAX_GRID_POINTS:,}); use fewer members or a larger weight_step")
         self.num_classes = num_classes
         self.members = list(members)
         self.weight_step = float(weight_step)
@@ -104,11 +117,24 @@ class ProbabilityEnsemble:
                               f"'{changed[0]}' cannot be set on it (only seed and dev_fraction can): drop it, "
                               "or train a member preset on its own")
 
+    @staticmethod
+    def check_inputs(name: str, inputs: dict) -> None:
+        """Refuse an input override (``max_length``, ``embeddings``, ``clitics``, ...): the
+        members read the texts by their own presets' inputs."""
+        changed = sorted(k for k, v in inputs.items() if ENSEMBLE_INPUTS.get(k, v) != v or k not in ENSEMBLE_INPUTS)
+        if changed:
+            raise ConfigError(f"model '{name}' is an ensemble, whose members read the texts by their own presets; "
+                              f"'{changed[0]}' cannot be set on it: drop it, or train a member preset on its own")
+
     def weight_grid(self) -> np.ndarray:
-        """Every weighting of the members on the simplex grid, ``[G, M]``, lexicographic."""
-        steps = round(1 / self.weight_step)
-        points = [c for c in itertools.product(range(steps + 1), repeat=len(self.members)) if sum(c) == steps]
-        return np.asarray(points, dtype=np.float64) / steps
+        """Every weighting of the members on the simplex grid, ``[G, M]``, in lexicographic
+        order of the weights (stars and bars: the bar positions give the parts)."""
+        steps, members = round(1 / self.weight_step), len(self.members)
+        points = []
+        for bars in itertools.combinations(range(steps + members - 1), members - 1):
+            edges = (-1, *bars, steps + members - 1)
+            points.append([edges[i + 1] - edges[i] - 1 for i in range(members)])
+        return np.asarray(sorted(points), dtype=np.float64) / steps
 
     def choose_weights(self, dev_probabilities: Sequence[np.ndarray], dev_targets: np.ndarray,
                        multi_label: bool) -> np.ndarray:
@@ -119,12 +145,15 @@ class ProbabilityEnsemble:
         stacked = self._stack(dev_probabilities)
         targets = np.asarray(dev_targets)
         grid = self.weight_grid()
-        mixed = np.einsum("gm,mnc->gnc", grid, stacked)  # [G, N, C]
         if multi_label:
             on = targets.astype(bool)[None]
-            losses = -np.mean(np.log(np.clip(np.where(on, mixed, 1 - mixed), _EPSILON, 1)), axis=(1, 2))
+            losses = np.concatenate([
+                -np.mean(np.log(np.clip(np.where(on, mixed, 1 - mixed), _EPSILON, 1)), axis=(1, 2))
+                for mixed in (np.einsum("gm,mnc->gnc", grid[i:i + _GRID_CHUNK], stacked)
+                              for i in range(0, len(grid), _GRID_CHUNK))])
         else:
-            picked = mixed[:, np.arange(len(targets)), targets]
+            # The true class's probability under each weighting: [G, M] @ [M, N], no [G, N, C].
+            picked = grid @ stacked[:, np.arange(len(targets)), targets]
             losses = -np.mean(np.log(np.clip(picked, _EPSILON, 1)), axis=1)
         best = int(np.argmin(losses))  # the first minimum: ties go to the earlier grid point
         self.weights_ = grid[best]

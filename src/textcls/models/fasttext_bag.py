@@ -236,6 +236,6 @@ def _bag_sum(table: nn.Embedding, ids: Tensor, mask: Tensor) -> tuple[Tensor, Te
     offsets = lengths.cumsum(dim=0) - lengths
     # No padding_idx: the mask already leaves padding out, and F.embedding_bag with one was
     # ~100x slower here (19.5 ms instead of 0.17 ms for 14,000 ids into 2**21 rows).
-    # masked_select is one kernel where ids[mask] is two (nonzero, then index): half the time.
+    # masked_select is one kernel where ids[mask] is two (nonzero, then index), so it costs less on short rows.
     total = F.embedding_bag(ids.masked_select(mask), table.weight, offsets, mode="sum", sparse=table.sparse)
     return total, lengths

@@ -323,7 +323,8 @@ def create_model(
 
     if preset.kind != "neural":
         if embeddings is not None:
-            raise ConfigError(f"model '{preset.name}' is a {preset.kind} model and takes no embedding matrix; "
+            raise ConfigError(f"model '{preset.name}' is not a neural model (kind {preset.kind}) and takes no "
+                              "embedding matrix; "
                               "drop embeddings")
         model = cls(num_classes=num_classes, **arch)
         model.preset = preset

@@ -26,7 +26,7 @@ import numpy as np
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
 from ..errors import CheckpointError, ConfigError, DataError, close_names
-from ..validate import MAX_INT, check_int
+from ..validate import MAX_INT, check_flag, check_int
 from .normalize import build_normalizer, check_settings, check_texts, strip_newsgroups
 
 PAD_TOKEN, UNK_TOKEN = "[PAD]", "[UNK]"
@@ -211,8 +211,7 @@ class TextPipeline:
             "max_sentence_length", max_sentence_length, 1, MAX_INT, optional=True
         )
         self.bigram_buckets = check_int("bigram_buckets", bigram_buckets, 0, MAX_INT)
-        if not isinstance(clitics, bool):
-            raise ConfigError(f"parameter 'clitics' = {clitics!r} must be true or false")
+        check_flag("clitics", clitics)
         self.clitics = clitics
         self._tokenizer: Tokenizer | None = None
         self._vocab: list[str] | None = None
@@ -531,37 +530,47 @@ class TextPipeline:
     @classmethod
     def load(cls, directory: str | Path, settings: dict) -> "TextPipeline":
         """The pipeline ``save(directory)`` wrote, with the ``settings()`` it had."""
+        path = Path(directory) / TOKENIZER_FILE
+        if not path.is_file():
+            raise CheckpointError(f"{path} is missing; save the pipeline with TextPipeline.save(dir) first")
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise CheckpointError(f"{path} is not a valid tokenizer file ({err}); re-save it with TextPipeline.save")
+        return cls.from_json(text, settings, where=str(path))
+
+    @classmethod
+    def from_json(cls, text: str, settings: dict, *, where: str = "tokenizer.json") -> "TextPipeline":
+        """The pipeline whose ``tokenizer.json`` content is ``text`` (an ensemble keeps its
+        members' inside its weights file); ``where`` names it in errors."""
         unknown = [k for k in settings if k not in _SETTING_NAMES]
         if unknown:
             raise ConfigError(
                 f"unknown text pipeline setting '{unknown[0]}'; {close_names(unknown[0], _SETTING_NAMES)}"
             )
         pipeline = cls(**settings)
-        path = Path(directory) / TOKENIZER_FILE
-        if not path.is_file():
-            raise CheckpointError(f"{path} is missing; save the pipeline with TextPipeline.save(dir) first")
         try:
-            tokenizer = Tokenizer.from_file(str(path))
+            tokenizer = Tokenizer.from_str(text)
         except Exception as err:  # tokenizers raises a bare Exception on bad JSON
-            raise CheckpointError(f"{path} is not a valid tokenizer file ({err}); re-save it with TextPipeline.save")
+            raise CheckpointError(f"{where} is not a valid tokenizer file ({err}); re-save it with TextPipeline.save")
         saved = json.loads(tokenizer.to_str())
         expected = json.loads(pipeline._skeleton().to_str())
         for part in ("normalizer", "pre_tokenizer"):
             if saved.get(part) != expected.get(part):
                 raise CheckpointError(
-                    f"{path}: its {part} does not match the settings {pipeline.settings()}; "
+                    f"{where}: its {part} does not match the settings {pipeline.settings()}; "
                     "pass the settings the pipeline was saved with"
                 )
         if saved.get("added_tokens"):
             raise CheckpointError(
-                f"{path} has added tokens ({saved['added_tokens'][0].get('content')!r}...), which "
+                f"{where} has added tokens ({saved['added_tokens'][0].get('content')!r}...), which "
                 "TextPipeline never writes; rebuild it with TextPipeline.fit and save"
             )
         if saved.get("model", {}).get("type") != "WordLevel":
-            raise CheckpointError(f"{path} holds a {saved.get('model', {}).get('type')} model, not WordLevel")
+            raise CheckpointError(f"{where} holds a {saved.get('model', {}).get('type')} model, not WordLevel")
         if pipeline.max_vocab is not None and tokenizer.get_vocab_size() > pipeline.max_vocab:
             raise CheckpointError(
-                f"{path} has {tokenizer.get_vocab_size()} tokens, more than max_vocab={pipeline.max_vocab}; "
+                f"{where} has {tokenizer.get_vocab_size()} tokens, more than max_vocab={pipeline.max_vocab}; "
                 "pass the settings the pipeline was saved with"
             )
         pipeline._set_tokenizer(tokenizer)
