@@ -21,6 +21,9 @@ selection from libraries of models" select theirs on a hold-out set):
 - the test probabilities are ``sum_m w_m p_m`` with the members fitted on train alone (no
   refit on train + dev: the benchmarks give every model the same training documents).
 
+The same dev split already chose tfidf-lr's C, tfidf-nb's alpha and fasttext-bag's epoch, so
+the members' dev log-losses are a little optimistic; the test figures are the check on that.
+
 Log-loss rather than dev accuracy: with a few hundred dev documents, accuracy moves in steps
 of 0.1-0.2 points and many weightings tie; the log-loss is smooth and still drops a member
 that only adds noise (weight 0), which accuracy cannot tell from a useful one.
