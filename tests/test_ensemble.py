@@ -195,3 +195,19 @@ def test_a_member_error_names_the_member():
 def test_too_many_weightings_are_refused():
     with pytest.raises(ConfigError, match="43,758 weightings"):
         ProbabilityEnsemble(2, members=[f"m{i}" for i in range(9)])
+
+
+def test_multi_label_data_gets_independent_probabilities_and_round_trips(tmp_path):
+    # Real TREC questions, two label families: the coarse class, and "asks about a number".
+    trec = textcls.load_dataset("trec", max_per_split=400)
+    texts = list(trec["train"]["text"])
+    labels = [[c] + (["number"] if c == "NUM" or any(ch.isdigit() for ch in t) else [])
+              for t, c in zip(texts, trec["train"]["label"])]
+    clf = Classifier("ensemble", seed=0, params={"members": ["tfidf-lr", "tfidf-nb"]}).fit(texts, labels)
+    test = list(trec["test"]["text"])[:100]
+    probs = clf.predict_proba(test)
+    assert probs.shape == (100, len(clf.classes_))
+    assert ((probs >= 0) & (probs <= 1)).all()
+    assert (np.abs(probs.sum(axis=1) - 1) > 0.05).any()  # one sigmoid per label, not a softmax over them
+    clf.save_pretrained(tmp_path / "run")
+    np.testing.assert_allclose(Classifier.from_pretrained(tmp_path / "run").predict_proba(test), probs, **KERNEL)
