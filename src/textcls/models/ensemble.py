@@ -6,7 +6,7 @@ others on some set, and they err on different documents. Averaged by the rule be
 scored 83.84 % on average over the four sets (3 seeds each), against 83.18 for the best of them
 alone (tfidf-lr) and 82.82 for fasttext-bag, ahead of fasttext-bag on every set
 (``benchmarks/results/ensemble_members.md``, ``python benchmarks/ensemble_members.py``). Each
-member costs seconds, so the whole trains in 1.6-4.4x fastText's time. A fourth member on the
+member costs seconds, so the whole trained in 2.8-5.6x fastText's time (``practitioner.md``). A fourth member on the
 256-d distilled MiniLM vectors (fasttext-bag-unigram, ``--embeddings minilm-static``) added
 nothing on average there (83.81), so it is not in the preset.
 
