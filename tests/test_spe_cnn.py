@@ -362,6 +362,10 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             assert entry.paper is None
             continue
         assert entry.model in neural
+        if entry.name.endswith("-clitics"):  # issue 15's tokeniser diagnosis: a mr row's twin, clitics split
+            assert entry.dataset == "mr" and entry.overrides == {"max_length": 3000, "clitics": True}, entry.id
+            assert entry.paper is None, entry.id
+            continue
         # The presets' recipe untouched: only the length cap is overridden.
         assert entry.overrides == {"max_length": 3000}, entry.id
         assert entry.paper is not None and entry.paper_source.startswith("spe_cnn Table 3"), entry.id
