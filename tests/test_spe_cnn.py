@@ -375,7 +375,7 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
     # The paper's figures, as in the 30-minute suite (Table 3).
     budget = {(e.dataset, e.model): e.paper for e in load_suite("spe_cnn").entries if e.paper is not None}
     for entry in full.entries:
-        if (entry.dataset, entry.model) in budget:
+        if (entry.dataset, entry.model) in budget and not entry.name.endswith("-clitics"):
             assert entry.paper == budget[(entry.dataset, entry.model)], entry.id
     scaled = {e.dataset: e.paper for e in full.entries if e.model == "spe-cnn-pe-scaled"}
-    assert scaled == {e.dataset: e.paper for e in full.entries if e.model == "spe-cnn"}
+    assert scaled == {e.dataset: e.paper for e in full.entries if e.name == "spe-cnn"}
