@@ -349,10 +349,7 @@ class TfidfEstimator(PresetEstimator):
         return self
 
     def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
-        texts = list(texts)
-        if not texts:  # scikit-learn's vectorizer refuses an empty batch
-            return np.zeros((0, self.num_classes_), dtype=np.float64)
-        return self.model_.predict_proba(texts)
+        return self.model_.predict_proba(list(texts))
 
     def num_parameters(self) -> dict[str, int]:
         n = int(self.model_.num_parameters())

@@ -104,11 +104,15 @@ def _params(params: dict | None) -> str:
     return text
 
 
+# What the vectors column says for the kinds that read no pretrained vectors themselves.
+VECTORS_OF_KIND = {"classic": "none (TF-IDF)", "ensemble": "its members'"}
+
+
 def _embeddings(entry: dict) -> str:
     info = entry.get("embeddings")
     if not info:
-        if entry.get("kind") in ("classic", "ensemble"):
-            return "none (TF-IDF)" if entry["kind"] == "classic" else "its members'"
+        if entry.get("kind") in VECTORS_OF_KIND:
+            return VECTORS_OF_KIND[entry["kind"]]
         return "random init" if entry.get("status") != "failed" else DASH
     text = str(info.get("source"))
     if info.get("dim"):

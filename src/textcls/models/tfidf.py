@@ -284,7 +284,10 @@ class TfidfModel:
     def decision_function(self, texts) -> np.ndarray:
         """Scores ``X W^T + b`` before the link, ``[N, C]``."""
         self._check_fitted()
-        features = self.vectorizer_.transform(list(texts))
+        texts = list(texts)
+        if not texts:  # scikit-learn's vectorizer refuses an empty batch
+            return np.zeros((0, self.num_classes))
+        features = self.vectorizer_.transform(texts)
         return np.asarray(features @ self.weights_.T) + self.bias_
 
     def predict_proba(self, texts) -> np.ndarray:
