@@ -1,7 +1,7 @@
 """Which members the `ensemble` preset should hold: every candidate alone, and subsets of them
 combined by the preset's own rule (weights of lowest dev log-loss) or by an equal mean.
 
-    OMP_NUM_THREADS=1 python benchmarks/ensemble_members.py [--datasets trec sst2 mr mpqa]
+    OMP_NUM_THREADS=1 python benchmarks/ensemble_members.py [--datasets trec sst2 mr mpqa sst5]
         [--seeds 0 1 2] [--output benchmarks/results/ensemble_members]
 
 For each (dataset, seed) the data are split as `textcls benchmark` splits them (the seed's dev
@@ -14,6 +14,8 @@ probabilities, exactly as `EnsembleEstimator.fit` chooses them. Candidates:
 - `fasttext-bag-unigram+minilm-static`: the fastText-style bag of unigrams on the 256-d vectors
   distilled from MiniLM (`--embeddings minilm-static`), the distilled-vector candidate of
   issue 19;
+- `static-lr`: the library's own frozen distilled sentence vectors + LR (`models/static_lr.py`,
+  C chosen on dev), the member a saved run can hold;
 - `model2vec-lr`: the Model2Vec peer (frozen distilled sentence vectors + LR), as the ceiling
   of a frozen semantic member (a peer, so it cannot be a member of the library's preset).
 
@@ -42,12 +44,17 @@ from textcls.data.splits import ensure_dev
 from textcls.models.ensemble import ProbabilityEnsemble
 
 REPO = Path(__file__).resolve().parents[1]
-CANDIDATES = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "fasttext-bag-unigram+minilm-static", "model2vec-lr")
+CANDIDATES = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "fasttext-bag-unigram+minilm-static", "static-lr",
+              "model2vec-lr")
 SUBSETS = {
     "preset (lr + nb + bag)": ("tfidf-lr", "tfidf-nb", "fasttext-bag"),
     "lr + bag": ("tfidf-lr", "fasttext-bag"),
     "preset + minilm-static bag": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "fasttext-bag-unigram+minilm-static"),
     "preset + model2vec-lr (peer)": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "model2vec-lr"),
+    "preset + static-lr": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-lr"),
+    "lr + nb + static-lr": ("tfidf-lr", "tfidf-nb", "static-lr"),
+    "preset + static-lr + minilm-static bag": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-lr",
+                                               "fasttext-bag-unigram+minilm-static"),
 }
 
 
@@ -114,7 +121,7 @@ def _markdown(result: dict) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["trec", "sst2", "mr", "mpqa"])
+    parser.add_argument("--datasets", nargs="+", default=["trec", "sst2", "mr", "mpqa", "sst5"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--output", default=str(REPO / "benchmarks/results/ensemble_members"))
     args = parser.parse_args(argv)

