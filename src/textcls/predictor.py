@@ -7,9 +7,10 @@
 estimator and imports scikit-learn and ``datasets`` (about 2 s). The Predictor reads the same
 config.json, weights and tokenizer and imports only what predicting needs:
 
-- a run whose family has a NumPy forward pass (``numpy_forward.FORWARDS``: fasttext-bag),
-  trained in fp32, predicts on the CPU with NumPy and the ``tokenizers`` pipeline, without
-  importing torch;
+- a run whose family has a NumPy forward pass (``numpy_forward.FORWARDS``: fasttext-bag,
+  kim-cnn, spe-cnn), trained in fp32, predicts on the CPU with NumPy and the ``tokenizers``
+  pipeline, without importing torch, unless its inference tables would exceed
+  ``numpy_forward.TABLE_CAP_BYTES`` (a CNN over a very large vocabulary);
 - any other run predicts through its ``Estimator`` (``estimators.py``: torch and the model code
   for a neural run, scikit-learn's arrays for a TF-IDF one), as the Classifier does.
 
@@ -29,7 +30,7 @@ import numpy as np
 from . import artifacts
 from .errors import CheckpointError, ConfigError
 from .inputs import as_list, check_finite_probabilities, check_texts, task_indices
-from .numpy_forward import FORWARDS, probabilities
+from .numpy_forward import FORWARDS, build_forward, probabilities
 from .validate import range_check
 
 __all__ = ["Predictor", "DEFAULT_THRESHOLD"]
@@ -69,7 +70,9 @@ class Predictor:
         run_dir = Path(run_dir)
         config = artifacts.read_config(run_dir)
         if device in (None, "cpu") and _numpy_family(config):
-            return cls(run_dir, config, _numpy_predict(run_dir, config), uses_tasks=False, backend="numpy")
+            predict = _numpy_predict(run_dir, config)
+            if predict is not None:
+                return cls(run_dir, config, predict, uses_tasks=False, backend="numpy")
         return _load_estimator(cls, run_dir, config, device, threads, note)
 
     @property
@@ -116,8 +119,9 @@ def _numpy_family(config: dict) -> bool:
             and config.get("recipe", {}).get("precision", "fp32") == "fp32")
 
 
-def _numpy_predict(run_dir: Path, config: dict) -> Callable:
-    """predict(texts, task_ids) for a run with a NumPy forward pass (no torch imported)."""
+def _numpy_predict(run_dir: Path, config: dict) -> Callable | None:
+    """predict(texts, task_ids) for a run with a NumPy forward pass (no torch imported); None
+    when its tables would be too large (``numpy_forward.build_forward``)."""
     from .text.pipeline import TextPipeline
 
     state = config["state"]
@@ -129,7 +133,9 @@ def _numpy_predict(run_dir: Path, config: dict) -> Callable:
     except Exception as exc:  # tokenizers raises plain Exceptions on bad JSON
         raise CheckpointError(f"{tokenizer}: cannot load the tokenizer ({exc}); the file is corrupt") from None
     weights = run_dir / artifacts.WEIGHTS
-    forward = FORWARDS[config["family"]](artifacts.read_weights(run_dir, config))
+    forward = build_forward(config["family"], artifacts.read_weights(run_dir, config), config.get("arch"))
+    if forward is None:
+        return None
     expected = (int(state["vocab_size"]), int(state["num_classes"]))
     if (forward.vocab_size, forward.num_classes) != expected:
         raise CheckpointError(f"{weights}: does not match config.json (vocabulary x classes "
