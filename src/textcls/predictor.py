@@ -43,11 +43,13 @@ class Predictor:
 
     Attributes: ``classes_`` (label values), ``label_names``, ``multi_label``, ``task_names``
     (per-task heads, else None), ``threshold`` (multi-label), ``model`` (the preset name),
-    ``device``, ``backend`` (``"numpy"`` or ``"estimator"``).
+    ``device``, ``backend`` (``"numpy"`` or ``"estimator"``), ``stages`` (a NumPy run's
+    ``(encode, logits)``: texts -> ``FlatIds`` -> logits, which the speed benchmark times apart;
+    else None).
     """
 
     def __init__(self, run_dir: Path, config: dict, predict: Callable, *, uses_tasks: bool, backend: str,
-                 device: str = "cpu"):
+                 device: str = "cpu", stages: tuple[Callable, Callable] | None = None):
         self.run_dir = Path(run_dir)
         self.config = config
         self._predict = predict
@@ -59,6 +61,7 @@ class Predictor:
         saved = config.get("threshold")
         self.threshold = DEFAULT_THRESHOLD if saved is None else check_threshold(saved, f"{self.run_dir / artifacts.CONFIG}: 'threshold'")
         self.backend = backend
+        self.stages = stages
         self.device = device
 
     @classmethod
@@ -70,9 +73,9 @@ class Predictor:
         run_dir = Path(run_dir)
         config = artifacts.read_config(run_dir)
         if device in (None, "cpu") and _numpy_family(config):
-            predict = _numpy_predict(run_dir, config)
-            if predict is not None:
-                return cls(run_dir, config, predict, uses_tasks=False, backend="numpy")
+            predictor = _load_numpy(cls, run_dir, config)
+            if predictor is not None:
+                return predictor
         return _load_estimator(cls, run_dir, config, device, threads, note)
 
     @property
@@ -119,9 +122,23 @@ def _numpy_family(config: dict) -> bool:
             and config.get("recipe", {}).get("precision", "fp32") == "fp32")
 
 
-def _numpy_predict(run_dir: Path, config: dict) -> Callable | None:
-    """predict(texts, task_ids) for a run with a NumPy forward pass (no torch imported); None
-    when its tables would be too large (``numpy_forward.build_forward``)."""
+def _load_numpy(cls, run_dir: Path, config: dict) -> Predictor | None:
+    """A Predictor over the run's NumPy forward pass, or None (see ``_numpy_stages``)."""
+    stages = _numpy_stages(run_dir, config)
+    if stages is None:
+        return None
+    encode, logits = stages
+    multi_label = bool(config["state"].get("multi_label", config.get("multi_label", False)))
+
+    def predict(texts: list[str], task_ids) -> np.ndarray:
+        return probabilities(logits(encode(texts)), multi_label)
+
+    return cls(run_dir, config, predict, uses_tasks=False, backend="numpy", stages=stages)
+
+
+def _numpy_stages(run_dir: Path, config: dict) -> tuple[Callable, Callable] | None:
+    """(encode, logits) of a run with a NumPy forward pass (no torch imported); None when its
+    tables would be too large (``numpy_forward.build_forward``)."""
     from .text.pipeline import TextPipeline
 
     state = config["state"]
@@ -141,12 +158,7 @@ def _numpy_predict(run_dir: Path, config: dict) -> Callable | None:
         raise CheckpointError(f"{weights}: does not match config.json (vocabulary x classes "
                               f"{forward.vocab_size} x {forward.num_classes}, config {expected[0]} x "
                               f"{expected[1]}); retrain or restore the run")
-    multi_label = bool(state.get("multi_label", config.get("multi_label", False)))
-
-    def predict(texts: list[str], task_ids) -> np.ndarray:
-        return probabilities(forward.logits(pipeline.encode_flat(texts)), multi_label)
-
-    return predict
+    return pipeline.encode_flat, forward.logits
 
 
 def _load_estimator(cls, run_dir: Path, config: dict, device: str | None, threads: int | None, note) -> Predictor:

@@ -1,0 +1,126 @@
+"""The NumPy forward passes of kim-cnn and spe-cnn (``numpy_forward``) give the torch models'
+probabilities.
+
+Small models of each embedding mode are trained on an MR slice and saved; ``Predictor.load``
+then predicts them with NumPy (table lookups, no torch), and the ``Classifier`` with torch.
+The two must agree within ``tolerance.KERNEL`` on real texts, on a batch of very different
+lengths (as one batch and one document at a time: padding never changes a document), on
+documents shorter than the widest window, and on a document longer than SPE's first position
+table.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import numpy as np
+import pytest
+
+from test_startup import NEVER_TO_PREDICT, _loaded, _modules_after
+from tolerance import KERNEL
+from textcls import Classifier, load_dataset
+from textcls import numpy_forward
+from textcls.predictor import Predictor
+
+# Each embedding mode of the two families, shrunk so that a model trains in about a second.
+PRESETS = {
+    "kim-cnn-static": {"feature_maps": 6},
+    "kim-cnn-nonstatic": {"feature_maps": 6, "windows": [4, 2]},  # widths out of order: the output reads them so
+    "kim-cnn-multichannel": {"feature_maps": 6},
+    "kim-cnn-rand": {"feature_maps": 6, "embedding_dim": 12},
+    "spe-cnn": {"filters": 12},
+    "spe-cnn-pe-scaled": {"filters": 12},
+    "single-cnn-static": {"filters": 12},
+    "spe-cnn-bow": {"filters": 12},
+}
+
+
+@pytest.fixture(scope="module")
+def mr():
+    return load_dataset("mr", max_per_split=400)
+
+
+@pytest.fixture(scope="module")
+def texts(mr):
+    """Real test texts, then lengths far apart: one word, two (shorter than every window),
+    unknown words only, and one of about 150 tokens (past SPE's first 64 positions)."""
+    real = list(mr["test"]["text"])[:60]
+    return real + ["good", "not bad", "zzzqx qqqzx", " ".join(real[:6]), "a thoroughly enjoyable film"]
+
+
+@pytest.fixture(scope="module")
+def runs(mr, tmp_path_factory):
+    """{preset: (Classifier, run folder)}, trained one epoch and saved."""
+    train_texts, labels = list(mr["train"]["text"]), list(mr["train"]["label"])
+    out = {}
+    for preset, params in PRESETS.items():
+        clf = Classifier(preset, epochs=1, params=params).fit(train_texts, labels)
+        folder = tmp_path_factory.mktemp(preset)
+        clf.save_pretrained(folder)
+        out[preset] = (clf, folder)
+    return out
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_numpy_pass_equals_torch(runs, texts, preset):
+    clf, folder = runs[preset]
+    predictor = Predictor.load(folder)
+    assert predictor.backend == "numpy"
+    probs = predictor.predict_proba(texts)
+    np.testing.assert_allclose(probs, clf.predict_proba(texts), **KERNEL)
+    assert predictor.predict(texts) == [str(label) for label in clf.predict(texts)]
+
+
+@pytest.mark.parametrize("preset", ["kim-cnn-static", "spe-cnn", "spe-cnn-bow"])
+def test_padding_never_changes_a_document(runs, texts, preset):
+    predictor = Predictor.load(runs[preset][1])
+    mixed = texts[-5:] + texts[:5]  # one batch: 1 to about 150 tokens
+    alone = np.concatenate([predictor.predict_proba([text]) for text in mixed])
+    np.testing.assert_allclose(predictor.predict_proba(mixed), alone, **KERNEL)
+    # A short document beside a long one in the same sub-batch, and in the other order.
+    pair = [texts[-2], texts[-5]]
+    np.testing.assert_allclose(predictor.predict_proba(pair), alone[[3, 0]], **KERNEL)
+    np.testing.assert_allclose(predictor.predict_proba(pair[::-1]), alone[[0, 3]], **KERNEL)
+
+
+def test_documents_shorter_than_the_window_are_read_as_zero_padded(runs):
+    """Kim's widest window is 5 and SPE's is 3: one- and two-word documents have one window,
+    their missing words zero vectors (and, with SPE, no position vectors)."""
+    short = ["good", "not bad", "bad", "very good", "!"]
+    for preset in ("kim-cnn-static", "kim-cnn-nonstatic", "spe-cnn", "spe-cnn-bow"):
+        clf, folder = runs[preset]
+        np.testing.assert_allclose(Predictor.load(folder).predict_proba(short), clf.predict_proba(short), **KERNEL)
+
+
+def test_tables_over_the_cap_predict_through_torch(runs, texts, monkeypatch):
+    clf, folder = runs["kim-cnn-static"]
+    forward = numpy_forward.KimCNNForward
+    arrays = {"embedding.weight": np.zeros((1000, 50)), "convs.0.weight": np.zeros((100, 50, 3)),
+              "convs.1.weight": np.zeros((100, 50, 5))}
+    assert forward.table_bytes(arrays) == 1000 * (3 + 5) * 100 * 4
+    monkeypatch.setattr(numpy_forward, "TABLE_CAP_BYTES", 1000)
+    predictor = Predictor.load(folder)
+    assert predictor.backend == "estimator"
+    np.testing.assert_allclose(predictor.predict_proba(texts), clf.predict_proba(texts), **KERNEL)
+
+
+def test_spe_defaults_are_the_models():
+    from textcls.models.spe_cnn import SpeCNN
+
+    parameters = inspect.signature(SpeCNN).parameters
+    assert {name: parameters[name].default for name in numpy_forward.SPE_DEFAULTS} == numpy_forward.SPE_DEFAULTS
+
+
+@pytest.mark.parametrize("preset", ["kim-cnn-static", "spe-cnn"])
+def test_predicting_a_cnn_run_loads_no_torch(runs, texts, preset):
+    clf, folder = runs[preset]
+    sample = texts[-5:]
+    modules, printed = _modules_after(
+        "import json\nfrom textcls.predictor import Predictor\n"
+        f"predictor = Predictor.load({str(folder)!r})\n"
+        f"print(json.dumps([predictor.backend, predictor.predict_proba({sample!r}).tolist()]))")
+    backend, probs = json.loads(printed.strip())
+    assert backend == "numpy"
+    np.testing.assert_allclose(np.array(probs, dtype=np.float32), clf.predict_proba(sample), **KERNEL)
+    assert _loaded(modules, NEVER_TO_PREDICT + ("torch",)) == []
