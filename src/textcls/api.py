@@ -35,10 +35,11 @@ from .models.registry import Preset, get_family, get_preset
 
 __all__ = ["Classifier", "DEFAULT_MODEL", "check_device", "dataset_from_lists"]
 
-# The default (issue 19): TF-IDF + LR, TF-IDF + NB and the fastText-style bag, averaged with
-# weights chosen on dev. On trec, sst2, mr and mpqa (3 seeds, benchmarks/results/
-# ensemble_members.md) it beat each of its members alone on average, fasttext-bag (the default
-# before it) on every set, by 0.4-1.9 points, for 2.8-5.6x fastText's training time
+# The default (issue 19): TF-IDF + LR, TF-IDF + NB, the fastText-style bag and frozen distilled
+# MiniLM sentence vectors + LR, averaged with weights chosen on dev. On trec, sst2, mr, mpqa and
+# sst5 (3 seeds, benchmarks/results/ensemble_members.md) it beat each of its members alone on
+# average and the first three together on every set; those three beat fasttext-bag (the default
+# before it) on every set, for 2.8-5.6x fastText's training time
 # (benchmarks/results/practitioner.md). Its price: a
 # saved run predicts through torch and scikit-learn, so `textcls predict` starts slower than a
 # fasttext-bag run's (NumPy only); pick `--model fasttext-bag` where start-up matters most.
