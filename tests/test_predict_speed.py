@@ -19,6 +19,7 @@ def _row(model, docs_per_second, p50_ms):
 def test_ratios_and_targets(tmp_path):
     rows = [_row("fasttext", 100_000.0, 0.01), _row("fasttext-bag", 60_000.0, 0.08), _row("spe-cnn", 70_000.0, 0.4),
             _row("kim-cnn-static", 40_000.0, 0.2), _row("lstm", 5_000.0, 1.0)]
+    rows[2].update(tokenise_us_per_doc=7.04, forward_us_per_doc=10.26)  # a NumPy run's two stages
     result = _result(rows, data="mr", docs=20_000, rounds=3, epochs=1, threads=1, load=((1.0, 1, 1), (2.0, 2, 2)))
     by_model = {r["model"]: r for r in result["rows"]}
     assert by_model["fasttext-bag"]["throughput_ratio_to_fasttext"] == pytest.approx(0.6)
@@ -31,6 +32,7 @@ def test_ratios_and_targets(tmp_path):
     text = files["markdown"].read_text()
     assert "Command: `textcls speed --predict -o x`" in text and "load average 1.0 before and 2.0 after" in text
     assert "| fasttext-bag | textcls | x | 60,000 | 0.60 | 0.080 |" in text and "missed: 50,000 docs/s" in text
+    assert "spe-cnn: tokenising 7.0, forward pass 10.3." in text and "lstm: tokenising" not in text
     assert json.loads(files["json"].read_text())["machine"]["cpu_model"] == result["machine"]["cpu_model"]
 
 

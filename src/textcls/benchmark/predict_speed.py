@@ -10,7 +10,9 @@ of them alike:
 
 textcls presets (one per family by default) are trained with ``epochs`` epochs (speed does
 not depend on how long a model trained; the accuracy column says how far it got), saved, and
-loaded with ``predictor.Predictor``: exactly what ``textcls predict`` runs. The peers:
+loaded with ``predictor.Predictor``: exactly what ``textcls predict`` runs. Its ``backend``
+column says ``numpy`` for a run predicted by ``numpy_forward`` (fasttext-bag, kim-cnn, spe-cnn),
+whose large call is also timed in its two stages (tokenising, forward pass). The peers:
 
 - ``fasttext``: Facebook's fastText (PyPI ``fasttext``) with its tutorial's settings (lr 1.0,
   25 epochs, word bigrams, one thread) and its tutorial's normalisation, which the timing
@@ -56,6 +58,8 @@ class Contender:
     def __init__(self, name: str, kind: str, predict: Callable[[list[str]], list], **info):
         self.name, self.kind, self.predict, self.info = name, kind, predict, info
         self.prepare = None  # texts -> what predict takes, done before timing (None: the texts themselves)
+        self.stages = None  # a NumPy run's (encode, logits), timed apart on the large call
+        self.stage_us: dict[str, list[float]] = {"tokenise": [], "forward": []}  # microseconds a document
         self.throughput: list[float] = []
         self.latency_ms: list[float] = []
 
@@ -72,8 +76,10 @@ def _textcls(preset: str, dataset, epochs: int, folder: Path) -> Contender:
     seconds = time.perf_counter() - started
     clf.save_pretrained(folder / preset)
     predictor = Predictor.load(folder / preset, device="cpu")
-    return Contender(preset, "textcls", predictor.predict, family=clf.preset_.family, backend=predictor.backend,
-                     train_seconds=seconds, epochs=clf.fit_result_.epochs_run if clf.fit_result_ else 1)
+    contender = Contender(preset, "textcls", predictor.predict, family=clf.preset_.family, backend=predictor.backend,
+                          train_seconds=seconds, epochs=clf.fit_result_.epochs_run if clf.fit_result_ else 1)
+    contender.stages = predictor.stages
+    return contender
 
 
 def _fasttext(dataset) -> list[Contender]:
@@ -130,6 +136,14 @@ def _time_round(contender: Contender, batch: list[str], singles: list[str]) -> N
         started = time.perf_counter()
         contender.predict([text])
         contender.latency_ms.append(1000 * (time.perf_counter() - started))
+    if contender.stages is not None:
+        encode, logits = contender.stages
+        started = time.perf_counter()
+        flat = encode(batch)
+        encoded = time.perf_counter()
+        logits(flat)
+        contender.stage_us["tokenise"].append(1e6 * (encoded - started) / len(batch))
+        contender.stage_us["forward"].append(1e6 * (time.perf_counter() - encoded) / len(batch))
 
 
 def _tokenising(texts: list[str], train_texts: list[str], rounds: int) -> dict:
@@ -154,7 +168,8 @@ def _row(contender: Contender, test_texts: list[str], test_labels: list[str]) ->
     inputs = test_texts if contender.prepare is None else contender.prepare(test_texts)
     predicted = [str(label) for label in contender.predict(inputs)]
     latency = np.array(contender.latency_ms)
-    return {"model": contender.name, "kind": contender.kind, **contender.info,
+    stages = {f"{stage}_us_per_doc": statistics.median(values) for stage, values in contender.stage_us.items() if values}
+    return {"model": contender.name, "kind": contender.kind, **contender.info, **stages,
             "accuracy": float(np.mean([p == t for p, t in zip(predicted, test_labels)])),
             "docs_per_second": statistics.median(contender.throughput), "docs_per_second_all": contender.throughput,
             "p50_ms": float(np.percentile(latency, 50)), "p99_ms": float(np.percentile(latency, 99)),
@@ -244,6 +259,12 @@ def format_predict_markdown(result: dict, command: str | None) -> str:
         lines.append(f"| {row['model']} | {row['kind']} | {row['backend']} | {row['docs_per_second']:,.0f} | "
                      f"{row['throughput_ratio_to_fasttext']:.2f} | {row['p50_ms']:.3f} | {row['p99_ms']:.3f} | "
                      f"{row['p50_ratio_to_fasttext']:.1f} | {row['accuracy']:.3f} | {target} |")
+    split = [row for row in result["rows"] if "forward_us_per_doc" in row]
+    if split:
+        lines += ["", f"Where a NumPy run's time goes, microseconds a document on the {result['docs']:,}-document call "
+                  f"(each stage timed alone, median of {result['rounds']} rounds): " + "; ".join(
+                      f"{row['model']}: tokenising {row['tokenise_us_per_doc']:.1f}, forward pass "
+                      f"{row['forward_us_per_doc']:.1f}" for row in split) + "."]
     if result.get("tokenising_docs_per_second"):
         lines += ["", f"Tokenising the {result['docs']:,} documents alone (fasttext-bag's pipeline, docs/s, median of "
                   f"{result['rounds']}): " + "; ".join(f"{name}: {value:,.0f}" for name, value in
