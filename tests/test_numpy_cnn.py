@@ -105,6 +105,15 @@ def test_tables_over_the_cap_predict_through_torch(runs, texts, monkeypatch):
     np.testing.assert_allclose(predictor.predict_proba(texts), clf.predict_proba(texts), **KERNEL)
 
 
+def test_an_int8_run_predicts_through_torch(runs, texts, tmp_path):
+    """Quantised linear layers compute in int8, which the NumPy pass does not."""
+    quantized = Classifier.from_pretrained(runs["kim-cnn-static"][1]).quantize("int8")
+    quantized.save_pretrained(tmp_path / "int8")
+    predictor = Predictor.load(tmp_path / "int8")
+    assert predictor.backend == "estimator"
+    np.testing.assert_allclose(predictor.predict_proba(texts), quantized.predict_proba(texts), **KERNEL)
+
+
 def test_spe_defaults_are_the_models():
     from textcls.models.spe_cnn import SpeCNN
 

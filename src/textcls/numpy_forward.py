@@ -92,11 +92,12 @@ def probabilities(logits: np.ndarray, multi_label: bool) -> np.ndarray:
 
 # The largest inference table built (vocabulary x window offsets x filters, float32): Kim's
 # 3+4+5 x 100 is 4.7 KiB a word, 80 MB for MR's 16,661 words; SPE's 3 x 128 is 1.5 KiB a word.
-# A 256 MB table is 54,000 words for Kim's CNN; a larger vocabulary predicts through torch.
+# 256 MiB is about 56,000 words for Kim's CNN and 175,000 for SPE's; a larger vocabulary
+# predicts through torch (whose own table stops at models.layers.FAST_TABLE_BYTES, 512 MiB).
 TABLE_CAP_BYTES = 256 << 20
 # Padded tokens (documents x longest) per sub-batch: a gathered [tokens, filters] block (800 KB
 # at Kim's 100 maps) then stays within a 2 MiB L2 cache for the sums that follow. On MR, 1,536
-# to 3,072 were within 5 % of each other, 768 and 1,024 slower (more sub-batches).
+# to 3,072 were within 6 % of each other, 768 and 1,024 up to 8 % slower (more sub-batches).
 BATCH_TOKENS = 2048
 
 

@@ -8,7 +8,7 @@ estimator and imports scikit-learn and ``datasets`` (about 2 s). The Predictor r
 config.json, weights and tokenizer and imports only what predicting needs:
 
 - a run whose family has a NumPy forward pass (``numpy_forward.FORWARDS``: fasttext-bag,
-  kim-cnn, spe-cnn), trained in fp32, predicts on the CPU with NumPy and the ``tokenizers``
+  kim-cnn, spe-cnn), trained in fp32 and not quantised to int8, predicts on the CPU with NumPy and the ``tokenizers``
   pipeline, without importing torch, unless its inference tables would exceed
   ``numpy_forward.TABLE_CAP_BYTES`` (a CNN over a very large vocabulary);
 - any other run predicts through its ``Estimator`` (``estimators.py``: torch and the model code
@@ -118,7 +118,8 @@ def check_threshold(value, name: str = "parameter 'threshold'") -> float:
 
 
 def _numpy_family(config: dict) -> bool:
-    return (config.get("kind") == "neural" and config.get("family") in FORWARDS
+    # An int8 run ("quantize") computes its linear layers in int8, which only torch reproduces.
+    return (config.get("kind") == "neural" and config.get("family") in FORWARDS and config.get("quantize") is None
             and config.get("recipe", {}).get("precision", "fp32") == "fp32")
 
 
