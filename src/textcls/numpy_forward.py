@@ -1,15 +1,15 @@
 """Forward passes in NumPy for the models that predict without torch.
 
 ``textcls predict RUN TEXT`` spends more time starting than predicting: importing torch alone
-takes about 1.4 s. The models below are table lookups, sums and small matrix products, which
-NumPy computes as fast as torch does, so their fp32 runs predict through these classes and
-never import torch (``predictor.py`` picks them by family, through ``build_forward``;
-ARCHITECTURE.md, "Decisions", gives the measurements). ``tests/test_predict_path.py`` and
+takes about 1.4 s. The models below are table lookups, sums and small matrix products, all
+of which NumPy has, so their fp32 runs predict through these classes and never import torch
+(``predictor.py`` picks them by family, through ``build_forward``; ARCHITECTURE.md,
+"Decisions", gives the measurements). ``tests/test_predict_path.py`` and
 ``tests/test_numpy_cnn.py`` hold each equal to its torch model within ``tests/tolerance.KERNEL``.
 
 - ``FastTextBagForward`` (``models/fasttext_bag.py``): float32 sums of the rows of each
   document's real ids (no padding), divided by their count, times the output matrix.
-- ``KimCNNForward`` (``models/kim_cnn.py``, Kim 2014 eq. 2-4) and ``SpeCNNForward``
+- ``KimCNNForward`` (``models/kim_cnn.py``, Kim 2014 eq. 2-5) and ``SpeCNNForward``
   (``models/spe_cnn.py``, Oh and Kim 2020 eq. 3-7): a 1-D convolution over word vectors is
   linear in them, ``w . x_{i:i+h-1} = sum_k W_k x_{i+k}``, so ``P_k = E W_k^T`` is computed once
   at load for every vocabulary row and offset ``k`` and a window is a sum of gathered rows, with
@@ -170,9 +170,10 @@ class KimCNNForward:
     Eq. 2 before ``f``: ``w . x_{i:i+h-1} = sum_k W_k x_{i+k}``, so every window width ``h``
     and offset ``k`` is a table ``E W_k^T`` (``[vocab, feature maps]``; the two channels'
     vectors added for multichannel, as the model adds them) and a window is ``h`` gathered
-    rows added. Windows that run past a document's end are left out of the max-pool (eq. 4);
-    ``relu(max_i c_i + b)`` equals ``max_i relu(c_i + b)``, as ReLU and ``+ b`` are monotone;
-    the softmax layer (eq. 5) is a matrix product, dropout off."""
+    rows added. Windows that run past a document's end are left out of the max-over-time
+    pooling of the feature map (eq. 3); ``relu(max_i c_i + b)`` equals ``max_i relu(c_i + b)``,
+    as ReLU and ``+ b`` are monotone; the softmax layer (eq. 4-5) is a matrix product, dropout
+    off."""
 
     def __init__(self, arrays: dict[str, np.ndarray], arch: dict | None = None):
         count = sum(1 for name in arrays if name.startswith("convs.") and name.endswith(".weight"))
