@@ -93,3 +93,21 @@ def test_bad_vectors_and_a_corrupt_state_are_one_clear_error(fitted):
         estimator_for(get_preset("static-lr")).load_state(short, meta)
     with pytest.raises(CheckpointError, match="lacks array 'weights'"):
         estimator_for(get_preset("static-lr")).load_state({k: v for k, v in arrays.items() if k != "weights"}, meta)
+
+
+def test_a_classic_preset_refuses_word_vectors_with_one_line(trec):
+    from textcls.errors import ConfigError as Refused
+
+    for name in ("static-lr", "tfidf-lr"):
+        with pytest.raises(Refused, match=f"model '{name}' is a classic model and reads no pretrained word vectors"):
+            Classifier(name, embeddings="glove-6b-50d").fit_dataset(trec)
+
+
+def test_list_models_names_static_lrs_vectors():
+    from typer.testing import CliRunner
+
+    from textcls.cli import app
+
+    result = CliRunner().invoke(app, ["list-models"])
+    row = next(line for line in result.output.splitlines() if line.startswith("static-lr "))
+    assert row.split()[1:3] == ["classic", "minilm-static"]

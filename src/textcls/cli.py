@@ -662,12 +662,13 @@ def read_texts(data: bytes, where: str, first_line: int = 1) -> List[str]:
 @app.command("list-models")
 def list_models_cmd():
     """List the registered presets; the vectors column names a preset's pretrained word vectors
-    (--embeddings glove-6b-50d, minilm-static, word2vec or a file replaces them), '-' for none."""
+    (--embeddings glove-6b-50d, minilm-static, word2vec or a file replaces a neural preset's;
+    static-lr's are fixed, its parameter 'vectors'), '-' for none."""
     from .models.registry import get_preset, list_models
 
     for name in list_models():
         preset = get_preset(name)
-        vectors = preset.inputs.get("embeddings") or "-"
+        vectors = preset.inputs.get("embeddings") or preset.arch.get("vectors") or "-"
         typer.echo(f"{name:36s} {preset.kind:8s} {vectors:13s} {preset.description}")
 
 

@@ -330,6 +330,10 @@ class TfidfEstimator(PresetEstimator):
         from .data.splits import ensure_dev
 
         self._learn_labels(dataset)
+        if self.preset.inputs.get("embeddings"):
+            raise ConfigError(f"model '{self.preset.name}' is a classic model and reads no pretrained word vectors "
+                              f"(got embeddings={self.preset.inputs['embeddings']!r}); drop --embeddings, or pick a "
+                              "neural preset that lists vectors in `textcls list-models`")
         self.preset = self._preset_for(dataset)
         self.model_ = create_model(self.preset, num_classes=len(dataset.label_names))
         if hasattr(self.model_, "use_vectors"):  # static-lr: its frozen vectors, read once and cached

@@ -48,7 +48,7 @@ STATIC_LR_PRESETS = [
     Preset(
         "static-lr",
         "static-lr",
-        arch={"C_grid": list(C_GRID)},
+        arch={"C_grid": list(C_GRID), "vectors": "minilm-static"},
         recipe=Recipe(epochs=1),
         inputs={"shape": "flat", "embeddings": None},
         kind="classic",
