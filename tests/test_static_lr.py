@@ -111,3 +111,13 @@ def test_list_models_names_static_lrs_vectors():
     result = CliRunner().invoke(app, ["list-models"])
     row = next(line for line in result.output.splitlines() if line.startswith("static-lr "))
     assert row.split()[1:3] == ["classic", "minilm-static"]
+
+
+def test_the_benchmark_tables_name_static_lrs_vectors():
+    from textcls.benchmark.report import vectors_without_info
+
+    def entry(preset):
+        return {"kind": "classic", "runs": [{"settings": get_preset(preset).to_dict()}]}
+
+    assert vectors_without_info(entry("static-lr")) == "minilm-static (frozen sentence vectors)"
+    assert vectors_without_info(entry("tfidf-lr")) == "none (TF-IDF)"

@@ -108,11 +108,20 @@ def _params(params: dict | None) -> str:
 VECTORS_OF_KIND = {"classic": "none (TF-IDF)", "ensemble": "its members'"}
 
 
+def vectors_without_info(entry: dict) -> str | None:
+    """What the vectors column says for an entry whose runs report no pretrained vectors: the
+    fixed vectors of a classic preset (static-lr), its kind's label, else None (random init)."""
+    settings = next((run.get("settings") for run in entry.get("runs") or [] if run.get("settings")), None) or {}
+    fixed = (settings.get("arch") or {}).get("vectors") if settings.get("kind") == "classic" else None
+    return f"{fixed} (frozen sentence vectors)" if fixed else VECTORS_OF_KIND.get(entry.get("kind"))
+
+
 def _embeddings(entry: dict) -> str:
     info = entry.get("embeddings")
     if not info:
-        if entry.get("kind") in VECTORS_OF_KIND:
-            return VECTORS_OF_KIND[entry["kind"]]
+        label = vectors_without_info(entry)
+        if label:
+            return label
         return "random init" if entry.get("status") != "failed" else DASH
     text = str(info.get("source"))
     if info.get("dim"):

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .report import VECTORS_OF_KIND
+from .report import vectors_without_info
 
 __all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction", "write_reproduction",
            "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS"]
@@ -463,7 +463,7 @@ def _fmt_p(p: float | None) -> str:
 def _vectors(entry: dict) -> str:
     info = entry.get("embeddings")
     if not info:
-        return VECTORS_OF_KIND.get(entry.get("kind"), "random init")
+        return vectors_without_info(entry) or "random init"
     return f"{info.get('source')}" + (f" {info['dim']}-d" if info.get("dim") else "")
 
 
