@@ -5,6 +5,9 @@ import numpy as np
 import pytest
 import torch
 
+from torch.utils.data import DataLoader
+
+from textcls.data import batching
 from textcls.data.batching import (
     BucketBatchSampler,
     Collator,
@@ -167,6 +170,111 @@ def test_dataset_items_and_labels_property():
     assert item["bigram_ids"].tolist() == [8, 7]
     assert ds.labels == [1, 0] and ds.lengths == [2, 1]
     assert EncodedDataset([[1]]).labels is None
+
+
+# --------------------------------------------------------------------------- the vectorised collate path
+# EncodedDataset stores flat documents in one array and pads a batch (and the batches after
+# it, see collate_flat) straight from it; these hold it to the row-by-row collate_flat.
+
+
+def ragged_documents(n, seed=0):
+    """Ragged ids (real id 0 included), every 17th document empty, hashed bigrams, labels."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 40, size=n)
+    lengths[::17] = 0
+    ids = [rng.integers(0, 1000, size=k).tolist() for k in lengths]
+    bigrams = [rng.integers(1, 1 << 21, size=max(int(k) - 1, 0)).tolist() for k in lengths]
+    return ids, bigrams, rng.integers(0, 3, size=n).tolist()
+
+
+def assert_same_batch(got, want):
+    assert list(got) == list(want)  # the same keys, in the same order
+    for key in want:
+        assert got[key].dtype == want[key].dtype and got[key].shape == want[key].shape, key
+        assert torch.equal(got[key], want[key]), key
+
+
+@pytest.mark.parametrize("shuffle,replicas,rank,cells", [
+    (True, 1, 0, batching.PREFETCH_CELLS), (False, 1, 0, batching.PREFETCH_CELLS),
+    (True, 2, 1, batching.PREFETCH_CELLS), (True, 1, 0, 100),
+])
+def test_loader_batches_equal_row_by_row_collate(monkeypatch, shuffle, replicas, rank, cells):
+    monkeypatch.setattr(batching, "PREFETCH_CELLS", cells)  # 100: a refill every batch or two
+    ids, bigrams, labels = ragged_documents(301)
+    tasks = [i % 4 for i in range(301)]
+    ds = EncodedDataset(ids, labels, bigrams=bigrams, num_classes=3, tasks=tasks)
+    loader = make_loader(ds, 8, shuffle=shuffle, seed=5, num_replicas=replicas, rank=rank, bucket_factor=3)
+    loader.batch_sampler.set_epoch(2)
+    planned = [list(b) for b in loader.batch_sampler]
+    assert len(planned) > batching.PREFETCH_BATCHES  # the plan is refilled at least once
+    batches = list(loader)
+    assert [b["index"].tolist() for b in batches] == planned
+    for indices, batch in zip(planned, batches):
+        assert_same_batch(batch, collate_flat([ds[i] for i in indices]))
+    if replicas == 1:  # (rank 1's half of each length-sorted batch may hold none)
+        assert any(not b["mask"].any(dim=1).all() for b in batches)  # empty documents were batched
+
+
+def test_multi_label_and_pad_id_batches_equal_row_by_row_collate():
+    ids, bigrams, _ = ragged_documents(90, seed=1)
+    classes = [[i % 4, (i * 7) % 4] if i % 5 else [] for i in range(90)]  # some with no class
+    ds = EncodedDataset(ids, classes, bigrams=bigrams, multi_label=True, num_classes=4)
+    collator = Collator("flat", multi_label=True, num_classes=4, pad_id=-1)
+    sampler = BucketBatchSampler(ds.lengths, 16, seed=3)
+    for indices, batch in zip(list(sampler), DataLoader(ds, batch_sampler=sampler, collate_fn=collator)):
+        want = collate_flat([ds[i] for i in indices], -1, multi_label=True, num_classes=4)
+        assert_same_batch(batch, want)
+
+
+def test_a_plan_collated_out_of_order_or_by_another_collator_gives_the_same_batches():
+    ids, bigrams, labels = ragged_documents(200, seed=2)
+    ds = EncodedDataset(ids, labels, bigrams=bigrams)
+    planned = list(BucketBatchSampler(ds.lengths, 4, seed=1))
+    for indices in reversed(planned):  # every request lands outside what was collated ahead
+        assert_same_batch(Collator()(ds.__getitems__(indices)), collate_flat([ds[i] for i in indices]))
+    first, second, third = planned[:3]
+    Collator()(ds.__getitems__(first))  # collates the batches after it too, padded with 0
+    assert_same_batch(Collator(pad_id=7)(ds.__getitems__(second)), collate_flat([ds[i] for i in second], 7))
+    other = EncodedDataset([[i + 1] for i in range(200)])
+    assert_same_batch(Collator(pad_id=7)(other.__getitems__(third)), collate_flat([other[i] for i in third], 7))
+    # A planned batch is a plain list to pickle (DataLoader workers): it carries no plan.
+    restored = pickle.loads(pickle.dumps(first))
+    assert type(restored) is list and restored == list(first)
+
+
+def test_make_loader_with_a_worker_process_gives_the_same_flat_batches():
+    ids, bigrams, labels = ragged_documents(40, seed=3)
+    ds = EncodedDataset(ids, labels, bigrams=bigrams)
+    serial = list(make_loader(ds, 8, shuffle=True, seed=2))
+    parallel = list(make_loader(ds, 8, shuffle=True, seed=2, num_workers=1))
+    assert len(serial) == len(parallel) == 5
+    for x, y in zip(serial, parallel):
+        assert_same_batch(y, x)
+
+
+def test_lists_of_ints_are_stored_as_the_row_by_row_check_stores_them():
+    ids, bigrams, labels = ragged_documents(60, seed=4)
+    fast = EncodedDataset(ids, labels, bigrams=bigrams)
+    # Numpy rows take the row-by-row path (_id_row): the stored documents must not differ.
+    slow = EncodedDataset([np.asarray(r, dtype=np.int32) for r in ids], labels,
+                          bigrams=[np.asarray(r, dtype=np.int64) for r in bigrams])
+    assert fast.lengths == slow.lengths == [len(r) for r in ids]
+    for i in range(60):
+        a, b = fast[i], slow[i]
+        assert a["input_ids"].dtype == b["input_ids"].dtype == torch.long
+        assert a["input_ids"].tolist() == b["input_ids"].tolist() == ids[i]
+        assert a["bigram_ids"].tolist() == b["bigram_ids"].tolist() == bigrams[i]
+    assert_same_batch(collate_flat([fast[i] for i in range(60)]), collate_flat([slow[i] for i in range(60)]))
+    assert EncodedDataset([(3, 4), []])[0]["input_ids"].tolist() == [3, 4]
+    # What the fast path cannot take still gets the row-by-row error naming the document.
+    with pytest.raises(DataError, match="document 1 holds torch.bool"):
+        EncodedDataset([[1], [True, False]])
+    with pytest.raises(DataError, match="document 1 holds torch.float32"):
+        EncodedDataset([[1], [2, 2.5]])
+    with pytest.raises(DataError, match="document 0 is not a flat list of integer token ids"):
+        EncodedDataset([[2**70]])
+    with pytest.raises(DataError, match="bigram row of document 1 holds a negative token id"):
+        EncodedDataset([[1], [2]], bigrams=[[3], [-4]])
 
 
 # --------------------------------------------------------------------------- sampler

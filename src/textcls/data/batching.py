@@ -30,7 +30,9 @@ prediction per index (or use ``drop_last=True``, which never repeats).
 
 from __future__ import annotations
 
+import itertools
 import operator
+from collections.abc import Sequence as SequenceABC
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -74,6 +76,26 @@ def _id_row(values, where: str) -> torch.Tensor:
     return row
 
 
+def _int_lists(rows: Sequence) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(flat int64 ids, lengths)`` when ``rows`` is a list of lists (or tuples) of Python
+    ints >= 0, which is what the text pipeline gives: ``_id_row`` accepts exactly these
+    without a tensor per row (0.2 s for MR's 8,600 documents). Anything else gives None, and
+    the row-by-row path then checks each row (and names the bad one)."""
+    if not isinstance(rows, (list, tuple)) or not set(map(type, rows)) <= {list, tuple}:
+        return None
+    # bool is an int subclass that _id_row refuses (a row of bools is not token ids).
+    if not set(map(type, itertools.chain.from_iterable(rows))) <= {int}:
+        return None
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    try:
+        flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
+    except OverflowError:
+        return None
+    if flat.size and flat.min() < 0:
+        return None
+    return flat, lengths
+
+
 def _looks_hierarchical(ids: Sequence) -> bool:
     """A document whose first item is itself a sequence means documents are lists of sentences."""
     for doc in ids:
@@ -98,6 +120,59 @@ def _label_index(value, where: str) -> int:
     return label
 
 
+class _FlatRows:
+    """Rows of token ids held one after another: one int64 array, each row's start and length.
+
+    A batch's rows are then padded in a few numpy operations (``pad_flat``) instead of one
+    tensor per document and a copy per row; ``row(i)`` is a view of row ``i``."""
+
+    def __init__(self, flat: np.ndarray, lengths: np.ndarray):
+        self.lengths = lengths
+        self.starts = np.cumsum(lengths) - lengths
+        self.flat = flat
+        self.tensor = torch.from_numpy(flat)
+
+    @classmethod
+    def of(cls, rows: Sequence, where: str) -> "_FlatRows":
+        """Rows of token ids, checked: ``_id_row`` for each row (``where`` formatted with its
+        position names it in an error), or at once when they are lists of Python ints."""
+        fast = _int_lists(rows)
+        if fast is not None:
+            return cls(*fast)
+        checked = [_id_row(row, where.format(i)) for i, row in enumerate(rows)]
+        lengths = np.fromiter((r.shape[0] for r in checked), dtype=np.int64, count=len(checked))
+        return cls(torch.cat(checked).numpy() if checked else np.zeros(0, dtype=np.int64), lengths)
+
+    def row(self, i: int) -> torch.Tensor:
+        start = int(self.starts[i])
+        return self.tensor[start:start + int(self.lengths[i])]
+
+    def pad(self, rows: np.ndarray, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, mask = pad_flat(self.flat, self.lengths, self.starts, rows, pad_id)
+        return torch.from_numpy(ids), torch.from_numpy(mask)
+
+
+class _Examples(SequenceABC):
+    """What ``EncodedDataset.__getitems__`` gives the DataLoader's ``collate_fn``: the examples
+    ``dataset[i]`` for ``indices``, built only when read. ``Collator`` reads none of them: it
+    pads the batch from the dataset's flat arrays in one step (``EncodedDataset.collate_flat``)."""
+
+    def __init__(self, dataset: "EncodedDataset", indices: Sequence[int]):
+        self.dataset = dataset
+        self.indices = indices
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self.dataset[i] for i in self.indices[k]]
+        return self.dataset[self.indices[k]]
+
+    def __iter__(self):
+        return (self.dataset[i] for i in self.indices)
+
+
 class EncodedDataset(Dataset):
     """Token-id documents (and optional labels and bigrams) as a map-style torch Dataset.
 
@@ -115,6 +190,8 @@ class EncodedDataset(Dataset):
 
     ``dataset[i]`` is a dict with ``index`` (``i``), ``input_ids`` (a 1-D long tensor, or a
     list of them, one per sentence), and ``labels`` / ``bigram_ids`` / ``task_ids`` when present.
+    Flat documents (and bigrams) are stored one after another in one array, so a batch of
+    them is padded in one vectorised step (``collate_flat``) rather than row by row.
     """
 
     def __init__(self, ids: Sequence, labels: Sequence | None = None, bigrams: Sequence | None = None,
@@ -132,26 +209,34 @@ class EncodedDataset(Dataset):
         if hierarchical:
             self._docs = [self._sentences(doc, i) for i, doc in enumerate(ids)]
             self._lengths = [sum(len(s) for s in doc) for doc in self._docs]
+            self._n = len(self._docs)
         else:
-            self._docs = [_id_row(doc, f"document {i}") for i, doc in enumerate(ids)]
-            self._lengths = [len(doc) for doc in self._docs]
+            self._docs = _FlatRows.of(ids, "document {}")
+            self._lengths = self._docs.lengths.tolist()
+            self._n = len(self._lengths)
 
         self._bigrams = None
         if bigrams is not None:
             if hierarchical:
                 raise ConfigError("bigram ids are only supported for flat documents; drop 'bigrams' or use the flat shape")
-            if len(bigrams) != len(self._docs):
-                raise DataError(f"got {len(bigrams)} bigram rows for {len(self._docs)} documents; pass one bigram list per document")
-            self._bigrams = [_id_row(row, f"bigram row of document {i}") for i, row in enumerate(bigrams)]
+            if len(bigrams) != self._n:
+                raise DataError(f"got {len(bigrams)} bigram rows for {self._n} documents; pass one bigram list per document")
+            self._bigrams = _FlatRows.of(bigrams, "bigram row of document {}")
 
         self._labels = None if labels is None else self._check_labels(labels)
         self._tasks = None
         if tasks is not None:
-            if len(tasks) != len(self._docs):
-                raise DataError(f"got {len(tasks)} task ids for {len(self._docs)} documents; pass one task per document")
+            if len(tasks) != self._n:
+                raise DataError(f"got {len(tasks)} task ids for {self._n} documents; pass one task per document")
             self._tasks = [_label_index(t, f"task id of document {i}") for i, t in enumerate(tasks)]
             if any(t < 0 for t in self._tasks):
                 raise DataError("a task id is negative; task ids index the dataset's task_names")
+        self._label_rows = self._task_array = None
+        if self._labels is not None:
+            self._label_rows = (_FlatRows.of(self._labels, "labels of document {}")
+                                if self.multi_label else np.asarray(self._labels, dtype=np.int64))
+        if self._tasks is not None:
+            self._task_array = np.asarray(self._tasks, dtype=np.int64)
 
     def _sentences(self, doc, i: int) -> list[torch.Tensor]:
         if isinstance(doc, torch.Tensor) or not hasattr(doc, "__len__"):
@@ -168,8 +253,8 @@ class EncodedDataset(Dataset):
         return out
 
     def _check_labels(self, labels: Sequence) -> list:
-        if len(labels) != len(self._docs):
-            raise DataError(f"got {len(labels)} labels for {len(self._docs)} documents; pass one label per document")
+        if len(labels) != self._n:
+            raise DataError(f"got {len(labels)} labels for {self._n} documents; pass one label per document")
         bound = self.num_classes
         checked = []
         for i, value in enumerate(labels):
@@ -189,17 +274,67 @@ class EncodedDataset(Dataset):
         return checked
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return self._n
 
     def __getitem__(self, i: int) -> dict:
-        example = {"index": i, "input_ids": self._docs[i]}
+        if self.hierarchical:
+            example = {"index": i, "input_ids": self._docs[i]}
+        else:
+            example = {"index": i, "input_ids": self._docs.row(i)}
         if self._bigrams is not None:
-            example["bigram_ids"] = self._bigrams[i]
+            example["bigram_ids"] = self._bigrams.row(i)
         if self._labels is not None:
             example["labels"] = self._labels[i]
         if self._tasks is not None:
             example["task_ids"] = self._tasks[i]
         return example
+
+    def __getitems__(self, indices: Sequence[int]) -> Sequence[dict]:
+        """The examples of one batch, for the DataLoader: ``dataset[i]`` for each index, read
+        lazily so that ``Collator`` can pad flat documents straight from the stored arrays."""
+        return _Examples(self, indices)
+
+    def collate_flat(self, indices: Sequence[int], pad_id: int = 0, *,
+                     num_classes: int | None = None) -> dict[str, torch.Tensor]:
+        """``collate_flat([self[i] for i in indices], pad_id, ...)``, the same tensors, built
+        from the stored arrays in a few vectorised operations (flat datasets only).
+
+        ``indices`` yielded by a ``BucketBatchSampler`` know the rest of their epoch: the
+        batches after them are then collated in the same call, up to ``PREFETCH_BATCHES``
+        batches or ``PREFETCH_CELLS`` padded ids, and handed out as they are asked for.
+        Collation draws no random numbers, so this changes no batch; it only runs the numpy
+        code back to back, where one batch between two training steps ran it cold (on MR,
+        fasttext-bag's epoch took 15 % longer)."""
+        plan = getattr(indices, "plan", None)
+        if plan is None:
+            return self._collate_rows(np.array(indices, dtype=np.int64).reshape(-1), pad_id, num_classes)
+        return plan.collated(indices.position, (self, pad_id, num_classes),
+                             lambda rows: self._collate_rows(rows, pad_id, num_classes))
+
+    def _collate_rows(self, rows: np.ndarray, pad_id: int, num_classes: int | None) -> dict[str, torch.Tensor]:
+        _check_nonempty(rows)
+        input_ids, mask = self._docs.pad(rows, pad_id)
+        batch = {"input_ids": input_ids, "mask": mask}
+        if self._bigrams is not None:
+            batch["bigram_ids"], batch["bigram_mask"] = self._bigrams.pad(rows, pad_id)
+        batch["index"] = torch.from_numpy(rows)
+        if self._task_array is not None:
+            batch["task_ids"] = torch.from_numpy(self._task_array[rows])
+        if self._label_rows is not None:
+            batch["labels"] = self._batch_labels(rows, num_classes)
+        return batch
+
+    def _batch_labels(self, rows: np.ndarray, num_classes: int | None) -> torch.Tensor:
+        if not self.multi_label:
+            return torch.from_numpy(self._label_rows[rows])
+        if num_classes is None:
+            raise ConfigError("parameter 'num_classes' is required to build multi-hot labels; pass it to Collator")
+        labels = torch.zeros(len(rows), num_classes, dtype=torch.float32)
+        classes = self._label_rows
+        counts = classes.lengths[rows]
+        positions = np.repeat(classes.starts[rows] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        labels[torch.from_numpy(np.repeat(np.arange(len(rows)), counts)), classes.tensor[positions]] = 1.0
+        return labels
 
     @property
     def hierarchical(self) -> bool:
@@ -270,7 +405,7 @@ def _collate_common(examples: Sequence[dict], batch: dict, multi_label: bool, nu
     return batch
 
 
-def _check_nonempty(examples: Sequence[dict]) -> None:
+def _check_nonempty(examples: Sequence) -> None:
     if len(examples) == 0:
         raise DataError("cannot collate an empty batch; the sampler must yield at least one document per batch")
 
@@ -332,6 +467,9 @@ class Collator:
         self.pad_id = pad_id
 
     def __call__(self, examples: Sequence[dict]) -> dict[str, torch.Tensor]:
+        if (isinstance(examples, _Examples) and self.shape == "flat" and examples.dataset.shape == "flat"
+                and self.multi_label == examples.dataset.multi_label):
+            return examples.dataset.collate_flat(examples.indices, self.pad_id, num_classes=self.num_classes)
         collate = collate_flat if self.shape == "flat" else collate_hierarchical
         return collate(examples, self.pad_id, multi_label=self.multi_label, num_classes=self.num_classes)
 
@@ -391,6 +529,49 @@ def flat_batches(ids: np.ndarray, lengths: np.ndarray, *, bigrams: np.ndarray | 
 
 
 # --------------------------------------------------------------------------- sampler
+
+PREFETCH_BATCHES = 32  # batches collated together (see EncodedDataset.collate_flat)
+PREFETCH_CELLS = 1 << 18  # ... and at most this many padded ids (2 MiB of int64) ahead
+
+
+class _EpochPlan:
+    """One pass of a ``BucketBatchSampler`` over its batches, and the batches already collated."""
+
+    def __init__(self, batches: list[list[int]]):
+        self.batches = batches
+        self.owner = None  # (dataset, pad_id, num_classes) of the batches in `ready`
+        self.ready: dict[int, dict] = {}
+
+    def collated(self, position: int, owner: tuple, collate) -> dict:
+        """Batch ``position`` collated by ``collate(rows)``, with the batches after it when not done yet."""
+        if self.owner is None or owner[0] is not self.owner[0] or owner[1:] != self.owner[1:]:
+            self.owner, self.ready = owner, {}
+        batch = self.ready.pop(position, None)
+        if batch is not None:
+            return batch
+        cells, ahead = 0, {}
+        for j in range(position, min(position + PREFETCH_BATCHES, len(self.batches))):
+            ahead[j] = collate(np.array(self.batches[j], dtype=np.int64))
+            cells += sum(v.numel() for k, v in ahead[j].items() if k in ("input_ids", "bigram_ids"))
+            if cells >= PREFETCH_CELLS:
+                break
+        self.ready = ahead
+        return self.ready.pop(position)
+
+
+class _PlannedBatch(list):
+    """A batch of dataset indices (a plain list to everyone else) that knows its epoch's plan
+    and its position in it, so the dataset can collate the batches after it in one go."""
+
+    def __init__(self, indices: list[int], plan: _EpochPlan, position: int):
+        super().__init__(indices)
+        self.plan = plan
+        self.position = position
+
+    def __reduce__(self):
+        # A DataLoader worker gets a plain list: it sees only its own batches of the plan.
+        return list, (list(self),)
+
 
 
 class BucketBatchSampler(Sampler[list[int]]):
@@ -468,8 +649,10 @@ class BucketBatchSampler(Sampler[list[int]]):
         return padded[self.rank * per_rank:(self.rank + 1) * per_rank]
 
     def __iter__(self) -> Iterator[list[int]]:
-        for batch in self.global_batches():
-            yield self._rank_slice(batch)
+        batches = [self._rank_slice(batch) for batch in self.global_batches()]
+        plan = _EpochPlan(batches)
+        for position, batch in enumerate(batches):
+            yield _PlannedBatch(batch, plan, position)
 
     def __len__(self) -> int:
         full, rest = divmod(len(self.lengths), self.batch_size)
