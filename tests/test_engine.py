@@ -17,6 +17,7 @@ from textcls.data.batching import EncodedDataset, make_loader
 from textcls.errors import CheckpointError, ConfigError, DataError
 from textcls.recipe import Recipe, register_lr_lambda
 from textcls.train import build_optimizer, build_scheduler, fit, predict_proba
+from textcls.train import engine
 from textcls.train.engine import CSV_COLUMNS, step_seed
 from tolerance import KERNEL, approx32
 
@@ -265,6 +266,27 @@ def test_without_patience_all_epochs_run_and_best_is_kept():
     result = fit(model, *loaders(train, dev, 16), Recipe(epochs=4, batch_size=16), num_classes=2, progress=False)
     assert result.epochs_run == 4 and not result.stopped_early
     assert result.best_epoch == 2 and int(model.steps) == 8
+
+
+def test_the_best_state_kept_across_several_improvements_is_the_best_epochs():
+    # Epochs 1-3 each improve (the kept copy is rewritten in place twice), epoch 4 does not.
+    train, dev = tiny_datasets(64, 20)
+    model = ScriptedDev([0.5, 0.7, 0.9, 0.6], steps_per_epoch=4)
+    result = fit(model, *loaders(train, dev, 16), Recipe(epochs=4, batch_size=16), num_classes=2, progress=False)
+    assert result.best_epoch == 3 and int(model.steps) == 12
+
+
+def test_keep_state_rewrites_the_kept_copy_only_when_it_matches():
+    model = nn.Linear(3, 2)
+    kept = engine._keep_state(None, model.state_dict())
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    assert not torch.equal(kept["weight"], model.weight)  # a copy, not the live tensor
+    buffer = kept["weight"]
+    again = engine._keep_state(kept, model.state_dict())
+    assert again is kept and again["weight"] is buffer and torch.equal(buffer, model.weight)
+    other = engine._keep_state(kept, nn.Linear(3, 4).state_dict())  # another shape: a new copy
+    assert other is not kept and other["weight"].shape == (4, 3) and torch.equal(buffer, model.weight)
 
 
 def test_unknown_monitor_fails_before_training(tmp_path):

