@@ -463,3 +463,14 @@ def test_prepare_gives_multi_task_batches_their_task_ids():
         seen += list(zip(batch["index"].tolist(), batch["task_ids"].tolist()))
     expected = ds.task_ids("test")
     assert sorted(seen) == [(i, t) for i, t in enumerate(expected)]
+
+
+def test_prepare_reads_a_column_at_once_in_the_rows_order():
+    from textcls.data import load_dataset
+    from textcls.data.prepare import column_values
+    from textcls.data.splits import ensure_dev
+
+    split = ensure_dev(load_dataset("mr", max_per_split=300), fraction=0.1, seed=4)["train"]  # a shuffled selection
+    assert column_values(split, "text") == [row["text"] for row in split]
+    assert column_values(split, "label") == [row["label"] for row in split]
+    assert column_values({"text": ["a", "b"]}, "text") == ["a", "b"]  # not a datasets split
