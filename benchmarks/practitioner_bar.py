@@ -9,8 +9,9 @@ The bar (issue 19, "Done when"), on every dataset where the default and all the 
    points above the best peer's average;
 2. on no dataset does any peer beat the default by more than ``MAX_LOSS`` (0.5) points;
 3. on every dataset the default trains in at most ``MAX_TIME_RATIO`` (10) times fastText's
-   time. The ratio is taken seed by seed (the two ran minutes apart in one queue, so under the
-   same load) and the largest is kept.
+   time: the ratio of their mean training seconds over the seeds. The largest ratio of a single
+   seed (the two ran minutes apart in one queue) is shown beside it: on a shared machine one
+   run slowed by other work moves it far more than the mean.
 
 Beside each comparison with the best peer of a dataset: a paired t-test over the seeds
 (``scipy.stats.ttest_rel``, two-sided; the seeds fix the split and the initialisation, so the
@@ -74,8 +75,8 @@ def check_bar(result: dict) -> dict:
         "margin": {"value": margin, "bar": MARGIN, "met": rows != [] and margin >= MARGIN},
         "worst_loss": {"value": max((row["worst_loss"] for row in rows), default=None), "bar": MAX_LOSS,
                        "met": rows != [] and all(row["worst_loss"] <= MAX_LOSS for row in rows)},
-        "time_ratio": {"value": max((row["time_ratio_max"] for row in rows), default=None), "bar": MAX_TIME_RATIO,
-                       "met": rows != [] and all(row["time_ratio_max"] <= MAX_TIME_RATIO for row in rows)},
+        "time_ratio": {"value": max((row["time_ratio"] for row in rows), default=None), "bar": MAX_TIME_RATIO,
+                       "met": rows != [] and all(row["time_ratio"] <= MAX_TIME_RATIO for row in rows)},
     }
     return {"default": DEFAULT, "peers": list(PEERS), "datasets": rows, "skipped": skipped, "averages": averages,
             "best_peer": best_peer, "conditions": conditions, "met": all(c["met"] for c in conditions.values())}
@@ -87,10 +88,13 @@ def _dataset_row(dataset: str, entries: dict[str, dict]) -> dict:
     seeds = {name: per_seed(entries[name], "accuracy") for name in (DEFAULT, best)}
     default_s, reference_s = per_seed(entries[DEFAULT], "train_seconds"), per_seed(entries[TIME_REFERENCE], "train_seconds")
     ratios = [default_s[s] / reference_s[s] for s in sorted(set(default_s) & set(reference_s)) if reference_s[s] > 0]
+    shared = sorted(set(default_s) & set(reference_s))
+    mean_ratio = (statistics.mean(default_s[s] for s in shared) / statistics.mean(reference_s[s] for s in shared)
+                  if shared and sum(reference_s[s] for s in shared) > 0 else math.inf)
     return {"dataset": dataset, "accuracy": accuracy, "best_peer": best,
             "difference": accuracy[DEFAULT] - accuracy[best], "worst_loss": accuracy[best] - accuracy[DEFAULT],
             "paired_p": paired_p(seeds[DEFAULT], seeds[best]), "seeds": len(seeds[DEFAULT]),
-            "time_ratios": ratios, "time_ratio_max": max(ratios) if ratios else math.inf}
+            "time_ratio": mean_ratio, "time_ratios": ratios, "time_ratio_max": max(ratios) if ratios else math.inf}
 
 
 def format_markdown(bar: dict, source: str) -> str:
@@ -99,19 +103,21 @@ def format_markdown(bar: dict, source: str) -> str:
              f"Command: `python benchmarks/practitioner_bar.py`, from `{source}` alone. The default is "
              f"`{bar['default']}`; the peers are {', '.join(f'`{p}`' for p in bar['peers'])}. Test accuracy, % "
              "(mean over seeds); p: paired t-test over seeds, the default against the dataset's best peer; "
-             f"time ratio: the default's training seconds over {TIME_REFERENCE}'s, seed by seed, the largest.", "",
-             "| dataset | " + " | ".join(names) + " | best peer | default - best | p | time ratio (max) |",
+             f"time ratio: the default's mean training seconds over {TIME_REFERENCE}'s [the largest ratio of "
+             "one seed].", "",
+             "| dataset | " + " | ".join(names) + " | best peer | default - best | p | time ratio [one seed's max] |",
              "|---|" + "---:|" * len(names) + "---|---:|---:|---:|"]
     for row in bar["datasets"]:
         p = "–" if row["paired_p"] is None else f"{row['paired_p']:.3f}"
         lines.append(f"| {row['dataset']} | " + " | ".join(f"{row['accuracy'][n]:.2f}" for n in names)
-                     + f" | {row['best_peer']} | {row['difference']:+.2f} | {p} | {row['time_ratio_max']:.1f} |")
+                     + f" | {row['best_peer']} | {row['difference']:+.2f} | {p} | {row['time_ratio']:.1f} "
+                     f"[{row['time_ratio_max']:.1f}] |")
     if bar["datasets"]:
         lines.append("| **average** | " + " | ".join(f"{bar['averages'][n]:.2f}" for n in names)
                      + f" | {bar['best_peer']} | {bar['conditions']['margin']['value']:+.2f} | | |")
     lines += ["", "| condition | measured | bar | met |", "|---|---:|---:|---|"]
     labels = {"margin": "average over the best peer's (points)", "worst_loss": "largest loss to a peer on a dataset (points)",
-              "time_ratio": f"largest training-time ratio to {TIME_REFERENCE}"}
+              "time_ratio": f"largest ratio of mean training seconds to {TIME_REFERENCE}'s"}
     for key, condition in bar["conditions"].items():
         value = "–" if condition["value"] is None else f"{condition['value']:.2f}"
         sign = ">=" if key == "margin" else "<="

@@ -44,7 +44,10 @@ def test_a_loss_over_half_a_point_or_a_slow_default_fails_it(bar_module):
     losing = bar_module.check_bar(result(bar_module, [0.80, 0.80, 0.81], [0.81, 0.81, 0.81]))
     assert not losing["met"] and not losing["conditions"]["worst_loss"]["met"]
     assert losing["conditions"]["worst_loss"]["value"] == pytest.approx(2 / 3)
-    slow = bar_module.check_bar(result(bar_module, [0.9] * 3, [0.8] * 3, default_seconds=(5.0, 11.0, 5.0)))
+    one_slow_seed = bar_module.check_bar(result(bar_module, [0.9] * 3, [0.8] * 3, default_seconds=(5.0, 14.0, 5.0)))
+    assert one_slow_seed["conditions"]["time_ratio"]["met"]  # the mean ratio, 8
+    assert one_slow_seed["datasets"][0]["time_ratio_max"] == pytest.approx(14.0)
+    slow = bar_module.check_bar(result(bar_module, [0.9] * 3, [0.8] * 3, default_seconds=(9.0, 14.0, 10.0)))
     assert slow["conditions"]["margin"]["met"] and not slow["conditions"]["time_ratio"]["met"]
     assert slow["conditions"]["time_ratio"]["value"] == pytest.approx(11.0)
 
