@@ -289,6 +289,87 @@ def test_keep_state_rewrites_the_kept_copy_only_when_it_matches():
     assert other is not kept and other["weight"].shape == (4, 3) and torch.equal(buffer, model.weight)
 
 
+class SparseBag(nn.Module):
+    """A sparse-gradient table and a dense layer: the two kinds of gradient SGD steps take."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Embedding(50, 4, sparse=True)
+        self.out = nn.Linear(4, 3)
+
+    def loss(self, step):
+        ids = torch.tensor([[step % 50, (7 * step) % 50, 3]])
+        return F.cross_entropy(self.out(self.table(ids).mean(1)), torch.tensor([step % 3]))
+
+
+def sgd_run(fast, steps=12, **sgd):
+    torch.manual_seed(0)
+    model = SparseBag()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, **sgd)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 1.0 / (epoch + 1))
+    for step in range(steps):
+        loss = model.loss(step)
+        if fast:
+            engine._zero_grad(optimizer)
+            loss.backward()
+            engine._optimizer_step(optimizer)
+        else:
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        if step % 4 == 3:
+            scheduler.step()
+    return model, optimizer
+
+
+def test_engine_sgd_step_updates_exactly_as_torch_sgd():
+    plain, _ = sgd_run(fast=False)
+    fast, optimizer = sgd_run(fast=True)
+    assert engine._plain_sgd(optimizer)  # after the first step, the updates were the engine's own
+    for a, b in zip(plain.state_dict().values(), fast.state_dict().values()):
+        assert torch.equal(a, b)
+    assert fast.table.weight.grad.is_sparse
+    engine._zero_grad(optimizer)
+    assert all(p.grad is None for p in fast.parameters())
+
+
+@pytest.mark.parametrize("settings", [{"momentum": 0.9}, {"weight_decay": 0.01}, {"maximize": True},
+                                      {"foreach": True}, "adam"])
+def test_engine_sgd_step_is_torchs_for_any_other_optimiser(settings):
+    model = nn.Linear(3, 2)
+    if settings == "adam":
+        optimizer = torch.optim.Adam(model.parameters())
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, **settings)
+    torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 1.0)
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    assert not engine._plain_sgd(optimizer)
+
+
+def test_engine_sgd_step_leaves_hooks_and_overrides_to_torch():
+    model = nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 1.0)
+    assert not engine._plain_sgd(optimizer)  # before the first real step the scheduler watches for
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    assert engine._plain_sgd(optimizer)
+    calls = []
+    handle = optimizer.register_step_post_hook(lambda *args: calls.append(1))
+    assert not engine._plain_sgd(optimizer)
+    engine._optimizer_step(optimizer)
+    assert calls == [1]
+    handle.remove()
+
+    class Zeroing(torch.optim.SGD):
+        def zero_grad(self, set_to_none=True):
+            calls.append("zero_grad")
+
+    engine._zero_grad(Zeroing(model.parameters(), lr=0.1))
+    assert calls == [1, "zero_grad"] and model.weight.grad is not None
+
+
 def test_unknown_monitor_fails_before_training(tmp_path):
     train, dev = tiny_datasets()
     with pytest.raises(ConfigError, match="'monitor' = 'acuracy'.*accuracy"):

@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.optim.optimizer as torch_optimizer
 from torch import nn
 
 from .. import artifacts
@@ -421,14 +422,63 @@ def _train_step(train_model, batch, criterion, optimizer, recipe, device, hook, 
     # The loss (and its backward) runs in fp32 on fp32 logits: bf16 covers the model's
     # matmuls only, so the loss value and its gradient are not rounded to 8 mantissa bits.
     loss = criterion(_logits(output).float(), labels)
-    optimizer.zero_grad(set_to_none=True)
+    _zero_grad(optimizer)
     loss.backward()
     if recipe.grad_clip is not None:
         torch.nn.utils.clip_grad_norm_(clip_params, recipe.grad_clip)
-    optimizer.step()
+    _optimizer_step(optimizer)
     if hook is not None:
         hook()
     return loss, labels.shape[0]
+
+
+# For small models torch.optim's per-call Python (profiler ranges, hooks, dispatch) costs as
+# much as the update: on MR, fasttext-bag's step spent about 40 us in SGD.step around three
+# add_ calls, and its epoch ran 13 % faster with the two functions below.
+
+
+def _zero_grad(optimizer) -> None:
+    """``optimizer.zero_grad(set_to_none=True)``: what it does unless a subclass overrides it."""
+    if type(optimizer).zero_grad is not torch.optim.Optimizer.zero_grad:
+        optimizer.zero_grad(set_to_none=True)
+        return
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            p.grad = None
+
+
+def _optimizer_step(optimizer) -> None:
+    """``optimizer.step()``; for plain SGD on CPU, its update itself (see ``_plain_sgd``)."""
+    if not _plain_sgd(optimizer):
+        optimizer.step()
+        return
+    with torch.no_grad():
+        for group in optimizer.param_groups:
+            lr = group["lr"]
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-lr)
+
+
+def _plain_sgd(optimizer) -> bool:
+    """Whether ``optimizer.step()`` would be ``p.add_(p.grad, alpha=-lr)`` for each parameter
+    with a gradient and nothing else: ``torch.optim.SGD`` on CPU tensors (where it takes its
+    single-tensor path) without momentum, weight decay, maximize, differentiable, foreach,
+    fused, a float lr, no step hooks, and after the first real step of the run (the lr
+    scheduler checks that one was taken). Anything it cannot see counts as not plain."""
+    if type(optimizer) is not torch.optim.SGD or not getattr(optimizer, "_opt_called", False):
+        return False
+    hooks = (getattr(optimizer, "_optimizer_step_pre_hooks", None), getattr(optimizer, "_optimizer_step_post_hooks", None),
+             getattr(torch_optimizer, "_global_optimizer_pre_hooks", None),
+             getattr(torch_optimizer, "_global_optimizer_post_hooks", None))
+    if any(h is None or len(h) for h in hooks) or getattr(optimizer, "grad_scale", None) is not None:
+        return False
+    for group in optimizer.param_groups:
+        if any(group.get(k, True) for k in ("momentum", "weight_decay", "maximize", "differentiable", "foreach", "fused")):
+            return False
+        if not isinstance(group["lr"], float) or any(p.device.type != "cpu" for p in group["params"]):
+            return False
+    return True
 
 
 def _running_sums(position: Position, rank: int, world_size: int, n_batches: int | None, device):
@@ -663,19 +713,18 @@ def _make_criterion(recipe: Recipe, multi_label: bool, num_classes: int, class_c
     return nn.CrossEntropyLoss(weight=weight)
 
 
-@contextlib.contextmanager
 def _autocast(precision: str, device: torch.device):
     if precision == "bf16":
         # Parameters stay fp32 (master weights); autocast only lowers eligible ops to bf16.
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
-            yield
-    else:
-        yield
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def _to_device(batch, device: torch.device):
     if not isinstance(batch, dict):
         raise DataError(f"a batch is a {type(batch).__name__}, not a dict of tensors; build loaders with data.batching.make_loader")
+    if device.type == "cpu" and all(v.is_cpu for v in batch.values() if torch.is_tensor(v)):
+        return batch
     non_blocking = device.type == "cuda"
     return {k: v.to(device, non_blocking=non_blocking) if torch.is_tensor(v) else v for k, v in batch.items()}
 
