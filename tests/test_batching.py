@@ -252,6 +252,23 @@ def test_make_loader_with_a_worker_process_gives_the_same_flat_batches():
         assert_same_batch(y, x)
 
 
+def test_make_loader_iterates_as_a_dataloader_does_and_draws_the_same_random_numbers():
+    ids, bigrams, labels = ragged_documents(120, seed=5)
+    ds = EncodedDataset(ids, labels, bigrams=bigrams)
+    ours = make_loader(ds, 16, shuffle=True, seed=4)
+    assert isinstance(ours, DataLoader) and len(ours) == 8
+    plain = DataLoader(ds, batch_sampler=BucketBatchSampler(ds.lengths, 16, seed=4), collate_fn=ds.collator())
+    draws = []
+    for loader in (ours, plain):
+        torch.manual_seed(0)
+        batches = iter(loader)  # DataLoader draws its base seed from the global generator here
+        draws.append(torch.rand(3))
+        draws.append([b["index"].tolist() for b in batches])
+    assert torch.equal(draws[0], draws[2]) and draws[1] == draws[3]
+    for x, y in zip(ours, plain):
+        assert_same_batch(x, y)
+
+
 def test_lists_of_ints_are_stored_as_the_row_by_row_check_stores_them():
     ids, bigrams, labels = ragged_documents(60, seed=4)
     fast = EncodedDataset(ids, labels, bigrams=bigrams)
