@@ -199,6 +199,7 @@ def assert_same_batch(got, want):
     (True, 2, 1, batching.PREFETCH_CELLS), (True, 1, 0, 100),
 ])
 def test_loader_batches_equal_row_by_row_collate(monkeypatch, shuffle, replicas, rank, cells):
+    monkeypatch.setattr(batching, "PREFETCH_BATCHES", 16)  # refilled twice in the epoch's 38 batches
     monkeypatch.setattr(batching, "PREFETCH_CELLS", cells)  # 100: a refill every batch or two
     ids, bigrams, labels = ragged_documents(301)
     tasks = [i % 4 for i in range(301)]

@@ -530,8 +530,11 @@ def flat_batches(ids: np.ndarray, lengths: np.ndarray, *, bigrams: np.ndarray | 
 
 # --------------------------------------------------------------------------- sampler
 
-PREFETCH_BATCHES = 32  # batches collated together (see EncodedDataset.collate_flat)
-PREFETCH_CELLS = 1 << 18  # ... and at most this many padded ids (2 MiB of int64) ahead
+# Batches collated together (see EncodedDataset.collate_flat), and at most this many padded
+# ids ahead (8 MiB of int64, 1 MiB of masks). On MR, runs of 128 made fasttext-bag's epoch
+# 3 % faster than runs of 32; whole epochs at once, no faster.
+PREFETCH_BATCHES = 128
+PREFETCH_CELLS = 1 << 20
 
 
 class _EpochPlan:
