@@ -1,7 +1,7 @@
 """Training speed: fasttext-bag against fastText, and the CNNs' share of the matmul peak.
 
     OMP_NUM_THREADS=1 python benchmarks/train_speed.py [--datasets mr 20news] [--repeats 3]
-        [--steps 30] [--warmup 5] [--output benchmarks/results/train_speed]
+        [--steps 30] [--warmup 5] [--parts fasttext cnn] [--output benchmarks/results/train_speed]
 
 Two parts, both at one thread, in one process (issue 17):
 
@@ -31,6 +31,8 @@ Two parts, both at one thread, in one process (issue 17):
    optimiser step, the model's hook) after ``--warmup``, and the single-thread peak of
    ``torch.mm`` on large square matrices in the same dtype, measured just before each preset.
    A torch profile of 10 steps gives where the rest of the step goes.
+
+``--parts`` runs one of the two (both by default); the output then has that part only.
 
 The machine is shared (other engineers' jobs, background benchmarks at nice 10), so absolute
 rates move with its load; only the ratios within one run, measured interleaved, mean anything.
@@ -252,7 +254,9 @@ def _markdown(result: dict) -> str:
              f"The machine is shared (other engineers, background benchmarks at nice 10): load average "
              f"{result['load_before'][0]:.1f} before, {result['load_after'][0]:.1f} after. Absolute rates move with "
              "the load; only the ratios within this run, measured interleaved, mean anything.", ""]
-    lines += _markdown_fasttext(result["fasttext"]) + [""] + _markdown_cnn(result["cnn"])
+    parts = [part(result[key]) for key, part in (("fasttext", _markdown_fasttext), ("cnn", _markdown_cnn))
+             if result[key]]
+    lines += [line for i, part in enumerate(parts) for line in ([""] if i else []) + part]
     return "\n".join(lines) + "\n"
 
 
@@ -316,15 +320,20 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30, help="timed CNN training steps (median)")
     parser.add_argument("--warmup", type=int, default=5, help="CNN steps before timing")
+    parser.add_argument("--parts", nargs="+", choices=("fasttext", "cnn"), default=["fasttext", "cnn"],
+                        help="which parts to run (both by default)")
     parser.add_argument("--output", default=str(REPO / "benchmarks" / "results" / "train_speed"))
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     flags = set(cpu_flags())
     load_before = os.getloadavg()
-    _warm_up(load_dataset(args.datasets[0]))
-    fasttext = [fasttext_rounds(name, args.repeats) for name in args.datasets]
-    mr = load_dataset("mr")
-    cnn = [cnn_case(name, mr, args.steps, args.warmup) for name in CNN_PRESETS]
+    fasttext, cnn = [], []
+    if "fasttext" in args.parts:
+        _warm_up(load_dataset(args.datasets[0]))
+        fasttext = [fasttext_rounds(name, args.repeats) for name in args.datasets]
+    if "cnn" in args.parts:
+        mr = load_dataset("mr")
+        cnn = [cnn_case(name, mr, args.steps, args.warmup) for name in CNN_PRESETS]
     result = {"command": ("OMP_NUM_THREADS=1 python benchmarks/train_speed.py "
                           + shlex.join(sys.argv[1:] if argv is None else argv)).rstrip(),
               "git": git_info(), "machine": machine_info(), "versions": library_versions(),
