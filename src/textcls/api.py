@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from . import artifacts, model_hub
-from .data.prepare import label_targets, target_array
+from .data.prepare import column_values, label_targets, target_array
 from .data.records import TextDataset
 from .errors import CheckpointError, ConfigError, DataError, ModelError
 from .estimators import Estimator, check_device, estimator_for
@@ -193,8 +193,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
         """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns."""
         self._check_fitted("evaluate")
         targets = label_targets(split, [str(c) for c in self.classes_], self.multi_label_, where)
-        tasks = list(split["task"]) if self.uses_tasks and "task" in split.column_names else None
-        texts = check_texts(list(split["text"]), where)
+        tasks = column_values(split, "task") if self.uses_tasks and "task" in split.column_names else None
+        texts = check_texts(column_values(split, "text"), where)
         probs = self._proba(texts, tasks, where=where)
         y = target_array(targets, len(self.classes_), self.multi_label_)
         return compute_metrics(y, probs, [str(c) for c in self.classes_], multi_label=self.multi_label_)

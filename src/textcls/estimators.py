@@ -326,7 +326,7 @@ class TfidfEstimator(PresetEstimator):
     precision = "fp64"
 
     def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "TfidfEstimator":
-        from .data.prepare import label_targets, target_array
+        from .data.prepare import column_values, label_targets, target_array
         from .data.splits import ensure_dev
 
         self._learn_labels(dataset)
@@ -345,7 +345,7 @@ class TfidfEstimator(PresetEstimator):
 
         def texts_and_targets(split: str):
             targets = label_targets(dataset[split], dataset.label_names, dataset.multi_label, f"{dataset.name}/{split}")
-            return list(dataset[split]["text"]), target_array(targets, len(dataset.label_names), dataset.multi_label)
+            return column_values(dataset[split], "text"), target_array(targets, len(dataset.label_names), dataset.multi_label)
 
         dev = dict(zip(("dev_texts", "dev_y"), texts_and_targets("dev"))) if "dev" in dataset.splits else {}
         start = time.perf_counter()
@@ -400,7 +400,7 @@ class EnsembleEstimator(PresetEstimator):
         return any(member.uses_tasks for member in getattr(self, "members_", ()))
 
     def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "EnsembleEstimator":
-        from .data.prepare import label_targets, target_array
+        from .data.prepare import column_values, label_targets, target_array
         from .data.splits import ensure_dev
 
         self._learn_labels(dataset)
@@ -410,7 +410,7 @@ class EnsembleEstimator(PresetEstimator):
         members = [estimator_for(preset) for preset in self._member_presets()]  # all checked before any trains
         dataset = ensure_dev(dataset, fraction=self.preset.recipe.dev_fraction, seed=self.preset.recipe.seed)
         start = time.perf_counter()
-        dev_texts, dev_probabilities = list(dataset["dev"]["text"]), []
+        dev_texts, dev_probabilities = column_values(dataset["dev"], "text"), []
         for member in members:
             with _member_errors(member.preset.name):
                 member.fit(dataset, progress=progress, device=device)

@@ -98,7 +98,9 @@ class Peer(Estimator):
             raise ConfigError(f"peer '{self.name}' is single-label only and '{dataset.name}' is multi-label; "
                               "use a single-label view such as reuters-single")
         train = dataset["train"]
-        return self.fit_texts(list(train["text"]), list(train["label"]), classes=dataset.label_names)
+        from ..data.prepare import column_values
+
+        return self.fit_texts(column_values(train, "text"), column_values(train, "label"), classes=dataset.label_names)
 
     @abstractmethod
     def fit_texts(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "Peer":

@@ -465,11 +465,12 @@ def _test_record(estimator, dataset, infer_b1: int, device: str = "cpu") -> dict
     inference speeds (batches of INFER_BATCH: the test pass itself; batch 1 on a sample)."""
     import numpy as np
 
+    from ..data.prepare import column_values
     from ..eval.metrics import compute_metrics
 
     test = dataset["test"]
-    texts = list(test["text"])
-    task_column = list(test["task"]) if "task" in test.column_names else None
+    texts = column_values(test, "text")
+    task_column = column_values(test, "task") if "task" in test.column_names else None
     # Only a model with one head per task reads the task; the others pool the tasks.
     task_ids = None
     if task_column is not None and estimator.uses_tasks:
