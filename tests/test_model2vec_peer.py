@@ -63,3 +63,16 @@ def test_model2vec_finetune_learns_and_round_trips(trec):
     assert all(isinstance(v, np.ndarray) for v in arrays.values())  # no pickles: arrays and JSON
     again = create_peer("model2vec-finetune", seed=0, max_epochs=3).load_state(arrays, meta)
     np.testing.assert_array_equal(again.predict_proba(list(trec["test"]["text"])), probs)
+
+
+def test_finetune_columns_follow_our_class_order_not_model2vecs_sorted_one():
+    # model2vec sorts the class names; ag_news's are World, Sports, Business, Sci/Tech. Its
+    # columns must be put back in our order (a regression: they were returned as they came).
+    from types import SimpleNamespace
+
+    peer = create_peer("model2vec-finetune", seed=0)
+    peer.classes_ = np.array(["World", "Sports", "Business", "Sci/Tech"])
+    model_probs = np.array([[0.1, 0.2, 0.3, 0.4]])  # Business, Sci/Tech, Sports, World
+    peer.model_ = SimpleNamespace(classes_=["Business", "Sci/Tech", "Sports", "World"],
+                                  predict_proba=lambda texts, batch_size: model_probs)
+    np.testing.assert_array_equal(peer.predict_proba(["a text"]), [[0.4, 0.3, 0.1, 0.2]])

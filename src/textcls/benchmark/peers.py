@@ -78,8 +78,11 @@ def _check_overrides(peer: str, overrides: dict, allowed) -> None:
 
 
 def _full_columns(probs: np.ndarray, present: np.ndarray, num_classes: int) -> np.ndarray:
-    """Spread the columns of the classes seen in training over all ``num_classes`` columns."""
-    if probs.shape[1] == num_classes:
+    """Put the peer's columns in our class order: column ``j`` of ``probs`` is our class
+    ``present[j]``; classes absent from training get probability 0. ``present`` may be a
+    permutation (model2vec sorts the class names) as well as a subset."""
+    present = np.asarray(present, dtype=np.int64)
+    if probs.shape[1] == num_classes and np.array_equal(present, np.arange(num_classes)):
         return probs
     out = np.zeros((probs.shape[0], num_classes), dtype=np.float64)
     out[:, present] = probs
