@@ -265,7 +265,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         self._check_fitted("quantize")
         check_mode(mode)
         if self.preset_.kind != "neural":
-            what = "a classic model (scikit-learn)" if self.preset_.kind == "classic" else f"an {self.preset_.kind}"
+            what = "a classic model (scikit-learn over TF-IDF or static vectors)" if self.preset_.kind == "classic" else f"an {self.preset_.kind}"
             raise ConfigError(f"model '{self.model}' is {what}, which has no network to quantise; "
                               "quantise a neural preset")
         if self.preset_.recipe.precision != "fp32" or str(self.device) not in ("cpu", "auto"):
