@@ -361,7 +361,7 @@ class TfidfEstimator(PresetEstimator):
 
     def num_parameters(self) -> dict[str, int]:
         n = int(self.model_.num_parameters())
-        frozen = int(getattr(self.model_, "frozen_parameters", lambda: 0)())
+        frozen = int(self.model_.frozen_parameters())
         return {"total": n + frozen, "trainable": n, "embedding": frozen, "non_embedding": n}
 
     def state(self):

@@ -107,8 +107,6 @@ class StaticLRModel(TfidfModel):
     and ``max_iter`` are ``TfidfModel``'s; ``vectors`` names the static source. Give the vectors
     with ``use_vectors`` before ``fit``; a model rebuilt by ``from_state`` carries its own."""
 
-    kind = "classic"
-
     def __init__(self, num_classes: int, *, C: float = 1.0, C_grid: list[float] | None = None, max_iter: int = 1000,
                  vectors: str = "minilm-static"):
         if vectors not in STATIC_SOURCES:
@@ -173,8 +171,4 @@ class StaticLRModel(TfidfModel):
         if weights.shape != (model.num_classes, dim) or bias.shape != (model.num_classes,):
             raise CheckpointError(f"static-lr state is inconsistent: vectors of {dim} dimensions, weights "
                                   f"{weights.shape}, bias {bias.shape}; the saved run is corrupt")
-        model.vectorizer_ = model.sentence_vectors
-        model.weights_, model.bias_ = weights, bias
-        model.multi_label_ = bool(meta["multi_label"])
-        model.selection_ = meta.get("selection")
-        return model
+        return model._restored(model.sentence_vectors, weights, bias, meta)

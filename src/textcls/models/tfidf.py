@@ -307,6 +307,10 @@ class TfidfModel:
         self._check_fitted()
         return int(self.weights_.size + self.bias_.size + self.vectorizer_.idf_.size)
 
+    def frozen_parameters(self) -> int:
+        """Stored numbers never trained (none here; static-lr's vectors)."""
+        return 0
+
     # -- persistence (no pickle) ------------------------------------------------------
     def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """``(arrays, meta)``: numeric arrays (safetensors-ready) and JSON metadata."""
@@ -348,12 +352,16 @@ class TfidfModel:
                 f"TF-IDF state is inconsistent: {len(terms)} terms, idf {idf.shape}, weights {weights.shape}, "
                 f"bias {bias.shape}; the saved run is corrupt"
             )
-        model.vectorizer_ = model._vectorizer(vocabulary={term: i for i, term in enumerate(terms)})
-        model.vectorizer_.idf_ = idf
-        model.weights_, model.bias_ = weights, bias
-        model.multi_label_ = bool(meta["multi_label"])
-        model.selection_ = meta.get("selection")
-        return model
+        vectorizer = model._vectorizer(vocabulary={term: i for i, term in enumerate(terms)})
+        vectorizer.idf_ = idf
+        return model._restored(vectorizer, weights, bias, meta)
+
+    def _restored(self, vectorizer, weights: np.ndarray, bias: np.ndarray, meta: dict[str, Any]) -> "TfidfModel":
+        """This model, fitted from a saved state's checked parts (``from_state``)."""
+        self.vectorizer_, self.weights_, self.bias_ = vectorizer, weights, bias
+        self.multi_label_ = bool(meta["multi_label"])
+        self.selection_ = meta.get("selection")
+        return self
 
 
 def _check_grid(name: str, grid, low: float, high: float) -> list[float] | None:
