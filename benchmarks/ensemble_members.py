@@ -1,7 +1,7 @@
 """Which members the `ensemble` preset should hold: every candidate alone, and subsets of them
 combined by the preset's own rule (weights of lowest dev log-loss) or by an equal mean.
 
-    OMP_NUM_THREADS=1 python benchmarks/ensemble_members.py [--datasets trec sst2 mr mpqa sst5]
+    OMP_NUM_THREADS=1 python benchmarks/ensemble_members.py [--datasets trec sst2 mr mpqa sst5 ...]
         [--seeds 0 1 2] [--output benchmarks/results/ensemble_members]
 
 For each (dataset, seed) the data are split as `textcls benchmark` splits them (the seed's dev
@@ -16,6 +16,8 @@ probabilities, exactly as `EnsembleEstimator.fit` chooses them. Candidates:
   issue 19;
 - `static-lr`: the library's own frozen distilled sentence vectors + LR (`models/static_lr.py`,
   C chosen on dev), the member a saved run can hold;
+- `static-finetune`: the same vectors fine-tuned with an MLP head, epoch chosen on dev
+  (`models/static_finetune.py`), the fourth member since stop 24 ("preset + static-finetune");
 - `model2vec-lr`: the Model2Vec peer (frozen distilled sentence vectors + LR), as the ceiling
   of a frozen semantic member (a peer, so it cannot be a member of the library's preset).
 
@@ -45,7 +47,7 @@ from textcls.models.ensemble import ProbabilityEnsemble
 
 REPO = Path(__file__).resolve().parents[1]
 CANDIDATES = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "fasttext-bag-unigram+minilm-static", "static-lr",
-              "model2vec-lr")
+              "static-finetune", "model2vec-lr")
 SUBSETS = {
     "preset (lr + nb + bag)": ("tfidf-lr", "tfidf-nb", "fasttext-bag"),
     "lr + bag": ("tfidf-lr", "fasttext-bag"),
@@ -55,6 +57,8 @@ SUBSETS = {
     "lr + nb + static-lr": ("tfidf-lr", "tfidf-nb", "static-lr"),
     "preset + static-lr + minilm-static bag": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-lr",
                                                "fasttext-bag-unigram+minilm-static"),
+    "preset + static-finetune": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune"),
+    "preset + static-lr + static-finetune": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-lr", "static-finetune"),
 }
 
 
@@ -121,7 +125,8 @@ def _markdown(result: dict) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["trec", "sst2", "mr", "mpqa", "sst5"])
+    parser.add_argument("--datasets", nargs="+", default=["trec", "sst2", "mr", "mpqa", "sst5", "ag_news", "fine-food",
+                                                          "reuters-single"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--output", default=str(REPO / "benchmarks/results/ensemble_members"))
     args = parser.parse_args(argv)

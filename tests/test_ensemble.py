@@ -102,7 +102,7 @@ def test_the_ensemble_learns_and_records_its_weights(fitted, mr_slice):
     majority = np.bincount(targets).max() / len(targets)
     assert accuracy > majority + 0.1  # MR is balanced: 0.5; these members reach 0.6-0.7 on 1,200 sentences
     weights = fitted.estimator_.weights()
-    assert list(weights) == ["tfidf-lr", "tfidf-nb", "fasttext-bag", "static-lr"]
+    assert list(weights) == ["tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune"]
     assert sum(weights.values()) == approx32(1.0)
     member_probs = [m.predict_proba(texts) for m in fitted.estimator_.members_]
     expected = sum(w * p for w, p in zip(weights.values(), member_probs))
@@ -121,7 +121,7 @@ def test_save_and_load_round_trip(fitted, mr_slice, tmp_path):
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["kind"] == "ensemble"
     assert [m["preset"]["name"] for m in config["state"]["members"]] == ["tfidf-lr", "tfidf-nb", "fasttext-bag",
-                                                                         "static-lr"]
+                                                                         "static-finetune"]
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["config.json", "model.safetensors"]
     loaded = Classifier.from_pretrained(tmp_path / "run")
     texts = list(mr_slice["test"]["text"])

@@ -317,8 +317,8 @@ class NeuralEstimator(PresetEstimator):
 
 
 class TfidfEstimator(PresetEstimator):
-    """A TF-IDF model (``models/tfidf.py``), or its frozen-sentence-vector sibling static-lr
-    (``models/static_lr.py``, given its vectors here), fitted on the raw training texts: no
+    """A TF-IDF model (``models/tfidf.py``), or a static-sentence-vector sibling (static-lr,
+    static-finetune: ``models/static_*.py``, given their vectors here), fitted on the raw training texts: no
     epochs, no text pipeline; a preset with a grid (C or alpha) chooses the value on dev (carved
     from train as for the neural models when the data has none) and records it in its preset."""
 
@@ -336,7 +336,7 @@ class TfidfEstimator(PresetEstimator):
                               "neural preset that lists vectors in `textcls list-models`")
         self.preset = self._preset_for(dataset)
         self.model_ = create_model(self.preset, num_classes=len(dataset.label_names))
-        if hasattr(self.model_, "use_vectors"):  # static-lr: its frozen vectors, read once and cached
+        if hasattr(self.model_, "use_vectors"):  # static-lr / -finetune: the distilled vectors, read once and cached
             from .text.embeddings import static_sentence_vectors
 
             self.model_.use_vectors(*static_sentence_vectors(self.model_.vectors))
@@ -349,7 +349,7 @@ class TfidfEstimator(PresetEstimator):
 
         dev = dict(zip(("dev_texts", "dev_y"), texts_and_targets("dev"))) if "dev" in dataset.splits else {}
         start = time.perf_counter()
-        self.model_.fit(*texts_and_targets("train"), **dev)
+        self.model_.fit(*texts_and_targets("train"), **dev, seed=self.preset.recipe.seed)
         self.train_seconds_ = time.perf_counter() - start
         self.epochs_run_ = 1  # it reads its training texts once
         # The value chosen on dev goes into the preset: config.json and the benchmarks record it.
@@ -361,8 +361,8 @@ class TfidfEstimator(PresetEstimator):
 
     def num_parameters(self) -> dict[str, int]:
         n = int(self.model_.num_parameters())
-        frozen = int(self.model_.frozen_parameters())
-        return {"total": n + frozen, "trainable": n, "embedding": frozen, "non_embedding": n}
+        frozen, embedding = int(self.model_.frozen_parameters()), int(self.model_.embedding_parameters())
+        return {"total": n + frozen, "trainable": n, "embedding": embedding, "non_embedding": n + frozen - embedding}
 
     def state(self):
         return self.model_.state()

@@ -110,10 +110,13 @@ VECTORS_OF_KIND = {"classic": "none (TF-IDF)", "ensemble": "its members'"}
 
 def vectors_without_info(entry: dict) -> str | None:
     """What the vectors column says for an entry whose runs report no pretrained vectors: the
-    fixed vectors of a classic preset (static-lr), its kind's label, else None (random init)."""
+    static vectors of a classic preset (static-lr: frozen; static-finetune: fine-tuned), its
+    kind's label, else None (random init)."""
     settings = next((run.get("settings") for run in entry.get("runs") or [] if run.get("settings")), None) or {}
-    fixed = (settings.get("arch") or {}).get("vectors") if settings.get("kind") == "classic" else None
-    return f"{fixed} (frozen sentence vectors)" if fixed else VECTORS_OF_KIND.get(entry.get("kind"))
+    arch = (settings.get("arch") or {}) if settings.get("kind") == "classic" else {}
+    if arch.get("vectors"):
+        return f"{arch['vectors']} ({'fine-tuned' if arch.get('tune_vectors') else 'frozen'} sentence vectors)"
+    return VECTORS_OF_KIND.get(entry.get("kind"))
 
 
 def _embeddings(entry: dict) -> str:

@@ -83,19 +83,24 @@ class StaticSentenceVectors:
     def fit_transform(self, texts) -> np.ndarray:
         return self.transform(texts)
 
-    def transform(self, texts) -> np.ndarray:
-        from scipy.sparse import csr_matrix
-
+    def piece_ids(self, texts) -> tuple[np.ndarray, np.ndarray]:
+        """``(flat ids, lengths)``: every text's known word pieces, concatenated, and how many
+        each text has (0 for a text with none)."""
         encodings = self.tokenizer.encode_batch_fast([str(t) for t in texts], add_special_tokens=False)
         ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
         if self.unk_id is not None:
             ids = [row[row != self.unk_id] for row in ids]
         lengths = np.array([len(row) for row in ids], dtype=np.int64)
-        flat = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        return (np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)), lengths
+
+    def transform(self, texts) -> np.ndarray:
+        from scipy.sparse import csr_matrix
+
+        flat, lengths = self.piece_ids(texts)
         # The mean as one sparse [N, pieces] @ [pieces, dim] product: no per-text Python loop.
         weights = np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32)
         pointers = np.concatenate([[0], np.cumsum(lengths)])
-        means = csr_matrix((weights, flat, pointers), shape=(len(ids), len(self.embedding))) @ self.embedding
+        means = csr_matrix((weights, flat, pointers), shape=(len(lengths), len(self.embedding))) @ self.embedding
         means = np.asarray(means, dtype=np.float64)
         norms = np.linalg.norm(means, axis=1, keepdims=True)
         return means / np.where(norms > 0, norms, 1.0)
@@ -106,6 +111,8 @@ class StaticLRModel(TfidfModel):
     """Logistic regression over ``StaticSentenceVectors`` (see the module doc). ``C``, ``C_grid``
     and ``max_iter`` are ``TfidfModel``'s; ``vectors`` names the static source. Give the vectors
     with ``use_vectors`` before ``fit``; a model rebuilt by ``from_state`` carries its own."""
+
+    family_name = "static-lr"
 
     def __init__(self, num_classes: int, *, C: float = 1.0, C_grid: list[float] | None = None, max_iter: int = 1000,
                  vectors: str = "minilm-static"):
@@ -159,16 +166,21 @@ class StaticLRModel(TfidfModel):
         if missing:
             raise CheckpointError(f"static-lr state lacks array '{missing[0]}'; the run directory is incomplete")
         model = cls(meta["num_classes"], **meta["params"])
-        try:
-            tokenizer_json = np.asarray(arrays["tokenizer"], dtype=np.uint8).tobytes().decode("utf-8")
-            model.use_vectors(tokenizer_json, arrays["embedding"], meta.get("unk_id"), meta.get("vectors_info"))
-        except CheckpointError:
-            raise
-        except Exception as exc:  # tokenizers raises plain Exceptions on bad JSON
-            raise CheckpointError(f"static-lr state: cannot rebuild the tokenizer ({exc}); the saved run is corrupt") from None
+        model._read_vectors(arrays, meta)
         weights, bias = (np.asarray(arrays[k], dtype=np.float64) for k in ("weights", "bias"))
         dim = model.sentence_vectors.embedding.shape[1]
         if weights.shape != (model.num_classes, dim) or bias.shape != (model.num_classes,):
             raise CheckpointError(f"static-lr state is inconsistent: vectors of {dim} dimensions, weights "
                                   f"{weights.shape}, bias {bias.shape}; the saved run is corrupt")
         return model._restored(model.sentence_vectors, weights, bias, meta)
+
+    def _read_vectors(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Hand over the tokenizer and vectors a saved state carries (``from_state``)."""
+        try:
+            tokenizer_json = np.asarray(arrays["tokenizer"], dtype=np.uint8).tobytes().decode("utf-8")
+            self.use_vectors(tokenizer_json, arrays["embedding"], meta.get("unk_id"), meta.get("vectors_info"))
+        except CheckpointError:
+            raise
+        except Exception as exc:  # tokenizers raises plain Exceptions on bad JSON
+            raise CheckpointError(f"{self.family_name} state: cannot rebuild the tokenizer ({exc}); "
+                                  "the saved run is corrupt") from None

@@ -165,11 +165,12 @@ class TfidfModel:
         return MultinomialNB(alpha=self.alpha)
 
     # -- training ---------------------------------------------------------------------
-    def fit(self, texts, y, *, dev_texts=None, dev_y=None) -> "TfidfModel":
+    def fit(self, texts, y, *, dev_texts=None, dev_y=None, seed: int = 0) -> "TfidfModel":
         """Fit on raw texts; ``y`` is ``[N]`` class indices or ``[N, C]`` multi-hot (multi-label).
 
         With a grid (``C_grid`` / ``alpha_grid``) and ``dev_texts`` / ``dev_y`` (same label
-        form), the grid's value with the best dev score is kept (``selection_``)."""
+        form), the grid's value with the best dev score is kept (``selection_``). ``seed`` is
+        for the classic models that draw random numbers (static-finetune); this fit draws none."""
         texts = list(texts)
         labels = np.asarray(y)
         if len(texts) != len(labels):
@@ -310,6 +311,10 @@ class TfidfModel:
     def frozen_parameters(self) -> int:
         """Stored numbers never trained (none here; static-lr's vectors)."""
         return 0
+
+    def embedding_parameters(self) -> int:
+        """Stored numbers that are word-piece vectors, trained or not (none here)."""
+        return self.frozen_parameters()
 
     # -- persistence (no pickle) ------------------------------------------------------
     def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

@@ -1,0 +1,146 @@
+"""The `static-finetune` preset: distilled MiniLM word-piece vectors fine-tuned with an MLP head
+(models/static_finetune.py), fitted by TfidfEstimator, predicting with NumPy alone.
+
+The vectors come from the user cache (text/embeddings.minilm_static_model); the first test on a
+fresh machine distils them once (25-45 s).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import textcls
+from textcls import Classifier
+from textcls.errors import CheckpointError, ConfigError
+from textcls.estimators import estimator_for
+from textcls.models.registry import create_model, get_preset
+from textcls.models.static_finetune import StaticFinetuneModel, batch_size_for
+from textcls.text.embeddings import static_sentence_vectors
+
+from tolerance import KERNEL
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    return static_sentence_vectors("minilm-static")
+
+
+@pytest.fixture(scope="module")
+def trec():
+    return textcls.load_dataset("trec", max_per_split=600)
+
+
+@pytest.fixture(scope="module")
+def fitted(trec):
+    return Classifier("static-finetune", seed=0).fit_dataset(trec)
+
+
+def _model(vectors, **params):
+    return StaticFinetuneModel(2, **params).use_vectors(*vectors)
+
+
+def test_it_learns_trec_and_keeps_the_best_dev_epoch(fitted, trec):
+    test = trec["test"]
+    accuracy = float(np.mean(np.array(fitted.predict(list(test["text"]))) == np.array(test["label"])))
+    labels = list(test["label"])
+    majority = max(labels.count(c) for c in set(labels)) / len(labels)
+    assert accuracy > majority + 0.2, accuracy
+    selection = fitted.estimator_.model_.selection_
+    scores = {int(epoch): (s["score"], -s["log_loss"]) for epoch, s in selection["dev"].items()}
+    assert selection["chosen"] == max(scores, key=lambda e: (scores[e], -e))
+    assert len(scores) == selection["epochs_run"] <= get_preset("static-finetune").arch["max_epochs"]
+    params = fitted.estimator_.num_parameters()
+    head = 256 * 512 + 512 + 512 * 6 + 6
+    assert params == {"total": head + 29525 * 256, "trainable": head + 29525 * 256, "embedding": 29525 * 256,
+                      "non_embedding": head}
+
+
+def test_numpy_prediction_is_the_torch_forward(fitted, trec):
+    model = fitted.estimator_.model_
+    texts = list(trec["test"]["text"])[:20]
+    flat, lengths = model.vectorizer_.piece_ids(texts)
+    offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)[:-1]]))
+    bag = torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(model.vectorizer_.embedding), mode="mean")
+    sentence = torch.nn.functional.normalize(bag(torch.from_numpy(flat), offsets), dim=1).double()
+    hidden = torch.relu(sentence @ torch.from_numpy(model.hidden_weights_).T + torch.from_numpy(model.hidden_bias_))
+    expected = (hidden @ torch.from_numpy(model.weights_).T + torch.from_numpy(model.bias_)).numpy()
+    np.testing.assert_allclose(model.decision_function(texts), expected, **KERNEL)
+
+
+def test_fine_tuning_moves_only_the_training_pieces(vectors):
+    texts = ["a wonderful film", "an awful film", "wonderful acting", "awful acting"] * 4
+    labels = np.array([1, 0, 1, 0] * 4)
+    tuned = _model(vectors, max_epochs=3).fit(texts, labels, dev_texts=texts[:4], dev_y=labels[:4])
+    seen = np.unique(tuned.vectorizer_.piece_ids(texts)[0])
+    moved = np.flatnonzero(np.any(tuned.vectorizer_.embedding != vectors[1], axis=1))
+    assert set(moved) == set(seen)
+    frozen = _model(vectors, max_epochs=3, tune_vectors=False).fit(texts, labels, dev_texts=texts[:4],
+                                                                    dev_y=labels[:4])
+    np.testing.assert_array_equal(frozen.vectorizer_.embedding, vectors[1])
+    assert frozen.frozen_parameters() == frozen.embedding_parameters() == 29525 * 256
+
+
+def test_the_same_seed_gives_the_same_model_and_another_seed_another(trec):
+    first, again, other = (Classifier("static-finetune", seed=s).fit_dataset(trec) for s in (1, 1, 2))
+    texts = list(trec["test"]["text"])[:50]
+    np.testing.assert_array_equal(first.predict_proba(texts), again.predict_proba(texts))
+    assert not np.array_equal(first.predict_proba(texts), other.predict_proba(texts))
+
+
+def test_a_padded_batch_equals_one_text_at_a_time(fitted, trec):
+    texts = list(trec["test"]["text"])[:12] + ["word " * 300, "\u2603\u2603"]  # the last: no known piece
+    together = fitted.predict_proba(texts)
+    alone = np.concatenate([fitted.predict_proba([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, **KERNEL)
+
+
+def test_multi_label_targets_train_sigmoids(vectors):
+    texts = ["stocks fell", "rain and wind", "stocks fell in the storm", "sunny day"] * 8
+    labels = np.array([[1, 0], [0, 1], [1, 1], [0, 0]] * 8)
+    model = StaticFinetuneModel(2, max_epochs=20).use_vectors(*vectors)
+    model.fit(texts, labels, dev_texts=texts[:4], dev_y=labels[:4], seed=0)
+    assert model.multi_label_ and model.selection_["metric"].startswith("dev micro_f1")
+    np.testing.assert_array_equal(model.predict(texts[:4]), labels[:4])
+
+
+def test_a_saved_run_predicts_the_same_without_the_cache(fitted, trec, tmp_path, monkeypatch):
+    fitted.save_pretrained(tmp_path / "run")
+    monkeypatch.setattr("textcls.text.embeddings.minilm_static_model",
+                        lambda: (_ for _ in ()).throw(AssertionError("the run read the cache")))
+    again = Classifier.from_pretrained(tmp_path / "run")
+    texts = list(trec["test"]["text"])
+    np.testing.assert_array_equal(again.predict_proba(texts), fitted.predict_proba(texts))
+    assert again.estimator_.model_.selection_["chosen"] == fitted.estimator_.model_.selection_["chosen"]
+
+
+def test_bad_settings_missing_dev_and_a_corrupt_state_are_one_clear_error(fitted, vectors):
+    with pytest.raises(ConfigError, match="'dropout' = 1.0"):
+        create_model(get_preset("static-finetune").with_overrides(dropout=1.0), num_classes=2)
+    with pytest.raises(ConfigError, match="chooses its epoch on dev"):
+        _model(vectors).fit(["a", "b"], np.array([0, 1]))
+    arrays, meta = fitted.estimator_.state()
+    with pytest.raises(CheckpointError, match="lacks array 'hidden_weights'"):
+        estimator_for(get_preset("static-finetune")).load_state(
+            {k: v for k, v in arrays.items() if k != "hidden_weights"}, meta)
+    with pytest.raises(CheckpointError, match="head arrays of shapes"):
+        estimator_for(get_preset("static-finetune")).load_state({**arrays, "hidden_bias": arrays["hidden_bias"][1:]},
+                                                                meta)
+    with pytest.raises(CheckpointError, match="format 'textcls.static-lr/1'"):
+        estimator_for(get_preset("static-finetune")).load_state(arrays, {**meta, "format": "textcls.static-lr/1"})
+
+
+def test_the_batch_size_follows_model2vecs_rule():
+    assert [batch_size_for(n) for n in (10, 960, 1919, 1920, 8_600, 120_000)] == [32, 32, 32, 64, 256, 512]
+
+
+def test_list_models_and_the_tables_name_its_vectors():
+    from typer.testing import CliRunner
+
+    from textcls.benchmark.report import vectors_without_info
+    from textcls.cli import app
+
+    result = CliRunner().invoke(app, ["list-models"])
+    row = next(line for line in result.output.splitlines() if line.startswith("static-finetune "))
+    assert row.split()[1:3] == ["classic", "minilm-static"]
+    entry = {"kind": "classic", "runs": [{"settings": get_preset("static-finetune").to_dict()}]}
+    assert vectors_without_info(entry) == "minilm-static (fine-tuned sentence vectors)"
