@@ -187,6 +187,11 @@ def test_pad_flat_equals_collate_flat():
     np.testing.assert_array_equal(mask, expected["mask"].numpy())
     empty_ids, empty_mask = pad_flat(np.zeros(0, dtype=np.int64), np.array([0, 0]), np.array([0, 0]), np.array([0, 1]))
     assert empty_ids.shape == (2, 1) and not empty_mask.any()  # every axis at least 1, as collate_flat
+    # A fixed width (the NumPy CNN forwards') pads shorter documents and cuts longer ones.
+    wide, wide_mask = pad_flat(flat, lengths, np.cumsum(lengths) - lengths, rows, width=6)
+    assert wide.tolist() == [[11, 12, 13, 14, 0, 0], [8, 0, 0, 0, 0, 0]] and wide_mask.sum(1).tolist() == [4, 1]
+    cut, cut_mask = pad_flat(flat, lengths, np.cumsum(lengths) - lengths, rows, width=2)
+    assert cut.tolist() == [[11, 12], [8, 0]] and cut_mask.tolist() == [[True, True], [True, False]]
 
 
 def test_sorted_batches_cover_every_document_once_shortest_first():

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .data.padding import pad_flat
 from .errors import CheckpointError
 
 __all__ = ["FastTextBagForward", "KimCNNForward", "SpeCNNForward", "FORWARDS", "TABLE_CAP_BYTES",
@@ -119,10 +120,8 @@ def _padded_ids(flat, offsets: np.ndarray, rows: np.ndarray, width: int) -> tupl
     """(``[B, width]`` ids of documents ``rows`` of ``flat`` (a ``FlatIds``; ``offsets``: where each
     document begins in ``flat.ids``) padded with id 0, whose table rows are zero: padding as zero
     vectors; their lengths)."""
-    lengths = flat.lengths[rows]
-    index = offsets[rows][:, None] + np.arange(width)
-    inside = np.arange(width) < lengths[:, None]
-    return np.where(inside, flat.ids[np.minimum(index, len(flat.ids) - 1)], 0), lengths
+    ids, _ = pad_flat(flat.ids, flat.lengths, offsets, rows, width=width)
+    return ids, flat.lengths[rows]
 
 
 def _past_end(lengths: np.ndarray, steps: int, width: int) -> tuple[np.ndarray, np.ndarray]:

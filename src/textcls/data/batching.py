@@ -41,6 +41,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from ..errors import ConfigError, DataError
 from ..validate import check_int
+from .padding import pad_flat  # noqa: F401  (re-exported: the batches' padding rule)
 
 SHAPES = ("flat", "hierarchical")
 _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
@@ -479,20 +480,6 @@ class Collator:
 
 
 # --------------------------------------------------------------------------- prediction
-
-
-def pad_flat(flat: np.ndarray, lengths: np.ndarray, starts: np.ndarray, rows: np.ndarray,
-             pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Documents ``rows`` of ``flat`` (documents one after another; document ``i`` is
-    ``flat[starts[i]:starts[i] + lengths[i]]``) -> ``([B, L] int64, [B, L] bool mask)`` padded
-    with ``pad_id`` to the longest of them (``L >= 1``): ``_pad_rows``'s rule, in a few numpy
-    operations instead of a copy per row."""
-    row_lengths = lengths[rows]
-    width = max(1, int(row_lengths.max(initial=0)))
-    mask = np.arange(width) < row_lengths[:, None]
-    out = np.full((len(rows), width), pad_id, dtype=np.int64)
-    out[mask] = flat[(starts[rows][:, None] + np.arange(width))[mask]]
-    return out, mask
 
 
 def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
