@@ -144,3 +144,21 @@ def test_list_models_and_the_tables_name_its_vectors():
     assert row.split()[1:3] == ["classic", "minilm-static"]
     entry = {"kind": "classic", "runs": [{"settings": get_preset("static-finetune").to_dict()}]}
     assert vectors_without_info(entry) == "minilm-static (fine-tuned sentence vectors)"
+
+
+def test_row_adam_is_sparse_adams_update():
+    from textcls.models.static_finetune import RowAdam
+
+    torch.manual_seed(0)
+    start = torch.randn(10, 4)
+    ours, theirs = start.clone(), torch.nn.Parameter(start.clone())
+    row_adam, sparse_adam = RowAdam(ours, lr=0.01), torch.optim.SparseAdam([theirs], lr=0.01)
+    for rows in ([1, 3, 4], [3, 7], [0, 1, 9], [3]):
+        rows = torch.tensor(rows)
+        grad = torch.randn(len(rows), 4)
+        row_adam.step(rows, grad)
+        theirs.grad = torch.sparse_coo_tensor(rows[None], grad, theirs.shape, check_invariants=True)
+        sparse_adam.step()
+        torch.testing.assert_close(ours, theirs.detach(), **KERNEL)
+    untouched = [2, 5, 6, 8]
+    torch.testing.assert_close(ours[untouched], start[untouched], rtol=0, atol=0)
