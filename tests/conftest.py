@@ -17,3 +17,20 @@ torch.set_num_threads(1)
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return Path(os.environ["TEXTCLS_DATA_DIR"])
+
+
+@pytest.fixture(scope="session")
+def static_vectors():
+    """The distilled MiniLM vectors ``(tokenizer_json, vectors, unk_id, info)``, read from the
+    user cache (distilled once, 25-45 s, on a fresh machine)."""
+    from textcls.text.embeddings import static_sentence_vectors
+
+    return static_sentence_vectors("minilm-static")
+
+
+@pytest.fixture(scope="session")
+def trec_600():
+    """TREC, at most 600 documents a split: enough for a learning signal in seconds."""
+    import textcls
+
+    return textcls.load_dataset("trec", max_per_split=600)

@@ -9,38 +9,27 @@ import numpy as np
 import pytest
 import torch
 
-import textcls
 from textcls import Classifier
 from textcls.errors import CheckpointError, ConfigError
 from textcls.estimators import estimator_for
 from textcls.models.registry import create_model, get_preset
 from textcls.models.static_finetune import StaticFinetuneModel, batch_size_for
-from textcls.text.embeddings import static_sentence_vectors
 
+from static_runs import assert_the_saved_run_predicts_alone
 from tolerance import KERNEL
 
 
 @pytest.fixture(scope="module")
-def vectors():
-    return static_sentence_vectors("minilm-static")
+def fitted(trec_600):
+    return Classifier("static-finetune", seed=0).fit_dataset(trec_600)
 
 
-@pytest.fixture(scope="module")
-def trec():
-    return textcls.load_dataset("trec", max_per_split=600)
+def _model(static_vectors, **params):
+    return StaticFinetuneModel(2, **params).use_vectors(*static_vectors)
 
 
-@pytest.fixture(scope="module")
-def fitted(trec):
-    return Classifier("static-finetune", seed=0).fit_dataset(trec)
-
-
-def _model(vectors, **params):
-    return StaticFinetuneModel(2, **params).use_vectors(*vectors)
-
-
-def test_it_learns_trec_and_keeps_the_best_dev_epoch(fitted, trec):
-    test = trec["test"]
+def test_it_learns_trec_and_keeps_the_best_dev_epoch(fitted, trec_600):
+    test = trec_600["test"]
     accuracy = float(np.mean(np.array(fitted.predict(list(test["text"]))) == np.array(test["label"])))
     labels = list(test["label"])
     majority = max(labels.count(c) for c in set(labels)) / len(labels)
@@ -55,9 +44,9 @@ def test_it_learns_trec_and_keeps_the_best_dev_epoch(fitted, trec):
                       "non_embedding": head}
 
 
-def test_numpy_prediction_is_the_torch_forward(fitted, trec):
+def test_numpy_prediction_is_the_torch_forward(fitted, trec_600):
     model = fitted.estimator_.model_
-    texts = list(trec["test"]["text"])[:20]
+    texts = list(trec_600["test"]["text"])[:20]
     flat, lengths = model.vectorizer_.piece_ids(texts)
     offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)[:-1]]))
     bag = torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(model.vectorizer_.embedding), mode="mean")
@@ -67,57 +56,52 @@ def test_numpy_prediction_is_the_torch_forward(fitted, trec):
     np.testing.assert_allclose(model.decision_function(texts), expected, **KERNEL)
 
 
-def test_fine_tuning_moves_only_the_training_pieces(vectors):
+def test_fine_tuning_moves_only_the_training_pieces(static_vectors):
     texts = ["a wonderful film", "an awful film", "wonderful acting", "awful acting"] * 4
     labels = np.array([1, 0, 1, 0] * 4)
-    tuned = _model(vectors, max_epochs=3).fit(texts, labels, dev_texts=texts[:4], dev_y=labels[:4])
+    tuned = _model(static_vectors, max_epochs=3).fit(texts, labels, dev_texts=texts[:4], dev_y=labels[:4])
     seen = np.unique(tuned.vectorizer_.piece_ids(texts)[0])
-    moved = np.flatnonzero(np.any(tuned.vectorizer_.embedding != vectors[1], axis=1))
+    moved = np.flatnonzero(np.any(tuned.vectorizer_.embedding != static_vectors[1], axis=1))
     assert set(moved) == set(seen)
-    frozen = _model(vectors, max_epochs=3, tune_vectors=False).fit(texts, labels, dev_texts=texts[:4],
+    frozen = _model(static_vectors, max_epochs=3, tune_vectors=False).fit(texts, labels, dev_texts=texts[:4],
                                                                     dev_y=labels[:4])
-    np.testing.assert_array_equal(frozen.vectorizer_.embedding, vectors[1])
+    np.testing.assert_array_equal(frozen.vectorizer_.embedding, static_vectors[1])
     assert frozen.frozen_parameters() == frozen.embedding_parameters() == 29525 * 256
 
 
-def test_the_same_seed_gives_the_same_model_and_another_seed_another(trec):
-    first, again, other = (Classifier("static-finetune", seed=s).fit_dataset(trec) for s in (1, 1, 2))
-    texts = list(trec["test"]["text"])[:50]
+def test_the_same_seed_gives_the_same_model_and_another_seed_another(trec_600):
+    first, again, other = (Classifier("static-finetune", seed=s).fit_dataset(trec_600) for s in (1, 1, 2))
+    texts = list(trec_600["test"]["text"])[:50]
     np.testing.assert_array_equal(first.predict_proba(texts), again.predict_proba(texts))
     assert not np.array_equal(first.predict_proba(texts), other.predict_proba(texts))
 
 
-def test_a_padded_batch_equals_one_text_at_a_time(fitted, trec):
-    texts = list(trec["test"]["text"])[:12] + ["word " * 300, "\u2603\u2603"]  # the last: no known piece
+def test_a_padded_batch_equals_one_text_at_a_time(fitted, trec_600):
+    texts = list(trec_600["test"]["text"])[:12] + ["word " * 300, "\u2603\u2603"]  # the last: no known piece
     together = fitted.predict_proba(texts)
     alone = np.concatenate([fitted.predict_proba([t]) for t in texts])
     np.testing.assert_allclose(together, alone, **KERNEL)
 
 
-def test_multi_label_targets_train_sigmoids(vectors):
+def test_multi_label_targets_train_sigmoids(static_vectors):
     texts = ["stocks fell", "rain and wind", "stocks fell in the storm", "sunny day"] * 8
     labels = np.array([[1, 0], [0, 1], [1, 1], [0, 0]] * 8)
-    model = StaticFinetuneModel(2, max_epochs=20).use_vectors(*vectors)
+    model = StaticFinetuneModel(2, max_epochs=20).use_vectors(*static_vectors)
     model.fit(texts, labels, dev_texts=texts[:4], dev_y=labels[:4], seed=0)
     assert model.multi_label_ and model.selection_["metric"].startswith("dev micro_f1")
     np.testing.assert_array_equal(model.predict(texts[:4]), labels[:4])
 
 
-def test_a_saved_run_predicts_the_same_without_the_cache(fitted, trec, tmp_path, monkeypatch):
-    fitted.save_pretrained(tmp_path / "run")
-    monkeypatch.setattr("textcls.text.embeddings.minilm_static_model",
-                        lambda: (_ for _ in ()).throw(AssertionError("the run read the cache")))
-    again = Classifier.from_pretrained(tmp_path / "run")
-    texts = list(trec["test"]["text"])
-    np.testing.assert_array_equal(again.predict_proba(texts), fitted.predict_proba(texts))
+def test_a_saved_run_predicts_the_same_without_the_cache(fitted, trec_600, tmp_path, monkeypatch):
+    again = assert_the_saved_run_predicts_alone(fitted, list(trec_600["test"]["text"]), tmp_path / "run", monkeypatch)
     assert again.estimator_.model_.selection_["chosen"] == fitted.estimator_.model_.selection_["chosen"]
 
 
-def test_bad_settings_missing_dev_and_a_corrupt_state_are_one_clear_error(fitted, vectors):
+def test_bad_settings_missing_dev_and_a_corrupt_state_are_one_clear_error(fitted, static_vectors):
     with pytest.raises(ConfigError, match="'dropout' = 1.0"):
         create_model(get_preset("static-finetune").with_overrides(dropout=1.0), num_classes=2)
     with pytest.raises(ConfigError, match="chooses its epoch on dev"):
-        _model(vectors).fit(["a", "b"], np.array([0, 1]))
+        _model(static_vectors).fit(["a", "b"], np.array([0, 1]))
     arrays, meta = fitted.estimator_.state()
     with pytest.raises(CheckpointError, match="lacks array 'hidden_weights'"):
         estimator_for(get_preset("static-finetune")).load_state(

@@ -8,50 +8,40 @@ fresh machine distils them once (25-45 s).
 import numpy as np
 import pytest
 
-import textcls
 from textcls import Classifier
 from textcls.errors import CheckpointError, ConfigError
 from textcls.estimators import estimator_for
 from textcls.models.registry import create_model, get_preset
 from textcls.models.static_lr import StaticLRModel, StaticSentenceVectors
-from textcls.text.embeddings import minilm_static_model, static_sentence_vectors
+from textcls.text.embeddings import minilm_static_model
 
+from static_runs import assert_the_saved_run_predicts_alone
 from tolerance import KERNEL
 
 
 @pytest.fixture(scope="module")
-def vectors():
-    return static_sentence_vectors("minilm-static")
+def fitted(trec_600):
+    return Classifier("static-lr", seed=0).fit_dataset(trec_600)
 
 
-@pytest.fixture(scope="module")
-def trec():
-    return textcls.load_dataset("trec", max_per_split=600)
-
-
-@pytest.fixture(scope="module")
-def fitted(trec):
-    return Classifier("static-lr", seed=0).fit_dataset(trec)
-
-
-def test_the_sentence_vector_is_model2vecs_mean_of_word_pieces(vectors):
+def test_the_sentence_vector_is_model2vecs_mean_of_word_pieces(static_vectors):
     texts = ["a gorgeous, witty, seductive movie.", "What is the capital of Peru?", "unbelievably dull"]
-    ours = StaticSentenceVectors(vectors[0], vectors[1], vectors[2]).transform(texts)
+    ours = StaticSentenceVectors(static_vectors[0], static_vectors[1], static_vectors[2]).transform(texts)
     model, _ = minilm_static_model()
     theirs = model.encode(texts, use_multiprocessing=False)  # normalised: the distilled model's setting
     np.testing.assert_allclose(ours, theirs, **KERNEL)
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, **KERNEL)
 
 
-def test_a_text_with_no_known_piece_is_the_zero_vector(vectors):
-    encoder = StaticSentenceVectors(vectors[0], vectors[1], vectors[2])
+def test_a_text_with_no_known_piece_is_the_zero_vector(static_vectors):
+    encoder = StaticSentenceVectors(static_vectors[0], static_vectors[1], static_vectors[2])
     out = encoder.transform(["", "good film"])
     assert out.shape == (2, 256)
     assert not out[0].any() and out[1].any()
 
 
-def test_it_learns_trec_and_chooses_c_on_dev(fitted, trec):
-    test = trec["test"]
+def test_it_learns_trec_and_chooses_c_on_dev(fitted, trec_600):
+    test = trec_600["test"]
     predicted = fitted.predict(list(test["text"]))
     accuracy = float(np.mean(np.array(predicted) == np.array(test["label"])))
     labels = list(test["label"])
@@ -64,21 +54,15 @@ def test_it_learns_trec_and_chooses_c_on_dev(fitted, trec):
     assert params["total"] == params["trainable"] + params["embedding"]
 
 
-def test_a_padded_batch_equals_one_text_at_a_time(fitted, trec):
-    texts = list(trec["test"]["text"])[:12] + ["word " * 300]
+def test_a_padded_batch_equals_one_text_at_a_time(fitted, trec_600):
+    texts = list(trec_600["test"]["text"])[:12] + ["word " * 300]
     together = fitted.predict_proba(texts)
     alone = np.concatenate([fitted.predict_proba([t]) for t in texts])
     np.testing.assert_allclose(together, alone, **KERNEL)
 
 
-def test_a_saved_run_predicts_the_same_without_the_cache(fitted, trec, tmp_path, monkeypatch):
-    fitted.save_pretrained(tmp_path / "run")
-    # A loaded run carries its own tokenizer and vectors: it must not read the distilled cache.
-    monkeypatch.setattr("textcls.text.embeddings.minilm_static_model",
-                        lambda: (_ for _ in ()).throw(AssertionError("the run read the cache")))
-    again = Classifier.from_pretrained(tmp_path / "run")
-    texts = list(trec["test"]["text"])
-    np.testing.assert_array_equal(again.predict_proba(texts), fitted.predict_proba(texts))
+def test_a_saved_run_predicts_the_same_without_the_cache(fitted, trec_600, tmp_path, monkeypatch):
+    again = assert_the_saved_run_predicts_alone(fitted, list(trec_600["test"]["text"]), tmp_path / "run", monkeypatch)
     assert again.estimator_.preset.arch["C"] == fitted.estimator_.model_.C
 
 
@@ -95,12 +79,12 @@ def test_bad_vectors_and_a_corrupt_state_are_one_clear_error(fitted):
         estimator_for(get_preset("static-lr")).load_state({k: v for k, v in arrays.items() if k != "weights"}, meta)
 
 
-def test_a_classic_preset_refuses_word_vectors_with_one_line(trec):
+def test_a_classic_preset_refuses_word_vectors_with_one_line(trec_600):
     from textcls.errors import ConfigError as Refused
 
     for name in ("static-lr", "tfidf-lr"):
         with pytest.raises(Refused, match=f"model '{name}' is a classic model and reads no pretrained word vectors"):
-            Classifier(name, embeddings="glove-6b-50d").fit_dataset(trec)
+            Classifier(name, embeddings="glove-6b-50d").fit_dataset(trec_600)
 
 
 def test_list_models_names_static_lrs_vectors():
