@@ -351,7 +351,10 @@ class TfidfEstimator(PresetEstimator):
         start = time.perf_counter()
         self.model_.fit(*texts_and_targets("train"), **dev, seed=self.preset.recipe.seed)
         self.train_seconds_ = time.perf_counter() - start
-        self.epochs_run_ = 1  # it reads its training texts once
+        # TF-IDF reads its training texts once; static-finetune runs epochs and keeps one on dev.
+        selection = getattr(self.model_, "selection_", None) or {}
+        self.epochs_run_ = int(selection.get("epochs_run", 1))
+        self.best_epoch_ = selection.get("chosen") if selection.get("parameter") == "epoch" else None
         # The value chosen on dev goes into the preset: config.json and the benchmarks record it.
         self.preset = self.preset.with_overrides(**self.model_.chosen_params())
         return self
