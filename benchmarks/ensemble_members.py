@@ -22,6 +22,9 @@ probabilities, exactly as `EnsembleEstimator.fit` chooses them. Candidates:
 - `model2vec-lr`: the Model2Vec peer (frozen distilled sentence vectors + LR), as the ceiling
   of a frozen semantic member (a peer, so it cannot be a member of the library's preset).
 
+Then the combination rules (``RULES``) on the preset's own members, each with its test accuracy
+and a criterion that reads no test label (fitted on one half of dev, scored on the other).
+
 Writes <output>.json (every accuracy, weight and fit time; the machine and the command) and
 <output>.md. The machine is shared: fit seconds are only comparable within one run.
 """
@@ -56,6 +59,14 @@ SUBSETS = {
     "lr + nb + static-lr": ("tfidf-lr", "tfidf-nb", "static-lr"),
     "preset + static-finetune": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune"),
     "preset + static-lr + static-finetune": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-lr", "static-finetune"),
+}
+# The combination rules compared on the preset's own members (models/ensemble.py): the
+# preset's (calibrated, log-linear; the subsets above use it too) and the ones before it.
+PRESET_MEMBERS = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune")
+RULES = {
+    "rule: linear, uncalibrated (until stop 23)": {"pooling": "linear", "calibrate": False},
+    "rule: linear, calibrated": {"pooling": "linear", "calibrate": True},
+    "rule: log-linear, calibrated (the preset)": {"pooling": "log-linear", "calibrate": True},
 }
 
 
@@ -96,7 +107,29 @@ def _subset_rows(fitted: dict) -> dict:
                        "equal_mean_test_accuracy": _accuracy(sum(tests) / len(tests), targets["test"]),
                        "weights": dict(zip(members, weights.tolist())),
                        "fit_seconds": sum(fitted["members"][m]["fit_seconds"] for m in members)}
+    dev = [fitted["members"][m]["probs"]["dev"] for m in PRESET_MEMBERS]
+    tests = [fitted["members"][m]["probs"]["test"] for m in PRESET_MEMBERS]
+    for label, rule in RULES.items():
+        ensemble = ProbabilityEnsemble(fitted["num_classes"], members=list(PRESET_MEMBERS), **rule)
+        weights = ensemble.choose_weights(dev, targets["dev"], multi_label=False)
+        rows[label] = {"test_accuracy": _accuracy(ensemble.combine(tests), targets["test"]),
+                       "dev_two_fold_accuracy": _dev_two_fold(fitted["num_classes"], rule, dev, targets["dev"]),
+                       "weights": dict(zip(PRESET_MEMBERS, weights.tolist())),
+                       "temperatures": dict(zip(PRESET_MEMBERS, ensemble.temperatures_.tolist()))}
     return rows
+
+
+def _dev_two_fold(num_classes: int, rule: dict, dev: list, targets: np.ndarray) -> float:
+    """A rule's accuracy on each half of dev when fitted on the other (halves drawn with seed 0),
+    averaged: a comparison of the rules that reads no test label."""
+    order = np.random.default_rng(0).permutation(len(targets))
+    halves = np.array_split(order, 2)
+    scores = []
+    for fit, held in (halves, halves[::-1]):
+        ensemble = ProbabilityEnsemble(num_classes, members=list(PRESET_MEMBERS), **rule)
+        ensemble.choose_weights([p[fit] for p in dev], targets[fit], multi_label=False)
+        scores.append(_accuracy(ensemble.combine([p[held] for p in dev]), targets[held]))
+    return float(np.mean(scores))
 
 
 def _markdown(result: dict) -> str:
@@ -105,25 +138,29 @@ def _markdown(result: dict) -> str:
              f"- machine: {result['machine']['cpu_model']} ({', '.join(result['machine']['cpu_simd'])}); one thread; "
              f"load average {result['load_average_before']} -> {result['load_average_after']}",
              "", "Test accuracy, % (mean over seeds " + ", ".join(map(str, result["seeds"])) + "); "
-             "subsets: weights of lowest dev log-loss (the preset's rule) [equal mean]", "",
+             "subsets: the preset's rule (calibrated, log-linear) [equal mean]; rules: the preset's members "
+             "[accuracy on each half of dev when fitted on the other, which reads no test label]", "",
              "| candidate or subset | " + " | ".join(datasets) + " | average |", "|---|" + "---|" * (len(datasets) + 1)]
-    labels = list(CANDIDATES) + list(SUBSETS)
+    labels = list(CANDIDATES) + list(SUBSETS) + list(RULES)
     for label in labels:
-        cells, values = [], []
+        cells, values, brackets = [], [], []
         for name in datasets:
             runs = [result["runs"][name][str(s)][label] for s in result["seeds"]]
             mean = 100 * float(np.mean([r["test_accuracy"] for r in runs]))
             values.append(mean)
-            equal = [r.get("equal_mean_test_accuracy") for r in runs]
-            cells.append(f"{mean:.2f}" + (f" [{100 * float(np.mean(equal)):.2f}]" if None not in equal else ""))
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {np.mean(values):.2f} |")
+            extra = [r.get("equal_mean_test_accuracy", r.get("dev_two_fold_accuracy")) for r in runs]
+            if None not in extra:
+                brackets.append(100 * float(np.mean(extra)))
+            cells.append(f"{mean:.2f}" + (f" [{brackets[-1]:.2f}]" if None not in extra else ""))
+        average = f"{np.mean(values):.2f}" + (f" [{np.mean(brackets):.2f}]" if len(brackets) == len(values) else "")
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {average} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["trec", "sst2", "mr", "mpqa", "sst5", "ag_news", "fine-food",
-                                                          "reuters-single"])
+                                                          "reuters-single", "20news"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--output", default=str(REPO / "benchmarks/results/ensemble_members"))
     args = parser.parse_args(argv)

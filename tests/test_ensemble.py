@@ -10,7 +10,7 @@ import textcls
 from textcls import Classifier
 from textcls.data.prepare import label_targets
 from textcls.data.splits import ensure_dev
-from textcls.errors import ConfigError
+from textcls.errors import CheckpointError, ConfigError
 from textcls.models.ensemble import ProbabilityEnsemble
 from textcls.models.registry import create_model, get_preset
 
@@ -37,13 +37,42 @@ def test_members_that_err_on_different_documents_are_mixed():
     first = one_hot(targets, sure=0.9)
     second = one_hot(targets, sure=0.9)
     first[0], second[1] = [0.4, 0.6], [0.6, 0.4]  # each wrong once (not sure), on its own document
-    ensemble = ProbabilityEnsemble(2, members=["a", "b"])
+    ensemble = ProbabilityEnsemble(2, members=["a", "b"], pooling="linear", calibrate=False)  # stop 23's rule
     weights = ensemble.choose_weights([first, second], targets, multi_label=False)
     assert weights.tolist() == [0.5, 0.5]
     mixed = ensemble.combine([first, second])
     assert (mixed.argmax(1) == targets).all()  # right where each member alone is wrong once
     np.testing.assert_allclose(mixed, 0.5 * first + 0.5 * second, **FEW_OPS)
     assert mixed.dtype == np.float32
+
+
+def test_calibration_cools_a_sure_member_and_warms_a_timid_one():
+    rng = np.random.default_rng(0)
+    targets = rng.integers(0, 3, 400)
+    right = rng.random(400) < 0.8  # each member is right on 80 % of the documents
+    guess = np.where(right, targets, (targets + 1) % 3)
+    sure, timid = one_hot(guess, num_classes=3, sure=0.999), one_hot(guess, num_classes=3, sure=0.5)
+    ensemble = ProbabilityEnsemble(3, members=["sure", "timid"])
+    ensemble.choose_weights([sure, timid], targets, multi_label=False)
+    hot, cold = ensemble.temperatures_
+    assert hot > 1 > cold
+    # Calibrated, both say "80 %": each pooled probability of the guessed class is about 0.8.
+    both = ensemble.combine([sure, timid])
+    assert both[np.arange(400), guess] == pytest.approx(0.8, abs=0.02)
+
+
+def test_log_linear_pooling_is_the_weighted_product_of_the_calibrated_members():
+    rng = np.random.default_rng(1)
+    targets = rng.integers(0, 4, 60)
+    members = [rng.dirichlet(np.ones(4), 60) for _ in range(3)]
+    members[0][np.arange(60), targets] += 1
+    members = [m / m.sum(1, keepdims=True) for m in members]
+    ensemble = ProbabilityEnsemble(4, members=["a", "b", "c"])
+    weights = ensemble.choose_weights(members, targets, multi_label=False)
+    logits = sum(w * np.log(m) / t for w, m, t in zip(weights, members, ensemble.temperatures_))
+    expected = np.exp(logits - logits.max(1, keepdims=True))
+    np.testing.assert_allclose(ensemble.combine(members), expected / expected.sum(1, keepdims=True), **KERNEL)
+    assert weights[0] > 0.5  # the informative member leads
 
 
 def test_multi_label_weights_read_every_class():
@@ -105,8 +134,11 @@ def test_the_ensemble_learns_and_records_its_weights(fitted, mr_slice):
     assert list(weights) == ["tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune"]
     assert sum(weights.values()) == approx32(1.0)
     member_probs = [m.predict_proba(texts) for m in fitted.estimator_.members_]
-    expected = sum(w * p for w, p in zip(weights.values(), member_probs))
-    np.testing.assert_allclose(fitted.predict_proba(texts), expected, **KERNEL)
+    temperatures = fitted.estimator_.model_.temperatures_
+    assert temperatures.shape == (4,) and (temperatures > 0).all()
+    logits = sum(w * np.log(np.clip(p, 1e-12, 1)) / t for w, p, t in zip(weights.values(), member_probs, temperatures))
+    expected = np.exp(logits - logits.max(1, keepdims=True))
+    np.testing.assert_allclose(fitted.predict_proba(texts), expected / expected.sum(1, keepdims=True), **KERNEL)
 
 
 def test_a_batch_gives_what_one_document_at_a_time_gives(fitted, mr_slice):
@@ -127,6 +159,20 @@ def test_save_and_load_round_trip(fitted, mr_slice, tmp_path):
     texts = list(mr_slice["test"]["text"])
     np.testing.assert_allclose(loaded.predict_proba(texts), fitted.predict_proba(texts), **KERNEL)
     assert loaded.estimator_.weights() == fitted.estimator_.weights()
+    assert loaded.estimator_.model_.temperatures_.tolist() == fitted.estimator_.model_.temperatures_.tolist()
+
+
+def test_a_run_saved_before_calibration_loads_with_its_own_rule(fitted, mr_slice):
+    from textcls.estimators import estimator_for
+
+    arrays, meta = fitted.estimator_.state()
+    old = {key: value for key, value in meta.items() if key != "temperatures"} | {"format": "textcls.ensemble/1"}
+    loaded = estimator_for(fitted.estimator_.preset).load_state(arrays, old)
+    texts = list(mr_slice["test"]["text"])[:50]
+    mixed = sum(w * m.predict_proba(texts) for w, m in zip(loaded.model_.weights_, loaded.members_))
+    np.testing.assert_allclose(loaded.predict_proba(texts), mixed, **KERNEL)  # stop 23's linear mixture
+    with pytest.raises(CheckpointError, match="temperatures"):
+        estimator_for(fitted.estimator_.preset).load_state(arrays, {**meta, "temperatures": [1.0, -1.0]})
 
 
 def test_an_ensemble_inside_an_ensemble_is_refused(mr_slice):

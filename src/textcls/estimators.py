@@ -387,7 +387,9 @@ class EnsembleEstimator(PresetEstimator):
     ``run_dir`` and ``resume`` are not passed on: the members train without checkpoints (each
     takes seconds to a minute), so a resumed fit trains them again."""
 
-    STATE_FORMAT = "textcls.ensemble/1"
+    STATE_FORMAT = "textcls.ensemble/2"
+    # Runs saved before the members were calibrated (linear pooling, no temperatures) still load.
+    STATE_FORMAT_BEFORE_CALIBRATION = "textcls.ensemble/1"
     precision = "mixed"
 
     @property
@@ -470,12 +472,12 @@ class EnsembleEstimator(PresetEstimator):
             members.append({"preset": member.preset.to_dict(), "state": member_meta})
         meta = {"format": self.STATE_FORMAT, "num_classes": self.num_classes_, "multi_label": self.multi_label_,
                 "weights": [float(w) for w in self.model_.weights_], "dev_log_loss": self.model_.dev_log_loss_,
-                "members": members}
+                "temperatures": [float(t) for t in self.model_.temperatures_], "members": members}
         return arrays, meta
 
     def load_state(self, arrays, meta, folder=None) -> "EnsembleEstimator":
         weights = Path(folder) / artifacts.WEIGHTS if folder is not None else "the state"
-        if meta.get("format") != self.STATE_FORMAT:
+        if meta.get("format") not in (self.STATE_FORMAT, self.STATE_FORMAT_BEFORE_CALIBRATION):
             raise CheckpointError(f"{weights}: ensemble state has format {meta.get('format')!r}, expected "
                                   f"{self.STATE_FORMAT!r}; re-save it with this textcls")
         with _state_errors(weights):
@@ -490,6 +492,15 @@ class EnsembleEstimator(PresetEstimator):
                                       "members; the run is corrupt")
             self.model_.weights_ = np.asarray(meta["weights"], dtype=np.float64)
             self.model_.dev_log_loss_ = meta.get("dev_log_loss")
+            self.model_.multi_label_ = self.multi_label_
+            if meta["format"] == self.STATE_FORMAT_BEFORE_CALIBRATION:  # stop 23's rule
+                self.model_.pooling, self.model_.calibrate = "linear", False
+                self.model_.temperatures_ = np.ones(count)
+            else:
+                self.model_.temperatures_ = np.asarray(meta["temperatures"], dtype=np.float64)
+                if self.model_.temperatures_.shape != (count,) or not (self.model_.temperatures_ > 0).all():
+                    raise CheckpointError(f"the state's temperatures {meta['temperatures']} are not {count} positive "
+                                          "numbers; the run is corrupt")
             self.members_ = []
             for i, saved in enumerate(meta["members"]):
                 own = {k[len(f"m{i}."):]: v for k, v in arrays.items() if k.startswith(f"m{i}.")}
