@@ -82,6 +82,8 @@ def test_multi_label_weights_read_every_class():
     ensemble = ProbabilityEnsemble(3, members=["a", "b", "c"])
     weights = ensemble.choose_weights([flipped, good, flipped], targets, multi_label=True)
     assert weights.tolist() == [0.0, 1.0, 0.0]
+    pooled = ensemble.combine([flipped, good, flipped])  # per class: sigmoid(logit(good) / T)
+    assert ((pooled >= 0.5) == targets).all() and ensemble.temperatures_[1] < 1  # sharpened: right every time
 
 
 def test_the_grid_covers_the_simplex():

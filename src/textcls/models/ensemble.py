@@ -220,8 +220,7 @@ class ProbabilityEnsemble:
     def _scores(self, stacked: np.ndarray) -> np.ndarray:
         """The members' probabilities as scores a temperature divides: log p (single-label: the
         softmax of ``log p / T`` is the calibrated distribution) or logit p (multi-label)."""
-        clipped = np.clip(stacked, _EPSILON, 1 - _EPSILON if self._multi_label() else 1.0)
-        return np.log(clipped) - (np.log1p(-clipped) if self._multi_label() else 0.0)
+        return _log_odds(stacked, self._multi_label())
 
     def _pool(self, weights: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """``[G, N, C]`` pooled scores for ``G`` weightings: log-linear adds the weighted
@@ -229,9 +228,8 @@ class ProbabilityEnsemble:
         probabilities and returns the log of the mixture (its logit when multi-label)."""
         if self.pooling == "log-linear":
             return np.einsum("gm,mnc->gnc", weights, _normalised(scores, self._multi_label()))
-        mixed = np.einsum("gm,mnc->gnc", weights, _probabilities(scores, self._multi_label()))
-        clipped = np.clip(mixed, _EPSILON, 1 - _EPSILON if self._multi_label() else 1.0)
-        return np.log(clipped) - (np.log1p(-clipped) if self._multi_label() else 0.0)
+        return _log_odds(np.einsum("gm,mnc->gnc", weights, _probabilities(scores, self._multi_label())),
+                         self._multi_label())
 
     def _stack(self, probabilities: Sequence[np.ndarray]) -> np.ndarray:
         if len(probabilities) != len(self.members):
@@ -243,6 +241,13 @@ class ProbabilityEnsemble:
             raise ConfigError(f"member probabilities must all be [N, {self.num_classes}]; got shapes "
                               f"{[a.shape for a in arrays]}")
         return np.stack(arrays)
+
+
+def _log_odds(probabilities: np.ndarray, multi_label: bool) -> np.ndarray:
+    """log p (single-label) or logit p (multi-label), p clipped to [eps, 1] (or [eps, 1 - eps]),
+    so that a sure member costs a large, finite amount."""
+    clipped = np.clip(probabilities, _EPSILON, 1 - _EPSILON if multi_label else 1.0)
+    return np.log(clipped) - (np.log1p(-clipped) if multi_label else 0.0)
 
 
 def _normalised(scores: np.ndarray, multi_label: bool) -> np.ndarray:
