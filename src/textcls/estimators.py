@@ -490,17 +490,9 @@ class EnsembleEstimator(PresetEstimator):
                 raise CheckpointError(f"the state holds {len(meta['members'])} members, {len(meta['weights'])} "
                                       f"weights and arrays of {sorted(prefixes)}, but the ensemble lists {count} "
                                       "members; the run is corrupt")
-            self.model_.weights_ = np.asarray(meta["weights"], dtype=np.float64)
-            self.model_.dev_log_loss_ = meta.get("dev_log_loss")
-            self.model_.multi_label_ = self.multi_label_
-            if meta["format"] == self.STATE_FORMAT_BEFORE_CALIBRATION:  # stop 23's rule
-                self.model_.pooling, self.model_.calibrate = "linear", False
-                self.model_.temperatures_ = np.ones(count)
-            else:
-                self.model_.temperatures_ = np.asarray(meta["temperatures"], dtype=np.float64)
-                if self.model_.temperatures_.shape != (count,) or not (self.model_.temperatures_ > 0).all():
-                    raise CheckpointError(f"the state's temperatures {meta['temperatures']} are not {count} positive "
-                                          "numbers; the run is corrupt")
+            calibrated = meta["format"] != self.STATE_FORMAT_BEFORE_CALIBRATION
+            self.model_.restore(meta["weights"], meta["temperatures"] if calibrated else None,
+                                multi_label=self.multi_label_, dev_log_loss=meta.get("dev_log_loss"))
             self.members_ = []
             for i, saved in enumerate(meta["members"]):
                 own = {k[len(f"m{i}."):]: v for k, v in arrays.items() if k.startswith(f"m{i}.")}

@@ -67,7 +67,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import CheckpointError, ConfigError
 from ..recipe import Recipe
 from ..validate import check_positive_int, range_check
 from .registry import Preset, register_model
@@ -203,33 +203,39 @@ class ProbabilityEnsemble:
         self.dev_log_loss_ = float(losses[best])
         return self.weights_
 
+    def restore(self, weights, temperatures=None, *, multi_label: bool = False, dev_log_loss=None) -> None:
+        """Set the fitted state a saved run holds; ``temperatures=None``: a run saved before
+        calibration, combined by its own rule (linear, uncalibrated)."""
+        self.weights_ = np.asarray(weights, dtype=np.float64)
+        self.multi_label_, self.dev_log_loss_ = bool(multi_label), dev_log_loss
+        if temperatures is None:
+            self.pooling, self.calibrate, self.temperatures_ = "linear", False, np.ones(len(self.members))
+            return
+        self.temperatures_ = np.asarray(temperatures, dtype=np.float64)
+        if self.temperatures_.shape != (len(self.members),) or not (self.temperatures_ > 0).all():
+            raise CheckpointError(f"the state's temperatures {list(temperatures)} are not {len(self.members)} positive "
+                                  "numbers; the run is corrupt")
+
     def combine(self, probabilities: Sequence[np.ndarray]) -> np.ndarray:
         """The pool of the calibrated members, ``[N, C]`` float32."""
         if not hasattr(self, "weights_"):
             raise ConfigError("this ensemble has no weights yet; fit it (or load a saved run) first")
-        scores = self._scores(self._stack(probabilities)) / self._temperatures()[:, None, None]
-        return _probabilities(self._pool(self.weights_[None], scores)[0], self._multi_label()).astype(np.float32)
-
-    def _temperatures(self) -> np.ndarray:
-        chosen = getattr(self, "temperatures_", None)
-        return np.ones(len(self.members)) if chosen is None else np.asarray(chosen, dtype=np.float64)
-
-    def _multi_label(self) -> bool:
-        return bool(getattr(self, "multi_label_", False))
+        scores = self._scores(self._stack(probabilities)) / self.temperatures_[:, None, None]
+        return _probabilities(self._pool(self.weights_[None], scores)[0], self.multi_label_).astype(np.float32)
 
     def _scores(self, stacked: np.ndarray) -> np.ndarray:
         """The members' probabilities as scores a temperature divides: log p (single-label: the
         softmax of ``log p / T`` is the calibrated distribution) or logit p (multi-label)."""
-        return _log_odds(stacked, self._multi_label())
+        return _log_odds(stacked, self.multi_label_)
 
     def _pool(self, weights: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """``[G, N, C]`` pooled scores for ``G`` weightings: log-linear adds the weighted
         calibrated log-probabilities (logits when multi-label); linear mixes the calibrated
         probabilities and returns the log of the mixture (its logit when multi-label)."""
         if self.pooling == "log-linear":
-            return np.einsum("gm,mnc->gnc", weights, _normalised(scores, self._multi_label()))
-        return _log_odds(np.einsum("gm,mnc->gnc", weights, _probabilities(scores, self._multi_label())),
-                         self._multi_label())
+            return np.einsum("gm,mnc->gnc", weights, _normalised(scores, self.multi_label_))
+        return _log_odds(np.einsum("gm,mnc->gnc", weights, _probabilities(scores, self.multi_label_)),
+                         self.multi_label_)
 
     def _stack(self, probabilities: Sequence[np.ndarray]) -> np.ndarray:
         if len(probabilities) != len(self.members):

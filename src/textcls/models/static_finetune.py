@@ -53,12 +53,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CheckpointError, ConfigError, DataError
+from ..errors import CheckpointError, ConfigError
 from ..recipe import Recipe
 from ..validate import check_positive_int, range_check
 from .registry import Preset, register_model
-from .static_lr import STATIC_SOURCES, StaticLRModel
-from .tfidf import _dev_score
+from .static_lr import StaticLRModel, StaticSentenceVectors
+from .tfidf import _dev_labels, _dev_score
 
 STATE_FORMAT = "textcls.static-finetune/1"
 # The arrays a saved state holds besides the tokenizer and the tuned vectors.
@@ -130,17 +130,10 @@ class StaticFinetuneModel(StaticLRModel):
         from torch import nn
         from torch.nn import functional as F
 
-        texts, labels = list(texts), np.asarray(y)
-        if len(texts) != len(labels):
-            raise DataError(f"fit got {len(texts)} texts but {len(labels)} labels; pass one label per text")
+        texts, labels = self._training_labels(texts, y)
         if dev_texts is None or not len(dev_texts):
             raise ConfigError("static-finetune chooses its epoch on dev; pass dev_texts and dev_y to fit")
-        dev_labels = np.asarray(dev_y)
-        if len(dev_labels) != len(dev_texts) or dev_labels.ndim != labels.ndim:
-            raise DataError(f"fit got {len(dev_texts)} dev texts but dev labels of shape {dev_labels.shape}; "
-                            "pass one label of the training labels' form per dev text")
-        self.multi_label_ = labels.ndim == 2
-        self._check_labels(labels)
+        dev_labels = _dev_labels(dev_texts, dev_y, labels)
         vectors = self._vectorizer()
         generator = torch.Generator().manual_seed(int(seed))
         torch.manual_seed(int(seed))  # the head's initial weights and the dropout masks
@@ -154,31 +147,32 @@ class StaticFinetuneModel(StaticLRModel):
         targets = torch.from_numpy(labels.astype(np.float32 if self.multi_label_ else np.int64))
         loss_of = F.binary_cross_entropy_with_logits if self.multi_label_ else F.cross_entropy
 
-        def logits(ids, rows, rows_of_table=None):
+        def logits(ids, rows, tune: bool = False):
+            """The head's scores of texts ``rows``; with ``tune``, also ``(pieces, leaf)``: the
+            batch's distinct table rows as one dense leaf, whose gradient is ``[pieces, dim]``."""
             flat, offsets = _bag_rows(*ids, rows)
-            if rows_of_table is None:
-                pooled = F.embedding_bag(flat, table, offsets, mode="mean")
-            else:  # the batch's own rows of the table, as one dense leaf: its gradient is [rows, dim]
-                pieces, position = torch.unique(flat, return_inverse=True)
-                rows_of_table.extend([pieces, table[pieces].requires_grad_()])
-                pooled = F.embedding_bag(position, rows_of_table[1], offsets, mode="mean")
-            return head(F.normalize(pooled, dim=1))
+            if not tune:
+                return head(F.normalize(F.embedding_bag(flat, table, offsets, mode="mean"), dim=1)), None
+            pieces, position = torch.unique(flat, return_inverse=True)
+            leaf = table[pieces].requires_grad_()
+            return head(F.normalize(F.embedding_bag(position, leaf, offsets, mode="mean"), dim=1)), (pieces, leaf)
 
         size, best, scores, stale = batch_size_for(len(texts)), None, {}, 0
         for epoch in range(1, self.max_epochs + 1):
             head.train()
             order = torch.randperm(len(texts), generator=generator)
             for start in range(0, len(texts), size):
-                rows, touched = order[start:start + size], [] if table_adam else None
-                loss = loss_of(logits(train_ids, rows, touched), targets[rows])
+                rows = order[start:start + size]
+                scores_of_batch, touched = logits(train_ids, rows, tune=table_adam is not None)
+                loss = loss_of(scores_of_batch, targets[rows])
                 head_adam.zero_grad()
                 loss.backward()
                 head_adam.step()
-                if table_adam:
+                if touched is not None:
                     table_adam.step(touched[0], touched[1].grad)
             head.eval()
             with torch.inference_mode():
-                dev_scores = logits(dev_ids, torch.arange(len(dev_texts))).double().numpy()
+                dev_scores = logits(dev_ids, torch.arange(len(dev_texts)))[0].double().numpy()
             score = _dev_score(dev_scores, dev_labels, self.multi_label_)
             scores[str(epoch)] = {"score": score[0], "log_loss": -score[1]}
             if best is None or score > best[0]:
@@ -188,13 +182,10 @@ class StaticFinetuneModel(StaticLRModel):
                 if stale >= self.early_stop_patience:
                     break
         _, chosen, embedding, (hidden_weights, hidden_bias, weights, bias) = best
-        self.vectorizer_ = type(vectors)(vectors.tokenizer_json, embedding.numpy(), vectors.unk_id)
+        self.vectorizer_ = StaticSentenceVectors(vectors.tokenizer_json, embedding.numpy(), vectors.unk_id)
         self.hidden_weights_, self.hidden_bias_ = hidden_weights.double().numpy(), hidden_bias.double().numpy()
         self.weights_, self.bias_ = weights.double().numpy(), bias.double().numpy()
-        metric = "micro_f1" if self.multi_label_ else "accuracy"
-        self.selection_ = {"parameter": "epoch", "chosen": chosen, "epochs_run": epoch, "batch_size": size,
-                           "metric": f"dev {metric}, ties to the lower log-loss", "dev": scores,
-                           "dev_documents": int(len(dev_labels)), "refit": "none (train only)"}
+        self.selection_ = self._selection("epoch", chosen, scores, len(dev_labels), epochs_run=epoch, batch_size=size)
         return self
 
     # -- inference --------------------------------------------------------------------

@@ -171,12 +171,7 @@ class TfidfModel:
         With a grid (``C_grid`` / ``alpha_grid``) and ``dev_texts`` / ``dev_y`` (same label
         form), the grid's value with the best dev score is kept (``selection_``). ``seed`` is
         for the classic models that draw random numbers (static-finetune); this fit draws none."""
-        texts = list(texts)
-        labels = np.asarray(y)
-        if len(texts) != len(labels):
-            raise DataError(f"fit got {len(texts)} texts but {len(labels)} labels; pass one label per text")
-        self.multi_label_ = labels.ndim == 2
-        self._check_labels(labels)
+        texts, labels = self._training_labels(texts, y)
         self.vectorizer_ = self._vectorizer()
         try:
             features = self.vectorizer_.fit_transform(texts)
@@ -188,10 +183,7 @@ class TfidfModel:
         name, grid = self.search_grid()
         self.selection_ = None
         if grid and dev_texts is not None and len(dev_texts):
-            dev_labels = np.asarray(dev_y)
-            if len(dev_labels) != len(dev_texts) or dev_labels.ndim != labels.ndim:
-                raise DataError(f"fit got {len(dev_texts)} dev texts but dev labels of shape {dev_labels.shape}; "
-                                "pass one label of the training labels' form per dev text")
+            dev_labels = _dev_labels(dev_texts, dev_y, labels)
             self._search(name, grid, features, labels, self.vectorizer_.transform(list(dev_texts)), dev_labels)
         else:
             self.weights_, self.bias_ = self._fit_labels(features, labels)
@@ -222,9 +214,22 @@ class TfidfModel:
                 best = (score, float(value), weights, bias)
         _, chosen, self.weights_, self.bias_ = best
         setattr(self, name, chosen)
+        self.selection_ = self._selection(name, chosen, scores, len(dev_labels))
+
+    def _training_labels(self, texts, y) -> tuple[list, np.ndarray]:
+        """``(texts, labels)`` checked against each other and the classes; sets ``multi_label_``."""
+        texts, labels = list(texts), np.asarray(y)
+        if len(texts) != len(labels):
+            raise DataError(f"fit got {len(texts)} texts but {len(labels)} labels; pass one label per text")
+        self.multi_label_ = labels.ndim == 2
+        self._check_labels(labels)
+        return texts, labels
+
+    def _selection(self, parameter: str, chosen, scores: dict, dev_documents: int, **extra) -> dict:
+        """What ``selection_`` records of a choice made on dev (``scores``: per value tried)."""
         metric = "micro_f1" if self.multi_label_ else "accuracy"
-        self.selection_ = {"parameter": name, "chosen": chosen, "metric": f"dev {metric}, ties to the lower log-loss",
-                           "dev": scores, "dev_documents": int(len(dev_labels)), "refit": "none (train only)"}
+        return {"parameter": parameter, "chosen": chosen, **extra, "metric": f"dev {metric}, ties to the lower log-loss",
+                "dev": scores, "dev_documents": int(dev_documents), "refit": "none (train only)"}
 
     def chosen_params(self) -> dict[str, float]:
         """The value chosen on dev, as a preset override (``{}`` when nothing was chosen)."""
@@ -378,6 +383,15 @@ def _check_grid(name: str, grid, low: float, high: float) -> list[float] | None:
     for value in values:
         range_check(name, value, low, high, low_open=True)
     return values
+
+
+def _dev_labels(dev_texts, dev_y, labels: np.ndarray) -> np.ndarray:
+    """``dev_y`` as an array, checked to give one label of the training labels' form per dev text."""
+    dev_labels = np.asarray(dev_y)
+    if len(dev_labels) != len(dev_texts) or dev_labels.ndim != labels.ndim:
+        raise DataError(f"fit got {len(dev_texts)} dev texts but dev labels of shape {dev_labels.shape}; "
+                        "pass one label of the training labels' form per dev text")
+    return dev_labels
 
 
 def _dev_score(scores: np.ndarray, labels: np.ndarray, multi_label: bool) -> tuple[float, float]:
