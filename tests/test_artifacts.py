@@ -110,7 +110,7 @@ def test_every_file_of_a_run_gets_the_users_umask(tmp_path, umask):
     umask(0o027)
     texts = [f"{word} film number {i}" for i in range(40) for word in ("good", "bad")]
     labels = ["pos" if text.startswith("good") else "neg" for text in texts]
-    clf = Classifier("fasttext-bag", epochs=2, params={"bigram_buckets": 64, "checkpoint_steps": 1})
+    clf = Classifier("fasttext-bag", epochs=2, params={"bigram_buckets": 64, "checkpoint_steps": 1, "optimizer": "sgd", "lr": 8.0})
     clf.fit_dataset(dataset_from_lists(texts, labels), run_dir=tmp_path)
     clf.save_pretrained(tmp_path)
     artifacts.write_json(tmp_path / artifacts.METRICS, {"accuracy": 1.0})

@@ -9,6 +9,7 @@ from torch import nn
 
 import textcls
 from textcls import Classifier
+from textcls.data.batching import EncodedDataset
 from textcls.data.prepare import prepare, resolve_recipe
 from textcls.data.splits import ensure_dev
 from textcls.errors import ConfigError
@@ -82,7 +83,7 @@ def test_table_gradients_are_sparse_and_touch_only_the_batch_rows():
 def test_sparse_and_dense_gradients_train_to_the_same_weights():
     words, bigrams = _docs([6, 3, 4, 1], seed=3, high=VOCAB), _docs([5, 2, 3, 0], seed=4, high=BUCKETS + 1)
     batch, labels = _batch(words, bigrams, 8, 7), torch.tensor([0, 1, 2, 1])
-    recipe = FASTTEXT_RECIPE.with_overrides(lr=16.0)
+    recipe = FASTTEXT_RECIPE.with_overrides(optimizer="sgd", lr=16.0)
     trained = []
     for sparse in (True, False):
         model = _model(sparse=sparse)
@@ -105,7 +106,7 @@ def test_sparse_and_dense_gradients_train_to_the_same_weights():
 )
 def test_optimisers_that_need_dense_gradients_switch_the_tables_to_dense(overrides, reason):
     model = _model()
-    optimizer = build_optimizer(model, FASTTEXT_RECIPE.with_overrides(**overrides))
+    optimizer = build_optimizer(model, FASTTEXT_RECIPE.with_overrides(**{"optimizer": "sgd", **overrides}))
     assert not model.words.sparse and not model.bigrams.sparse, reason
     batch = _batch(_docs([3, 2], seed=5, high=VOCAB), _docs([2, 1], seed=6, high=BUCKETS + 1))
     nn.functional.cross_entropy(model(batch).logits, torch.tensor([0, 1])).backward()
@@ -159,7 +160,7 @@ def test_a_run_saved_before_this_change_loads(tmp_path):
     # A run directory as the old code wrote it: 2**18 buckets, lr 8 for 5 epochs, no 'auto'.
     texts = ["what is a bag of words", "who wrote the paper", "where is the model", "how fast is it"] * 5
     labels = ["what", "who", "where", "how"] * 5
-    clf = Classifier("fasttext-bag", epochs=2, lr=8.0, params={"bigram_buckets": 2**18}).fit(texts, labels)
+    clf = Classifier("fasttext-bag", epochs=2, lr=8.0, params={"bigram_buckets": 2**18, "optimizer": "sgd"}).fit(texts, labels)
     run = clf.save_pretrained(tmp_path / "old")
     config = json.loads((run / "config.json").read_text())
     del config["recipe"]["auto"]
@@ -198,20 +199,25 @@ def test_recipe_rule_gives_more_epochs_to_longer_documents_and_fewer_documents_p
         fasttext_recipe_for(0, 10, 2)
 
 
-def test_recipe_resolve_sets_lr_per_batch_and_keeps_the_schedule_in_step():
+def test_recipe_resolve_sets_the_rate_per_document_or_per_batch_and_keeps_the_schedule_in_step():
     recipe = get_preset("fasttext-bag").recipe
     assert recipe.auto == {"rule": "fasttext", "fields": ["epochs", "lr", "class_weights"]}
+    assert recipe.optimizer == "per-example-sgd"
     resolved = recipe.resolve(n_docs=10182, mean_tokens=446.0, n_classes=20)
     chosen = fasttext_recipe_for(10182, 446.0, 20)
-    assert (resolved.epochs, resolved.lr, resolved.auto) == (chosen.epochs, 32.0, None)
+    # fastText's own loop: lr is the per-example rate, whatever the batch size.
+    assert (resolved.epochs, resolved.lr, resolved.auto) == (chosen.epochs, 1.0, None)
     assert resolved.schedule == {"type": "lambda", "name": "linear-decay", "epochs": chosen.epochs}
-    # The engine's loss is a batch mean: lr is the per-example rate times the batch size.
-    assert recipe.with_overrides(batch_size=8).resolve(n_docs=10182, mean_tokens=446.0, n_classes=20).lr == 8.0
+    assert recipe.with_overrides(batch_size=8).resolve(n_docs=10182, mean_tokens=446.0, n_classes=20).lr == 1.0
+    # The engine's batched SGD averages the loss over a batch: lr is the rate times the batch size.
+    batched = recipe.with_overrides(optimizer="sgd")
+    assert batched.resolve(n_docs=10182, mean_tokens=446.0, n_classes=20).lr == 32.0
+    assert batched.with_overrides(batch_size=8).resolve(n_docs=10182, mean_tokens=446.0, n_classes=20).lr == 8.0
     # An explicit value wins over the data's choice, field by field.
     preset = get_preset("fasttext-bag").with_overrides(epochs=3)
     assert preset.recipe.auto == {"rule": "fasttext", "fields": ["lr", "class_weights"]}
     mine = preset.recipe.resolve(n_docs=10182, mean_tokens=446.0, n_classes=20)
-    assert (mine.epochs, mine.lr, mine.schedule["epochs"]) == (3, 32.0, 3)
+    assert (mine.epochs, mine.lr, mine.schedule["epochs"]) == (3, 1.0, 3)
     assert get_preset("fasttext-bag").with_overrides(epochs=3, lr=4.0, class_weights=None).recipe.auto is None
     # It survives config.json, and a recipe without a rule resolves to itself.
     assert Recipe.from_dict(json.loads(json.dumps(recipe.to_dict()))) == recipe
@@ -243,7 +249,7 @@ def test_resolve_recipe_reads_the_prepared_training_split(trec_slice):
     assert 8 < stats["mean_tokens"] < 14  # TREC questions: ~10.6 tokens
     recipe = resolve_recipe(preset.recipe, prepared)
     chosen = fasttext_recipe_for(**stats)
-    assert (recipe.epochs, recipe.lr, recipe.auto) == (chosen.epochs, chosen.lr(32), None)
+    assert (recipe.epochs, recipe.lr, recipe.auto) == (chosen.epochs, chosen.per_example_lr, None)
     assert recipe.epochs > 10  # 900 questions: more epochs than the whole of TREC's 10
     assert resolve_recipe(Recipe(), prepared) == Recipe()
 
@@ -253,9 +259,129 @@ def test_classifier_resolves_the_recipe_from_its_training_data_and_learns(trec_s
     lengths = [len(doc) for doc in clf.pipeline_.encode(list(trec_slice["train"]["text"])).ids]
     chosen = fasttext_recipe_for(len(lengths), sum(lengths) / len(lengths), 6)
     recipe = clf.preset_.recipe
-    assert (recipe.epochs, recipe.lr, recipe.auto) == (chosen.epochs, chosen.lr(32), None)
+    assert (recipe.epochs, recipe.lr, recipe.auto) == (chosen.epochs, chosen.per_example_lr, None)
     assert clf.fit_result_.epochs_run == chosen.epochs and clf.model_.words.sparse
     # fastText (epoch 25, lr 1.0) scores 0.78 on this slice; the majority class is ~0.23.
     assert clf.evaluate(trec_slice["test"])["accuracy"] > 0.7
     # What save_pretrained writes to config.json: the resolved values.
     assert clf.preset_.recipe.to_dict()["auto"] is None
+
+
+# ---------------------------------------------------------------- fastText's per-document loop
+
+
+def _examples(n_docs, multi_label=False, seed=7):
+    """A flat EncodedDataset of ``n_docs`` documents (one empty), with bigrams and labels."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 9, size=n_docs)
+    lengths[0] = 0
+    words = [rng.integers(2, VOCAB, size=n).tolist() for n in lengths]
+    bigrams = [rng.integers(1, BUCKETS + 1, size=max(n - 1, 0)).tolist() for n in lengths]
+    if multi_label:
+        labels = [sorted(set(rng.integers(0, 3, size=rng.integers(0, 3)).tolist())) for _ in lengths]
+    else:
+        labels = rng.integers(0, 3, size=n_docs).tolist()
+    return EncodedDataset(words, labels, bigrams, multi_label=multi_label, num_classes=3)
+
+
+def _sequential_torch_sgd(model, examples, order, lr, weights, multi_label):
+    """fastText's update written as torch autograd: one plain SGD step per document on its own
+    loss (weighted cross-entropy, or BCE summed over labels), in ``order``; returns the summed
+    reported loss (BCE averaged over labels, as BCEWithLogitsLoss reports it)."""
+    total = 0.0
+    for i in order:
+        batch = examples.collate_flat([int(i)], num_classes=3)
+        logits = model(batch).logits
+        if multi_label:
+            per_label = nn.functional.binary_cross_entropy_with_logits(
+                logits, batch["labels"].float(), pos_weight=torch.as_tensor(weights), reduction="none")
+            loss, reported = per_label.sum(), per_label.mean()
+        else:
+            y = batch["labels"]
+            loss = reported = torch.as_tensor(weights)[y] * nn.functional.cross_entropy(logits, y, reduction="none")
+            loss = loss.sum()
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(p.grad.to_dense() if p.grad.is_sparse else p.grad, alpha=-lr)
+        total += float(reported.detach().sum())
+    return total
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_per_document_loop_takes_the_same_steps_as_sgd_on_each_documents_own_loss(multi_label):
+    examples = _examples(40, multi_label)
+    order = np.random.default_rng(1).permutation(40)
+    weights = np.array([0.5, 1.0, 2.0], dtype=np.float32)
+    compiled, reference = _model(), _model()
+    loss = compiled.per_example_epoch(examples, order, 0.3, weights, multi_label)
+    expected = _sequential_torch_sgd(reference, examples, order, 0.3, weights, multi_label)
+    assert loss == pytest.approx(expected, rel=1e-4)
+    for key, value in reference.state_dict().items():
+        torch.testing.assert_close(compiled.state_dict()[key], value, **KERNEL)
+    # It moved the weights, and only the rows of the documents' words.
+    untouched = _model()
+    assert not torch.equal(compiled.output.weight, untouched.output.weight)
+    seen = np.unique(examples.flat_arrays()["ids"])
+    unseen = np.setdiff1d(np.arange(VOCAB), seen)
+    assert torch.equal(compiled.words.weight[unseen], untouched.words.weight[unseen])
+    assert not torch.equal(compiled.words.weight[seen], untouched.words.weight[seen])
+
+
+def test_per_document_loop_without_bigram_table_reads_words_only():
+    examples = _examples(20)
+    torch.manual_seed(0)
+    unigram = create_model("fasttext-bag", num_classes=3, vocab_size=VOCAB, bigram_buckets=0)
+    reference = create_model("fasttext-bag", num_classes=3, vocab_size=VOCAB, bigram_buckets=0)
+    reference.load_state_dict(unigram.state_dict())
+    order = np.arange(20)
+    loss = unigram.per_example_epoch(examples, order, 0.5, None, False)
+    words_only = EncodedDataset([examples[i]["input_ids"].tolist() for i in range(20)],
+                                examples.flat_arrays()["labels"].tolist(), num_classes=3)
+    expected = _sequential_torch_sgd(reference, words_only, order, 0.5, np.ones(3, np.float32), False)
+    assert loss == pytest.approx(expected, rel=1e-4)
+    torch.testing.assert_close(unigram.words.weight, reference.words.weight, **KERNEL)
+    # A bigram model needs the bigram ids.
+    with pytest.raises(ConfigError, match="needs bigram ids"):
+        _model().per_example_epoch(words_only, order, 0.5, None, False)
+
+
+def test_per_document_training_is_reproducible_and_resumes_to_the_same_weights(tmp_path, trec_slice):
+    from textcls.train.engine import fit
+
+    preset = get_preset("fasttext-bag")
+    prepared = prepare(trec_slice, {**preset.inputs, "bigram_buckets": 1000})
+    recipe = resolve_recipe(preset.recipe, prepared).with_overrides(epochs=4, schedule={
+        "type": "lambda", "name": "linear-decay", "epochs": 4})
+    train = prepared.loader("train", recipe.batch_size, shuffle=True, seed=recipe.seed)
+    dev = prepared.loader("dev", 256, shuffle=False)
+
+    def model():
+        torch.manual_seed(0)
+        return create_model("fasttext-bag", num_classes=6, vocab_size=prepared.pipeline.vocab_size,
+                            bigram_buckets=1000)
+
+    kwargs = dict(num_classes=6, progress=False)
+    straight, crashed, resumed = model(), model(), model()
+    full = fit(straight, train, dev, recipe, run_dir=tmp_path / "a", **kwargs)
+    fit(crashed, train, dev, recipe, run_dir=tmp_path / "b", max_epochs_this_call=2, **kwargs)
+    again = fit(resumed, train, dev, recipe, run_dir=tmp_path / "b", resume=True, **kwargs)
+    assert full.epochs_run == again.epochs_run == 4
+    assert [r["train_loss"] for r in again.history] == [r["train_loss"] for r in full.history]
+    assert full.history[-1]["train_loss"] < full.history[0]["train_loss"]
+    for key, value in straight.state_dict().items():
+        assert torch.equal(value, resumed.state_dict()[key]), key
+
+
+def test_per_document_sgd_refuses_what_it_cannot_do():
+    with pytest.raises(ConfigError, match="plain SGD in fp32; drop momentum"):
+        Recipe(optimizer="per-example-sgd", lr=0.1, momentum=0.9)
+    with pytest.raises(ConfigError, match="drop precision"):
+        Recipe(optimizer="per-example-sgd", lr=0.1, precision="bf16")
+    texts = ["a good film", "a bad film", "so good", "so bad"] * 3
+    labels = ["pos", "neg"] * 6
+    with pytest.raises(ConfigError, match="per_example_epoch.*use optimizer sgd"):
+        Classifier("bilstm", epochs=1, params={"optimizer": "per-example-sgd", "lr": 0.1}).fit(texts, labels)
+    with pytest.raises(ConfigError, match="checkpoints after each epoch only"):
+        Classifier("fasttext-bag", epochs=1, params={"checkpoint_steps": 2}).fit(texts, labels)

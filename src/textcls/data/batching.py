@@ -295,6 +295,23 @@ class EncodedDataset(Dataset):
         lazily so that ``Collator`` can pad flat documents straight from the stored arrays."""
         return _Examples(self, indices)
 
+    def flat_arrays(self) -> dict:
+        """The flat documents as NumPy arrays, for a trainer that walks them itself
+        (fasttext-bag's per-document SGD): ``ids``, ``starts``, ``lengths``; ``bigram_ids``,
+        ``bigram_starts``, ``bigram_lengths`` (None without bigrams); ``labels``: class
+        indices ``[N]`` (int64), or multi-hot targets ``[N, C]`` (float32) when multi-label."""
+        if self.hierarchical or self._label_rows is None:
+            raise ConfigError("flat_arrays needs flat documents with labels (the training split)")
+        bigrams = self._bigrams
+        labels = self._label_rows
+        if self.multi_label:
+            labels = self._batch_labels(np.arange(self._n), self.num_classes).numpy().astype(np.float32)
+        return {"ids": self._docs.flat, "starts": self._docs.starts, "lengths": self._docs.lengths,
+                "bigram_ids": None if bigrams is None else bigrams.flat,
+                "bigram_starts": None if bigrams is None else bigrams.starts,
+                "bigram_lengths": None if bigrams is None else bigrams.lengths,
+                "labels": labels}
+
     def collate_flat(self, indices: Sequence[int], pad_id: int = 0, *,
                      num_classes: int | None = None) -> dict[str, torch.Tensor]:
         """``collate_flat([self[i] for i in indices], pad_id, ...)``, the same tensors, built

@@ -22,8 +22,9 @@ from .registry import (
     register_preset,
 )
 
-# Shared modules that define no model.
-_NOT_MODELS = {"base", "registry", "layers"}
+# Modules that define no model: the shared ones, and fasttext_sgd, which fasttext-bag imports
+# when it trains (it loads numba, which a process that only predicts must not pay for).
+_NOT_MODELS = {"base", "registry", "layers", "fasttext_sgd"}
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module not in _NOT_MODELS and not _module.startswith("_"):

@@ -46,8 +46,11 @@ def linear_decay(epochs: int):
 # fastText (Joulin et al. 2017, and the library) takes one SGD step per document at a
 # per-example rate `a` that falls linearly to 0 over training; users pick `a` and the epochs
 # for their data (the paper: 5 epochs, a in {0.05, 0.1, 0.25, 0.5}, on 120k-3.6M documents;
-# the tutorial: a = 1.0 and 25 epochs on 12k short questions). The engine here averages the
-# loss over a batch of 32, so a step at lr moves a rare word's row as one fastText step at
+# the tutorial: a = 1.0 and 25 epochs on 12k short questions). The preset trains that way:
+# recipe optimizer `per-example-sgd` runs fastText's loop (`models/fasttext_sgd.py`), one step
+# per document at rate `a`, `lr` being `a` itself. With optimizer `sgd` the engine's batched
+# steps train the same model instead; the rule then sets lr = a * batch_size, because the
+# engine averages the loss over a batch of 32, so a step at lr moves a rare word's row as one fastText step at
 # a = lr / 32 would; fastText's a = 1.0 is lr 32. The rows shared by the whole batch (the
 # output matrix, frequent words) get 32 gradients taken at the same point instead of 32
 # steps that each see the last, so a batch tolerates less than fastText: at lr 32 TREC (10
@@ -126,15 +129,19 @@ def fasttext_recipe_for(n_docs: int, mean_tokens: float, n_classes: int, multi_l
 def _fasttext_rule(recipe: Recipe, *, n_docs: int, mean_tokens: float, n_classes: int,
                    multi_label: bool = False) -> dict:
     chosen = fasttext_recipe_for(n_docs, mean_tokens, n_classes, multi_label)
-    return {"epochs": chosen.epochs, "lr": chosen.lr(recipe.batch_size), "class_weights": chosen.class_weights}
+    # fastText's own loop steps once per document at the per-example rate itself.
+    lr = chosen.per_example_lr if recipe.optimizer == "per-example-sgd" else chosen.lr(recipe.batch_size)
+    return {"epochs": chosen.epochs, "lr": lr, "class_weights": chosen.class_weights}
 
 
-# The preset's own lr and epochs (TREC-tuned: a = 0.25, lr 8, 5 epochs, no class weights) are
-# the fallback where no corpus is at hand; training resolves them from the data (Recipe.auto, data.prepare.resolve_recipe)
-# unless they are given explicitly.
+# The preset's own lr and epochs (TREC-tuned: a = 0.25, 5 epochs, no class weights) are the
+# fallback where no corpus is at hand; training resolves them from the data (Recipe.auto,
+# data.prepare.resolve_recipe) unless they are given explicitly. batch_size only sets the
+# loader's order of the documents (length-bucketed batches of 32, shuffled), which the
+# per-document loop walks.
 FASTTEXT_RECIPE = Recipe(
-    optimizer="sgd",
-    lr=8.0,
+    optimizer="per-example-sgd",
+    lr=0.25,
     batch_size=32,
     epochs=5,
     schedule={"type": "lambda", "name": "linear-decay", "epochs": 5},
@@ -227,6 +234,38 @@ class FastTextBag(TextModel):
         # An empty document (no real word or bigram) is the zero vector, as in masked_mean.
         hidden = total / count.clamp_min(1).unsqueeze(1).to(total.dtype)
         return Output(logits=self.output(hidden))
+
+    @torch.no_grad()
+    def per_example_epoch(self, examples, order: np.ndarray, lr: float, class_weights: np.ndarray | None,
+                          multi_label: bool) -> float:
+        """One pass of fastText's per-document SGD over ``examples`` (a flat ``EncodedDataset``)
+        in ``order``, at rate ``lr``, updating the tables in place (``models/fasttext_sgd.py``);
+        the engine's path for recipe optimizer ``per-example-sgd``. ``class_weights``: the
+        loss's per-class weights (single-label) or positive weights (multi-label), None for
+        ones. Returns the summed training loss."""
+        arrays = examples.flat_arrays()
+        if arrays["bigram_ids"] is None and self.bigrams is not None:
+            raise ConfigError(
+                "fasttext-bag with bigram_buckets > 0 needs bigram ids in the training data; set the same "
+                "bigram_buckets in the text pipeline, or use fasttext-bag-unigram"
+            )
+        words = self.words.weight.detach().numpy()
+        # Without bigrams the pass reads an empty bigram list per document from a 1-row stand-in.
+        bigrams = self.bigrams.weight.detach().numpy() if self.bigrams is not None else np.zeros((1, words.shape[1]), np.float32)
+        empty = np.zeros(len(arrays["lengths"]), dtype=np.int64)
+        bigram_ids = arrays["bigram_ids"] if self.bigrams is not None else empty[:0]
+        bigram_starts = arrays["bigram_starts"] if self.bigrams is not None else empty
+        bigram_lengths = arrays["bigram_lengths"] if self.bigrams is not None else empty
+        output = self.output.weight.detach().numpy()
+        n_classes = output.shape[0]
+        weights = (np.ones(n_classes, np.float32) if class_weights is None
+                   else np.ascontiguousarray(class_weights, dtype=np.float32))
+        from . import fasttext_sgd  # numba: imported (and the passes compiled or loaded) on first use
+
+        run = fasttext_sgd.one_vs_all_pass if multi_label else fasttext_sgd.softmax_pass
+        return float(run(words, bigrams, output, arrays["ids"], arrays["starts"], arrays["lengths"], bigram_ids,
+                         bigram_starts, bigram_lengths, np.ascontiguousarray(order, dtype=np.int64),
+                         arrays["labels"], weights, np.float32(lr)))
 
 
 def _bag_sum(table: nn.Embedding, ids: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:

@@ -4,7 +4,11 @@ The engine knows ``nn.Module``s, DataLoaders and a ``Recipe``; it never imports 
 Model contract: ``model(batch) -> Output`` with ``.logits [B, C]``, where ``batch`` is a dict
 of tensors holding ``labels`` (``[B]`` long, or ``[B, C]`` float multi-hot) and ``index``
 (``[B]`` dataset positions). A model may define ``after_optimizer_step()`` (a max-norm
-constraint, say); it is called after every optimiser step.
+constraint, say); it is called after every optimiser step. A model may also define
+``per_example_epoch(examples, order, lr, class_weights, multi_label) -> summed loss``: with
+recipe optimizer ``per-example-sgd`` the engine hands it the training set and the epoch's
+document order (the loader's own) instead of stepping a torch optimiser on batches, and the
+model takes one SGD step per document itself (fastText's loop; ``models/fasttext_sgd.py``).
 
 Epoch by epoch, ``fit``:
 
@@ -69,7 +73,7 @@ from ..recipe import Recipe
 from ..validate import check_int
 from . import distributed
 from .checkpoint import CHECKPOINT_DIR, Position, Progress, load_checkpoint, save_checkpoint
-from .optim import build_optimizer, build_scheduler
+from .optim import PER_EXAMPLE_SGD, build_optimizer, build_scheduler
 
 __all__ = ["FitResult", "fit", "predict_proba", "epoch_seed", "step_seed", "CSV_COLUMNS"]
 
@@ -183,6 +187,7 @@ class _Run:
     hook: Any  # the model's after_optimizer_step, or None
     clip_params: list  # the trainable parameters, for gradient clipping
     criterion: Any
+    loss_weights: np.ndarray | None  # the criterion's class (or positive) weights, for per-example SGD
     optimizer: torch.optim.Optimizer
     scheduler: Any
     recipe: Recipe
@@ -219,7 +224,10 @@ def _start(model, train_loader, recipe: Recipe, task: dict, class_counts, *, env
     """Move the model, build the loss, optimiser and schedule, load the checkpoint when
     resuming, and (rank 0) start ``epochs.csv``."""
     model.to(device)
-    criterion = _make_criterion(recipe, task["multi_label"], task["num_classes"], class_counts, train_loader, device)
+    loss_weights = _loss_weights(recipe, task["multi_label"], task["num_classes"], class_counts, train_loader)
+    criterion = _make_criterion(task["multi_label"], loss_weights, device)
+    if recipe.optimizer == PER_EXAMPLE_SGD:
+        _check_per_example(model, recipe, env)
     optimizer = build_optimizer(model, recipe)
     scheduler = build_scheduler(optimizer, recipe)
     run_dir = Path(run_dir) if run_dir is not None else None
@@ -240,8 +248,8 @@ def _start(model, train_loader, recipe: Recipe, task: dict, class_counts, *, env
         )
     hook = getattr(model, "after_optimizer_step", None)
     clip_params = [p for p in model.parameters() if p.requires_grad]
-    return _Run(model, train_model, hook, clip_params, criterion, optimizer, scheduler, recipe, task, env, device,
-                run_dir, show, higher_is_better, extra, progress, position, best_state)
+    return _Run(model, train_model, hook, clip_params, criterion, loss_weights, optimizer, scheduler, recipe, task, env,
+                device, run_dir, show, higher_is_better, extra, progress, position, best_state)
 
 
 def _run_epoch(run: _Run, train_loader, dev_loader) -> dict:
@@ -253,12 +261,15 @@ def _run_epoch(run: _Run, train_loader, dev_loader) -> dict:
     _set_sampler_epoch(train_loader, epoch_index)
     lr = float(run.optimizer.param_groups[0]["lr"])
     start = time.perf_counter()
-    train_loss, steps = _train_one_epoch(
-        run.train_model, train_loader, run.criterion, run.optimizer, recipe, run.device, run.hook, run.clip_params,
-        desc=f"epoch {epoch_index + 1}/{recipe.epochs}", show=run.show,
-        base_seed=epoch_seed(recipe.seed, epoch_index), position=run.position, rank=run.env.rank,
-        world_size=run.env.world_size, step_offset=progress.steps, on_checkpoint=_step_checkpointer(run),
-    )
+    if recipe.optimizer == PER_EXAMPLE_SGD:
+        train_loss, steps = _per_example_epoch(run, train_loader, lr)
+    else:
+        train_loss, steps = _train_one_epoch(
+            run.train_model, train_loader, run.criterion, run.optimizer, recipe, run.device, run.hook, run.clip_params,
+            desc=f"epoch {epoch_index + 1}/{recipe.epochs}", show=run.show,
+            base_seed=epoch_seed(recipe.seed, epoch_index), position=run.position, rank=run.env.rank,
+            world_size=run.env.world_size, step_offset=progress.steps, on_checkpoint=_step_checkpointer(run),
+        )
     carried_seconds, run.position = run.position.train_seconds, Position()
     train_seconds = time.perf_counter() - start + carried_seconds
     multi_label, label_names = run.task["multi_label"], run.task["label_names"]
@@ -411,6 +422,28 @@ def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, 
     finally:
         bar.close()
     return _mean_train_loss(total, count, recipe, device), step
+
+
+def _check_per_example(model, recipe: Recipe, env: distributed.DistEnv) -> None:
+    if not callable(getattr(model, "per_example_epoch", None)):
+        raise ConfigError(f"recipe optimizer '{PER_EXAMPLE_SGD}' needs a model that trains itself one document at a "
+                          f"time (per_example_epoch); {type(model).__name__} does not; use optimizer sgd")
+    if env.world_size > 1:
+        raise ConfigError(f"recipe optimizer '{PER_EXAMPLE_SGD}' runs on one process; use optimizer sgd under torchrun")
+    if recipe.checkpoint_steps is not None:
+        raise ConfigError(f"recipe optimizer '{PER_EXAMPLE_SGD}' checkpoints after each epoch only; "
+                          "drop checkpoint_steps")
+
+
+def _per_example_epoch(run: _Run, loader, lr: float) -> tuple[float, int]:
+    """One epoch of the model's own per-document SGD, in the order the loader would batch the
+    documents this epoch; returns (mean train loss, documents stepped)."""
+    order = np.concatenate([np.asarray(list(rows), dtype=np.int64) for rows in loader.batch_sampler])
+    run.model.train()
+    total = run.model.per_example_epoch(loader.dataset, order, lr, run.loss_weights, run.task["multi_label"])
+    # No gradient exists, so this changes nothing; it tells the LR scheduler that an epoch's steps were taken.
+    run.optimizer.step()
+    return total / max(len(order), 1), len(order)
 
 
 def _train_step(train_model, batch, criterion, optimizer, recipe, device, hook, clip_params):
@@ -686,27 +719,31 @@ def _seed_step(seed: int, device: torch.device) -> None:
         torch.mps.manual_seed(seed)
 
 
-def _make_criterion(recipe: Recipe, multi_label: bool, num_classes: int, class_counts, train_loader, device):
-    weight = None
-    if recipe.class_weights == "balanced":
-        if class_counts is None:
-            raise ConfigError("recipe class_weights='balanced' needs class_counts (training examples per class); pass class_counts to fit")
-        counts = np.asarray(class_counts, dtype=np.float64).reshape(-1)
-        if len(counts) != num_classes:
-            raise ConfigError(f"class_counts has {len(counts)} entries but num_classes = {num_classes}; pass one count per class")
-        if (counts <= 0).any():
-            missing = int(np.flatnonzero(counts <= 0)[0])
-            raise ConfigError(
-                f"class {missing} has no training example, so its 'balanced' weight is undefined; "
-                "drop class_weights or add examples of that class"
-            )
-        if multi_label:
-            # BCE's per-label balance: negatives / positives (pos_weight).
-            total = float(len(train_loader.dataset))
-            weight = torch.tensor((total - counts) / counts, dtype=torch.float32, device=device)
-        else:
-            # scikit-learn's "balanced": n_samples / (n_classes * count).
-            weight = torch.tensor(counts.sum() / (num_classes * counts), dtype=torch.float32, device=device)
+def _loss_weights(recipe: Recipe, multi_label: bool, num_classes: int, class_counts, train_loader) -> np.ndarray | None:
+    """The loss's class weights (single-label) or positive weights (multi-label), or None."""
+    if recipe.class_weights != "balanced":
+        return None
+    if class_counts is None:
+        raise ConfigError("recipe class_weights='balanced' needs class_counts (training examples per class); pass class_counts to fit")
+    counts = np.asarray(class_counts, dtype=np.float64).reshape(-1)
+    if len(counts) != num_classes:
+        raise ConfigError(f"class_counts has {len(counts)} entries but num_classes = {num_classes}; pass one count per class")
+    if (counts <= 0).any():
+        missing = int(np.flatnonzero(counts <= 0)[0])
+        raise ConfigError(
+            f"class {missing} has no training example, so its 'balanced' weight is undefined; "
+            "drop class_weights or add examples of that class"
+        )
+    if multi_label:
+        # BCE's per-label balance: negatives / positives (pos_weight).
+        total = float(len(train_loader.dataset))
+        return ((total - counts) / counts).astype(np.float32)
+    # scikit-learn's "balanced": n_samples / (n_classes * count).
+    return (counts.sum() / (num_classes * counts)).astype(np.float32)
+
+
+def _make_criterion(multi_label: bool, loss_weights: np.ndarray | None, device):
+    weight = None if loss_weights is None else torch.tensor(loss_weights, dtype=torch.float32, device=device)
     if multi_label:
         bce = nn.BCEWithLogitsLoss(pos_weight=weight)
         return lambda logits, labels: bce(logits, labels.float())

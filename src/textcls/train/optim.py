@@ -26,10 +26,14 @@ from torch.optim.lr_scheduler import LambdaLR
 from ..errors import ConfigError
 from ..recipe import Recipe, get_lr_lambda
 
-__all__ = ["build_optimizer", "build_scheduler", "lr_factor", "dense_gradients_unless_supported",
+__all__ = ["PER_EXAMPLE_SGD", "build_optimizer", "build_scheduler", "lr_factor", "dense_gradients_unless_supported",
            "sparse_gradients_supported"]
 
 log = logging.getLogger("textcls.train")
+
+# fastText's loop: the model steps itself once per document (engine._per_example_epoch); the
+# optimiser built for it is a plain SGD that only carries the rate for the LR schedule.
+PER_EXAMPLE_SGD = "per-example-sgd"
 
 # Zeiler (2012) / Kim (2014): Adadelta with decay rate 0.95 and epsilon 1e-6.
 ADADELTA_RHO = 0.95
@@ -63,12 +67,14 @@ def build_optimizer(params: Iterable[torch.Tensor] | nn.Module, recipe: Recipe) 
         return torch.optim.Adam(trainable, lr=lr, betas=tuple(recipe.betas), weight_decay=wd, fused=fused)
     if name == "adamw":
         return torch.optim.AdamW(trainable, lr=lr, betas=tuple(recipe.betas), weight_decay=wd, fused=fused)
+    if name == PER_EXAMPLE_SGD:
+        return torch.optim.SGD(trainable, lr=lr)
     if name == "sgd":
         return torch.optim.SGD(trainable, lr=lr, momentum=recipe.momentum, weight_decay=wd)
     if name == "adadelta":
         return torch.optim.Adadelta(trainable, lr=lr, rho=ADADELTA_RHO, eps=ADADELTA_EPS, weight_decay=wd)
     # Recipe.__post_init__ already rejects other names; this guards a Recipe built around it.
-    raise ConfigError(f"optimizer '{name}' is not one of adam, adamw, sgd, adadelta")
+    raise ConfigError(f"optimizer '{name}' is not one of adam, adamw, sgd, adadelta, {PER_EXAMPLE_SGD}")
 
 
 def sparse_gradients_supported(recipe: Recipe) -> str | None:
@@ -82,6 +88,8 @@ def sparse_gradients_supported(recipe: Recipe) -> str | None:
     """
     from . import distributed
 
+    if recipe.optimizer == PER_EXAMPLE_SGD:
+        return None  # the model updates its own rows; no torch gradient is taken
     if recipe.optimizer != "sgd":
         return f"optimizer {recipe.optimizer} needs dense gradients"
     if recipe.weight_decay:
