@@ -1,0 +1,137 @@
+"""fasttext-bag's recipe rule under fastText's own loop: the rule against a few alternatives,
+chosen by dev accuracy only.
+
+    OMP_NUM_THREADS=1 python benchmarks/fasttext_recipe_dev.py [--datasets trec sst2 mr ...]
+        [--seeds 0 1 2] [--output benchmarks/results/fasttext_recipe_dev]
+
+Why: the rule (`models/fasttext_bag.fasttext_recipe_for`) was tuned while fasttext-bag trained
+through the engine's batched steps, where a batch of 32 tolerates a smaller per-document rate
+than fastText's loop does. Since stop 25 the preset trains with fastText's loop
+(`per-example-sgd`), so each candidate below is fitted with it and judged by its **dev**
+accuracy (the best epoch's, as the engine keeps it); test accuracy is recorded beside it but
+chooses nothing. Candidates, from the rule's rate `a` and epochs `E` for the training split:
+
+- `rule`: `a`, `E` (the preset as it ships);
+- `rate x2`: `min(2a, 1)`, `E`;
+- `rate 1`: fastText's tutorial rate 1.0, `E`;
+- `epochs x2`: `a`, `min(2E, 50)`;
+- `tutorial`: rate 1.0 and 25 epochs, fastText's tutorial settings (at the preset's 10-d).
+
+The splits are `textcls benchmark`'s (the seed's 10 % dev carve where the data have none).
+Writes <output>.json and <output>.md; the machine is shared, so seconds compare within a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from textcls import load_dataset
+from textcls.artifacts import atomic_write_bytes, write_json
+from textcls.benchmark.runner import create_estimator
+from textcls.benchmark.system import git_info, machine_info
+from textcls.data.prepare import label_targets, target_array
+from textcls.data.splits import ensure_dev
+
+REPO = Path(__file__).resolve().parents[1]
+CANDIDATES = ("rule", "rate x2", "rate 1", "epochs x2", "tutorial")
+
+
+def _settings(candidate: str, rate: float, epochs: int) -> tuple[float, int]:
+    return {
+        "rule": (rate, epochs),
+        "rate x2": (min(2 * rate, 1.0), epochs),
+        "rate 1": (1.0, epochs),
+        "epochs x2": (rate, min(2 * epochs, 50)),
+        "tutorial": (1.0, 25),
+    }[candidate]
+
+
+def _accuracy(estimator, dataset, split: str) -> float:
+    probs = estimator.predict_proba(list(dataset[split]["text"]))
+    names = dataset.label_names
+    labels = target_array(label_targets(dataset[split], names, False, split), len(names), False)
+    return float((probs.argmax(axis=1) == labels).mean())
+
+
+def _fit(name: str, seed: int, overrides: dict, dataset) -> dict:
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    estimator = create_estimator("fasttext-bag", seed=seed, overrides=overrides)
+    started = time.perf_counter()
+    estimator.fit(dataset)
+    seconds = time.perf_counter() - started
+    recipe = estimator.preset.recipe
+    return {"lr": recipe.lr, "epochs": recipe.epochs, "best_epoch": estimator.best_epoch_,
+            "dev": _accuracy(estimator, dataset, "dev"), "test": _accuracy(estimator, dataset, "test"),
+            "seconds": round(seconds, 2)}
+
+
+def _runs(name: str, seed: int) -> dict:
+    dataset = ensure_dev(load_dataset(name), fraction=0.1, seed=seed)
+    rows = {"rule": _fit(name, seed, {}, dataset)}
+    rate, epochs = rows["rule"]["lr"], rows["rule"]["epochs"]
+    for candidate in CANDIDATES[1:]:
+        lr, n = _settings(candidate, rate, epochs)
+        rows[candidate] = _fit(name, seed, {"lr": lr, "epochs": n}, dataset)
+        print(f"{name} seed {seed} {candidate}: dev {rows[candidate]['dev']:.4f} test {rows[candidate]['test']:.4f}",
+              flush=True)
+    return rows
+
+
+def _markdown(result: dict) -> str:
+    datasets, seeds = result["datasets"], result["seeds"]
+    lines = ["# fasttext-bag's recipe rule under fastText's own loop, chosen on dev", "",
+             f"- command: `{result['command']}`", f"- commit: `{result['git'].get('commit')}`",
+             f"- machine: {result['machine']['cpu_model']} ({', '.join(result['machine']['cpu_simd'])}); one thread; "
+             "load average "
+             f"{result['load_average_before']} -> {result.get('load_average_after')}", "",
+             f"Accuracy, % (mean over seeds {', '.join(map(str, seeds))}): **dev** (what chooses) / test "
+             "(recorded, chooses nothing); the rule's rate and epochs per dataset are in the JSON.", "",
+             "| candidate | " + " | ".join(datasets) + " | average dev | average test |",
+             "|---|" + "---|" * len(datasets) + "---:|---:|"]
+    for candidate in CANDIDATES:
+        cells, devs, tests = [], [], []
+        for name in datasets:
+            runs = [result["runs"][name][str(s)][candidate] for s in seeds]
+            dev, test = 100 * np.mean([r["dev"] for r in runs]), 100 * np.mean([r["test"] for r in runs])
+            devs.append(dev)
+            tests.append(test)
+            cells.append(f"{dev:.2f} / {test:.2f}")
+        lines.append(f"| {candidate} | " + " | ".join(cells) + f" | {np.mean(devs):.2f} | {np.mean(tests):.2f} |")
+    best = max(CANDIDATES, key=lambda c: np.mean([np.mean([result["runs"][n][str(s)][c]["dev"] for s in seeds])
+                                                  for n in datasets]))
+    lines += ["", f"Highest average dev accuracy: **{best}**.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["trec", "sst2", "mr", "mpqa", "sst5", "ag_news", "fine-food",
+                                                          "reuters-single"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--output", default=str(REPO / "benchmarks/results/fasttext_recipe_dev"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    result = {"command": "OMP_NUM_THREADS=1 python benchmarks/fasttext_recipe_dev.py " + shlex.join(sys.argv[1:]),
+              "git": git_info(REPO), "machine": machine_info(), "seeds": args.seeds, "candidates": list(CANDIDATES),
+              "load_average_before": [round(x, 2) for x in os.getloadavg()], "runs": {}}
+    for name in args.datasets:
+        result["runs"][name] = {str(seed): _runs(name, seed) for seed in args.seeds}
+        # Written after every dataset, so a stopped run keeps the datasets it finished.
+        result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+        done = {**result, "datasets": list(result["runs"])}
+        write_json(Path(args.output + ".json"), done)
+        atomic_write_bytes(Path(args.output + ".md"), _markdown(done).encode("utf-8"))
+    print(f"wrote {args.output}.json and {args.output}.md")
+
+
+if __name__ == "__main__":
+    main()
