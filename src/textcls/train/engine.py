@@ -148,6 +148,10 @@ def fit(
     """
     env = distributed.init_from_env(backend="gloo" if torch.device(device).type == "cpu" else None)
     device = _resolve_device(device, env)
+    if recipe.optimizer == PER_EXAMPLE_SGD and device.type != "cpu":
+        # fastText's loop is compiled for the CPU and updates the tables in host memory.
+        log.info("recipe optimizer %s trains on the CPU, not %s", PER_EXAMPLE_SGD, device)
+        device = torch.device("cpu")
     num_classes, label_names = _check_task(num_classes, label_names)
     check_int("max_epochs_this_call", max_epochs_this_call, 0, None, optional=True)
     if resume and run_dir is None:
