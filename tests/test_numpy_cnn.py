@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -91,6 +92,44 @@ def test_documents_shorter_than_the_window_are_read_as_zero_padded(runs):
     for preset in ("kim-cnn-static", "kim-cnn-nonstatic", "spe-cnn", "spe-cnn-bow"):
         clf, folder = runs[preset]
         np.testing.assert_allclose(Predictor.load(folder).predict_proba(short), clf.predict_proba(short), **KERNEL)
+
+
+def test_kim_logits_equal_the_convolution_in_sub_batches_of_mixed_lengths(monkeypatch):
+    """``KimCNNForward``'s logits against the torch convolution one document at a time (no
+    padding), widths out of order: a sub-batch with documents shorter than the widest window
+    (padded with [PAD], masked) and an empty one, one whose documents all reach the widest
+    window but differ in length (padded with the -inf END row, no mask), and the same
+    documents cut into many sub-batches, whose rows must come back in the caller's order."""
+    import torch
+    from textcls.models.kim_cnn import KimCNN
+
+    torch.manual_seed(0)
+    vocab = 40
+    model = KimCNN(vocab, 3, embedding_dim=8, windows=[4, 2, 5], feature_maps=6).eval()
+    model.fast_predict = False
+    with torch.no_grad():  # biases away from zero, so that a lost bias shows
+        for module in [*model.convs, model.output]:
+            module.bias.uniform_(-0.5, 0.5)
+    rng = np.random.default_rng(0)
+    docs = [rng.integers(1, vocab, n) for n in (7, 1, 30, 4, 0, 5, 12, 2, 6, 6, 3, 19, 8)]
+    with torch.inference_mode():
+        expected = np.concatenate([model({"input_ids": torch.as_tensor(doc).view(1, -1),
+                                          "mask": torch.ones(1, len(doc), dtype=torch.bool)}).logits.numpy()
+                                   for doc in docs])
+    forward = numpy_forward.KimCNNForward({name: t.numpy() for name, t in model.state_dict().items()})
+
+    def logits(which):
+        flat = SimpleNamespace(ids=np.concatenate([docs[i] for i in which] + [np.zeros(0, np.int64)]),
+                               lengths=np.array([len(docs[i]) for i in which], dtype=np.int64))
+        return forward.logits(flat)
+
+    every = list(range(len(docs)))
+    long = [i for i in every if len(docs[i]) >= 5]
+    np.testing.assert_allclose(logits(every), expected, **KERNEL)
+    np.testing.assert_allclose(logits(long), expected[long], **KERNEL)
+    monkeypatch.setattr(numpy_forward, "KIM_BATCH_TOKENS", 12)
+    np.testing.assert_allclose(logits(every[::-1]), expected[::-1], **KERNEL)
+    assert logits([]).shape == (0, 3)
 
 
 def test_tables_over_the_cap_predict_through_torch(runs, texts, monkeypatch):
