@@ -385,3 +385,20 @@ def test_per_document_sgd_refuses_what_it_cannot_do():
         Classifier("bilstm", epochs=1, params={"optimizer": "per-example-sgd", "lr": 0.1}).fit(texts, labels)
     with pytest.raises(ConfigError, match="checkpoints after each epoch only"):
         Classifier("fasttext-bag", epochs=1, params={"checkpoint_steps": 2}).fit(texts, labels)
+
+
+def test_per_document_loop_refuses_ids_outside_the_tables_and_a_diverged_loss():
+    examples = _examples(10)
+    small = create_model("fasttext-bag", num_classes=3, vocab_size=VOCAB, bigram_buckets=BUCKETS // 2)
+    before = {k: v.clone() for k, v in small.state_dict().items()}
+    with pytest.raises(ConfigError, match=r"a bigram id is \d+, outside \[0, 26\)"):
+        small.per_example_epoch(examples, np.arange(10), 0.1, None, False)
+    for key, value in small.state_dict().items():
+        assert torch.equal(value, before[key]), key  # nothing was written
+    with pytest.raises(ConfigError, match="a label is"):
+        create_model("fasttext-bag", num_classes=2, vocab_size=VOCAB, bigram_buckets=BUCKETS).per_example_epoch(
+            examples, np.arange(10), 0.1, None, False)
+    texts = [f"{w} film number {i}" for i in range(30) for w in ("good", "bad")]
+    labels = ["pos" if t.startswith("good") else "neg" for t in texts]
+    with pytest.raises(ConfigError, match=r"\(diverged\); lower the learning rate .*each document.s step"):
+        Classifier("fasttext-bag", epochs=3, lr=10_000.0, params={"bigram_buckets": 64}).fit(texts, labels)

@@ -74,9 +74,10 @@ def get_auto_rule(name: str) -> Callable[..., dict[str, Any]]:
     return _AUTO_RULES[name]
 
 
-# "per-example-sgd": fastText's loop, one plain SGD step per document taken by the model itself
+# fastText's loop, one plain SGD step per document taken by the model itself
 # (engine._per_example_epoch); only models that define per_example_epoch train with it.
-OPTIMIZERS = ("adam", "adamw", "sgd", "adadelta", "per-example-sgd")
+PER_EXAMPLE_SGD = "per-example-sgd"
+OPTIMIZERS = ("adam", "adamw", "sgd", "adadelta", PER_EXAMPLE_SGD)
 
 # The largest learning rate a recipe accepts. The bound only catches a slip of the exponent
 # (lr=1e5 for 1e-5); it is not a judgement of what trains well. The engine's loss is the
@@ -132,12 +133,12 @@ class Recipe:
             check("grad_clip", self.grad_clip, 0.0, 1e6, low_open=True)
         if self.precision not in ("fp32", "bf16"):
             raise ConfigError(f"precision '{self.precision}' is not one of fp32, bf16")
-        if self.optimizer == "per-example-sgd":
+        if self.optimizer == PER_EXAMPLE_SGD:
             extras = {"momentum": self.momentum, "weight_decay": self.weight_decay, "grad_clip": self.grad_clip,
                       "precision": self.precision != "fp32"}
             unsupported = [name for name, value in extras.items() if value]
             if unsupported:
-                raise ConfigError(f"recipe optimizer 'per-example-sgd' is plain SGD in fp32; drop {unsupported[0]} "
+                raise ConfigError(f"recipe optimizer '{PER_EXAMPLE_SGD}' is plain SGD in fp32; drop {unsupported[0]} "
                                   "or use optimizer sgd")
         if self.class_weights not in (None, "balanced"):
             raise ConfigError(f"class_weights '{self.class_weights}' is not one of none, balanced")

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from ..recipe import Recipe, register_auto_rule, register_lr_lambda
+from ..recipe import PER_EXAMPLE_SGD, Recipe, register_auto_rule, register_lr_lambda
 from ..validate import check_flag, check_positive_int, range_check
 from .base import Output, TextModel
 from .layers import build_embedding
@@ -130,7 +130,7 @@ def _fasttext_rule(recipe: Recipe, *, n_docs: int, mean_tokens: float, n_classes
                    multi_label: bool = False) -> dict:
     chosen = fasttext_recipe_for(n_docs, mean_tokens, n_classes, multi_label)
     # fastText's own loop steps once per document at the per-example rate itself.
-    lr = chosen.per_example_lr if recipe.optimizer == "per-example-sgd" else chosen.lr(recipe.batch_size)
+    lr = chosen.per_example_lr if recipe.optimizer == PER_EXAMPLE_SGD else chosen.lr(recipe.batch_size)
     return {"epochs": chosen.epochs, "lr": lr, "class_weights": chosen.class_weights}
 
 
@@ -140,7 +140,7 @@ def _fasttext_rule(recipe: Recipe, *, n_docs: int, mean_tokens: float, n_classes
 # loader's order of the documents (length-bucketed batches of 32, shuffled), which the
 # per-document loop walks.
 FASTTEXT_RECIPE = Recipe(
-    optimizer="per-example-sgd",
+    optimizer=PER_EXAMPLE_SGD,
     lr=0.25,
     batch_size=32,
     epochs=5,
@@ -242,30 +242,54 @@ class FastTextBag(TextModel):
         in ``order``, at rate ``lr``, updating the tables in place (``models/fasttext_sgd.py``);
         the engine's path for recipe optimizer ``per-example-sgd``. ``class_weights``: the
         loss's per-class weights (single-label) or positive weights (multi-label), None for
-        ones. Returns the summed training loss."""
+        ones. Returns the summed training loss. Every id, label and weight is checked against
+        the tables first: the compiled loop does not bound-check, and a pipeline built with
+        other ``bigram_buckets`` or another vocabulary would write outside them."""
         arrays = examples.flat_arrays()
-        if arrays["bigram_ids"] is None and self.bigrams is not None:
+        words = self.words.weight.detach().numpy()
+        output = self.output.weight.detach().numpy()
+        n_classes = output.shape[0]
+        if self.bigrams is None:
+            # No bigram table: the passes read an empty bigram list per document from a 1-row stand-in.
+            bigrams = np.zeros((1, words.shape[1]), np.float32)
+            bigram_ids, bigram_lengths = np.zeros(0, np.int64), np.zeros(len(arrays["lengths"]), np.int64)
+            bigram_starts = bigram_lengths
+        elif arrays["bigram_ids"] is None:
             raise ConfigError(
                 "fasttext-bag with bigram_buckets > 0 needs bigram ids in the training data; set the same "
                 "bigram_buckets in the text pipeline, or use fasttext-bag-unigram"
             )
-        words = self.words.weight.detach().numpy()
-        # Without bigrams the pass reads an empty bigram list per document from a 1-row stand-in.
-        bigrams = self.bigrams.weight.detach().numpy() if self.bigrams is not None else np.zeros((1, words.shape[1]), np.float32)
-        empty = np.zeros(len(arrays["lengths"]), dtype=np.int64)
-        bigram_ids = arrays["bigram_ids"] if self.bigrams is not None else empty[:0]
-        bigram_starts = arrays["bigram_starts"] if self.bigrams is not None else empty
-        bigram_lengths = arrays["bigram_lengths"] if self.bigrams is not None else empty
-        output = self.output.weight.detach().numpy()
-        n_classes = output.shape[0]
+        else:
+            bigrams = self.bigrams.weight.detach().numpy()
+            bigram_ids, bigram_starts, bigram_lengths = (arrays["bigram_ids"], arrays["bigram_starts"],
+                                                         arrays["bigram_lengths"])
+        _check_below("word id", arrays["ids"], words.shape[0], "vocab_size")
+        _check_below("bigram id", bigram_ids, bigrams.shape[0], "bigram_buckets + 1")
+        labels = arrays["labels"]
+        if multi_label:
+            if labels.ndim != 2 or labels.shape[1] != n_classes:
+                raise ConfigError(f"multi-label targets have shape {labels.shape}; the model has {n_classes} classes")
+        else:
+            _check_below("label", labels, n_classes, "the number of classes")
         weights = (np.ones(n_classes, np.float32) if class_weights is None
                    else np.ascontiguousarray(class_weights, dtype=np.float32))
+        if weights.shape != (n_classes,):
+            raise ConfigError(f"got {weights.size} class weights for {n_classes} classes; pass one per class")
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        _check_below("document index", order, len(arrays["lengths"]), "the number of training documents")
         from . import fasttext_sgd  # numba: imported (and the passes compiled or loaded) on first use
 
         run = fasttext_sgd.one_vs_all_pass if multi_label else fasttext_sgd.softmax_pass
         return float(run(words, bigrams, output, arrays["ids"], arrays["starts"], arrays["lengths"], bigram_ids,
-                         bigram_starts, bigram_lengths, np.ascontiguousarray(order, dtype=np.int64),
-                         arrays["labels"], weights, np.float32(lr)))
+                         bigram_starts, bigram_lengths, order, labels, weights, np.float32(lr)))
+
+
+def _check_below(what: str, values: np.ndarray, bound: int, bound_name: str) -> None:
+    """Every value in ``[0, bound)``, or a ConfigError naming the first one outside."""
+    if values.size and (values.min() < 0 or values.max() >= bound):
+        bad = int(values[(values < 0) | (values >= bound)][0])
+        raise ConfigError(f"a {what} is {bad}, outside [0, {bound}) ({bound_name}); build the model and the "
+                          "text pipeline with the same settings")
 
 
 def _bag_sum(table: nn.Embedding, ids: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:

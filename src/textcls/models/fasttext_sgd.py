@@ -3,12 +3,14 @@
 fastText trains with one SGD step per document (Joulin et al. 2017, section 2: "stochastic
 gradient descent and a linearly decaying learning rate"; the library's Hogwild loop, here on
 one thread). A batched torch step costs ~100 us of dispatch whatever the batch holds, which
-for 10-d rows and a few words a document is almost all of it: on MPQA the engine's batch-32
-steps trained at ~4,700 documents/s where fastText trains at ~160,000. The loop below is
-that algorithm compiled by numba, over the dataset's flat id arrays, updating the torch
-tables in place (they share memory with the NumPy views), so saving, export and prediction
-are unchanged. Numba rather than C: it compiles at first use (then from its on-disk cache),
-needs no compiler at install time, and keeps the loop readable next to the model.
+for 10-d rows and a few words a document is almost all of it. The passes below are that
+algorithm compiled by numba, over the dataset's flat id arrays, updating the torch tables in
+place (they share memory with the NumPy views), so saving, export and prediction are
+unchanged. Numba rather than C: nothing to compile at install time, the compiled passes are
+cached on disk, and the loop stays readable next to the model.
+
+All arithmetic is float32, as fastText's. The callers check every id, label and weight
+against the tables first (``FastTextBag.per_example_epoch``): numba does not bound-check.
 
 Imported only when such a recipe trains, so that ``import textcls`` does not load numba.
 """
@@ -17,7 +19,64 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, nogil=True)
+def _jit(function):
+    """``njit``, cached on disk where numba finds a writable cache folder (next to this file,
+    or ``NUMBA_CACHE_DIR``); where it finds none, compiled in memory in every process."""
+    try:
+        return njit(cache=True, nogil=True)(function)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return njit(nogil=True)(function)
+
+
+@_jit
+def _mean_of_rows(hidden, words, bigrams, ids, start, length, bigram_ids, bigram_start, bigram_length):
+    """``hidden`` = the mean of the document's word and bigram rows (zero for an empty one);
+    returns the number of rows."""
+    hidden[:] = 0.0
+    for t in range(start, start + length):
+        row = words[ids[t]]
+        for j in range(hidden.shape[0]):
+            hidden[j] += row[j]
+    for t in range(bigram_start, bigram_start + bigram_length):
+        row = bigrams[bigram_ids[t]]
+        for j in range(hidden.shape[0]):
+            hidden[j] += row[j]
+    n = length + bigram_length
+    if n > 0:
+        scale = np.float32(1.0) / np.float32(n)
+        for j in range(hidden.shape[0]):
+            hidden[j] *= scale
+    return n
+
+
+@_jit
+def _step_output_row(grad, hidden, row, alpha):
+    """fastText's per-class update: ``grad += alpha * row`` with the row as it was, then
+    ``row += alpha * hidden``."""
+    for j in range(hidden.shape[0]):
+        grad[j] += alpha * row[j]
+        row[j] += alpha * hidden[j]
+
+
+@_jit
+def _step_input_rows(grad, n, words, bigrams, ids, start, length, bigram_ids, bigram_start, bigram_length):
+    """Every input row of the document moves by ``grad / n``, once per occurrence."""
+    if n == 0:
+        return
+    scale = np.float32(1.0) / np.float32(n)
+    for j in range(grad.shape[0]):
+        grad[j] *= scale
+    for t in range(start, start + length):
+        row = words[ids[t]]
+        for j in range(grad.shape[0]):
+            row[j] += grad[j]
+    for t in range(bigram_start, bigram_start + bigram_length):
+        row = bigrams[bigram_ids[t]]
+        for j in range(grad.shape[0]):
+            row[j] += grad[j]
+
+
+@_jit
 def _dot(a, b):
     # A loop, not np.dot: numba's np.dot calls BLAS, whose call costs more than 10 products.
     total = np.float32(0.0)
@@ -26,9 +85,9 @@ def _dot(a, b):
     return total
 
 
-@njit(cache=True, nogil=True)
+@_jit
 def softmax_pass(words, bigrams, output, ids, starts, lengths, bigram_ids, bigram_starts, bigram_lengths,
-                order, labels, class_weights, lr):
+                 order, labels, class_weights, lr):
     """One pass of fastText's softmax loss (``Loss::computeOutput`` then ``Model::update``).
 
     For document ``i``: ``h`` = mean of its word and bigram rows; ``p = softmax(B h)``; with
@@ -44,41 +103,29 @@ def softmax_pass(words, bigrams, output, ids, starts, lengths, bigram_ids, bigra
     total = 0.0
     for k in range(order.shape[0]):
         i = order[k]
-        n = lengths[i] + bigram_lengths[i]
-        hidden[:] = 0.0
-        for t in range(starts[i], starts[i] + lengths[i]):
-            hidden += words[ids[t]]
-        for t in range(bigram_starts[i], bigram_starts[i] + bigram_lengths[i]):
-            hidden += bigrams[bigram_ids[t]]
-        if n > 0:
-            hidden /= n
-        top = -np.inf
+        n = _mean_of_rows(hidden, words, bigrams, ids, starts[i], lengths[i], bigram_ids, bigram_starts[i],
+                          bigram_lengths[i])
+        top = np.float32(-np.inf)
         for c in range(n_classes):
             probs[c] = _dot(output[c], hidden)
             top = max(top, probs[c])
-        norm = 0.0
+        norm = np.float32(0.0)
         for c in range(n_classes):
             probs[c] = np.exp(probs[c] - top)
             norm += probs[c]
-        probs /= norm
         y = labels[i]
         weight = class_weights[y]
-        total += -weight * np.log(max(probs[y], 1e-30))
+        total += -weight * np.log(max(probs[y] / norm, np.float32(1e-30)))
         grad[:] = 0.0
         for c in range(n_classes):
-            alpha = lr * weight * ((1.0 if c == y else 0.0) - probs[c])
-            grad += alpha * output[c]
-            output[c] += alpha * hidden
-        if n > 0:
-            grad /= n
-        for t in range(starts[i], starts[i] + lengths[i]):
-            words[ids[t]] += grad
-        for t in range(bigram_starts[i], bigram_starts[i] + bigram_lengths[i]):
-            bigrams[bigram_ids[t]] += grad
+            target = np.float32(1.0) if c == y else np.float32(0.0)
+            _step_output_row(grad, hidden, output[c], np.float32(lr * weight * (target - probs[c] / norm)))
+        _step_input_rows(grad, n, words, bigrams, ids, starts[i], lengths[i], bigram_ids, bigram_starts[i],
+                         bigram_lengths[i])
     return total
 
 
-@njit(cache=True, nogil=True)
+@_jit
 def one_vs_all_pass(words, bigrams, output, ids, starts, lengths, bigram_ids, bigram_starts, bigram_lengths,
                     order, targets, positive_weights, lr):
     """One pass of fastText's one-vs-all loss (``-loss ova``): a sigmoid per label, the
@@ -92,32 +139,21 @@ def one_vs_all_pass(words, bigrams, output, ids, starts, lengths, bigram_ids, bi
     total = 0.0
     for k in range(order.shape[0]):
         i = order[k]
-        n = lengths[i] + bigram_lengths[i]
-        hidden[:] = 0.0
-        for t in range(starts[i], starts[i] + lengths[i]):
-            hidden += words[ids[t]]
-        for t in range(bigram_starts[i], bigram_starts[i] + bigram_lengths[i]):
-            hidden += bigrams[bigram_ids[t]]
-        if n > 0:
-            hidden /= n
+        n = _mean_of_rows(hidden, words, bigrams, ids, starts[i], lengths[i], bigram_ids, bigram_starts[i],
+                          bigram_lengths[i])
         grad[:] = 0.0
         loss = 0.0
         for c in range(n_classes):
             z = _dot(output[c], hidden)
-            s = 1.0 / (1.0 + np.exp(-z))
+            s = np.float32(1.0) / (np.float32(1.0) + np.exp(-z))
             target = targets[i, c]
             weight = positive_weights[c]
-            # log(1 + e^-z) and log(1 + e^z), stable for either sign of z.
-            soft_neg = max(-z, 0.0) + np.log1p(np.exp(-abs(z)))
+            # log(1 + e^-z), stable for either sign of z; log(1 + e^z) is that plus z.
+            soft_neg = max(-z, np.float32(0.0)) + np.log1p(np.exp(-abs(z)))
             loss += weight * target * soft_neg + (1.0 - target) * (soft_neg + z)
-            alpha = lr * (weight * target * (1.0 - s) - (1.0 - target) * s)
-            grad += alpha * output[c]
-            output[c] += alpha * hidden
+            alpha = np.float32(lr * (weight * target * (np.float32(1.0) - s) - (np.float32(1.0) - target) * s))
+            _step_output_row(grad, hidden, output[c], alpha)
         total += loss / n_classes
-        if n > 0:
-            grad /= n
-        for t in range(starts[i], starts[i] + lengths[i]):
-            words[ids[t]] += grad
-        for t in range(bigram_starts[i], bigram_starts[i] + bigram_lengths[i]):
-            bigrams[bigram_ids[t]] += grad
+        _step_input_rows(grad, n, words, bigrams, ids, starts[i], lengths[i], bigram_ids, bigram_starts[i],
+                         bigram_lengths[i])
     return total

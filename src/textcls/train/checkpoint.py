@@ -55,7 +55,8 @@ class Progress:
     stopped_early: bool = False
     # {"name", "sha256"} of the checkpoint file holding the best state (not stored in "progress").
     best_file: dict | None = None
-    # Optimiser steps of the completed epochs (the phase of recipe.checkpoint_steps).
+    # Optimiser steps of the completed epochs (the phase of recipe.checkpoint_steps); with
+    # per-example-sgd, one per document.
     steps: int = 0
 
 

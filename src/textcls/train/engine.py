@@ -69,11 +69,11 @@ from torch import nn
 from .. import artifacts
 from ..errors import CheckpointError, ConfigError, DataError
 from ..eval.metrics import compute_metrics
-from ..recipe import Recipe
+from ..recipe import PER_EXAMPLE_SGD, Recipe
 from ..validate import check_int
 from . import distributed
 from .checkpoint import CHECKPOINT_DIR, Position, Progress, load_checkpoint, save_checkpoint
-from .optim import PER_EXAMPLE_SGD, build_optimizer, build_scheduler
+from .optim import build_optimizer, build_scheduler
 
 __all__ = ["FitResult", "fit", "predict_proba", "epoch_seed", "step_seed", "CSV_COLUMNS"]
 
@@ -231,7 +231,7 @@ def _start(model, train_loader, recipe: Recipe, task: dict, class_counts, *, env
     loss_weights = _loss_weights(recipe, task["multi_label"], task["num_classes"], class_counts, train_loader)
     criterion = _make_criterion(task["multi_label"], loss_weights, device)
     if recipe.optimizer == PER_EXAMPLE_SGD:
-        _check_per_example(model, recipe, env)
+        _check_per_example(model, recipe, env, train_loader, loss_weights, task["multi_label"])
     optimizer = build_optimizer(model, recipe)
     scheduler = build_scheduler(optimizer, recipe)
     run_dir = Path(run_dir) if run_dir is not None else None
@@ -428,7 +428,9 @@ def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, 
     return _mean_train_loss(total, count, recipe, device), step
 
 
-def _check_per_example(model, recipe: Recipe, env: distributed.DistEnv) -> None:
+def _check_per_example(model, recipe: Recipe, env: distributed.DistEnv, train_loader, loss_weights, multi_label) -> None:
+    """Refuse what the per-document loop cannot do; then run it over no document, which checks
+    the data against the model and compiles (or loads) the loop before any epoch is timed."""
     if not callable(getattr(model, "per_example_epoch", None)):
         raise ConfigError(f"recipe optimizer '{PER_EXAMPLE_SGD}' needs a model that trains itself one document at a "
                           f"time (per_example_epoch); {type(model).__name__} does not; use optimizer sgd")
@@ -437,17 +439,19 @@ def _check_per_example(model, recipe: Recipe, env: distributed.DistEnv) -> None:
     if recipe.checkpoint_steps is not None:
         raise ConfigError(f"recipe optimizer '{PER_EXAMPLE_SGD}' checkpoints after each epoch only; "
                           "drop checkpoint_steps")
+    model.per_example_epoch(train_loader.dataset, np.zeros(0, dtype=np.int64), 0.0, loss_weights, multi_label)
 
 
 def _per_example_epoch(run: _Run, loader, lr: float) -> tuple[float, int]:
-    """One epoch of the model's own per-document SGD, in the order the loader would batch the
-    documents this epoch; returns (mean train loss, documents stepped)."""
+    """One epoch of the model's own per-document SGD, in the order ``make_loader``'s bucketed
+    sampler batches the documents this epoch (it is seeded by the seed and the epoch alone);
+    returns (mean train loss, documents stepped)."""
     order = np.concatenate([np.asarray(list(rows), dtype=np.int64) for rows in loader.batch_sampler])
     run.model.train()
     total = run.model.per_example_epoch(loader.dataset, order, lr, run.loss_weights, run.task["multi_label"])
     # No gradient exists, so this changes nothing; it tells the LR scheduler that an epoch's steps were taken.
     run.optimizer.step()
-    return total / max(len(order), 1), len(order)
+    return _finite(total / max(len(order), 1), run.recipe), len(order)
 
 
 def _train_step(train_model, batch, criterion, optimizer, recipe, device, hook, clip_params):
@@ -556,11 +560,16 @@ def _mean_train_loss(total: torch.Tensor, count: int, recipe: Recipe, device) ->
     distributed.all_reduce_sum(stats)
     if stats[1] == 0:
         raise DataError("the train loader yielded no batches; check that the train split has records")
-    train_loss = float(stats[0] / stats[1])
+    return _finite(float(stats[0] / stats[1]), recipe)
+
+
+def _finite(train_loss: float, recipe: Recipe) -> float:
+    """``train_loss``, or an error when it diverged."""
     if not math.isfinite(train_loss):
+        hint = ("; with per-example-sgd it is the rate of each document's step (fastText's range: 0.05-1)"
+                if recipe.optimizer == PER_EXAMPLE_SGD else " or set grad_clip")
         raise ConfigError(
-            f"the training loss became {train_loss} (diverged); lower the learning rate "
-            f"(lr = {recipe.lr}) or set grad_clip"
+            f"the training loss became {train_loss} (diverged); lower the learning rate (lr = {recipe.lr}){hint}"
         )
     return train_loss
 

@@ -24,16 +24,12 @@ from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
 from ..errors import ConfigError
-from ..recipe import Recipe, get_lr_lambda
+from ..recipe import PER_EXAMPLE_SGD, Recipe, get_lr_lambda
 
-__all__ = ["PER_EXAMPLE_SGD", "build_optimizer", "build_scheduler", "lr_factor", "dense_gradients_unless_supported",
+__all__ = ["build_optimizer", "build_scheduler", "lr_factor", "dense_gradients_unless_supported",
            "sparse_gradients_supported"]
 
 log = logging.getLogger("textcls.train")
-
-# fastText's loop: the model steps itself once per document (engine._per_example_epoch); the
-# optimiser built for it is a plain SGD that only carries the rate for the LR schedule.
-PER_EXAMPLE_SGD = "per-example-sgd"
 
 # Zeiler (2012) / Kim (2014): Adadelta with decay rate 0.95 and epsilon 1e-6.
 ADADELTA_RHO = 0.95
@@ -68,6 +64,8 @@ def build_optimizer(params: Iterable[torch.Tensor] | nn.Module, recipe: Recipe) 
     if name == "adamw":
         return torch.optim.AdamW(trainable, lr=lr, betas=tuple(recipe.betas), weight_decay=wd, fused=fused)
     if name == PER_EXAMPLE_SGD:
+        # The model steps itself once per document (engine._per_example_epoch); this plain SGD
+        # only carries the rate for the LR schedule and the checkpoints.
         return torch.optim.SGD(trainable, lr=lr)
     if name == "sgd":
         return torch.optim.SGD(trainable, lr=lr, momentum=recipe.momentum, weight_decay=wd)
