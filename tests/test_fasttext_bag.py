@@ -209,6 +209,8 @@ def test_recipe_resolve_sets_the_rate_per_document_or_per_batch_and_keeps_the_sc
     assert (resolved.epochs, resolved.lr, resolved.auto) == (chosen.epochs, 1.0, None)
     assert resolved.schedule == {"type": "lambda", "name": "linear-decay", "epochs": chosen.epochs}
     assert recipe.with_overrides(batch_size=8).resolve(n_docs=10182, mean_tokens=446.0, n_classes=20).lr == 1.0
+    # Multi-label: each label steps at a / C, as the batched path's label-mean BCE stepped it.
+    assert recipe.resolve(n_docs=4906, mean_tokens=10.6, n_classes=6, multi_label=True).lr == round(0.26 / 6, 4)
     # The engine's batched SGD averages the loss over a batch: lr is the rate times the batch size.
     batched = recipe.with_overrides(optimizer="sgd")
     assert batched.resolve(n_docs=10182, mean_tokens=446.0, n_classes=20).lr == 32.0

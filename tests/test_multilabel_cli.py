@@ -64,10 +64,8 @@ def test_default_fasttext_recipe_weighs_labels_on_multi_label_data_and_learns_mo
     assert default.preset_.recipe.class_weights == "balanced" and unweighted.preset_.recipe.class_weights is None
     f1 = {name: clf.evaluate(reuters["test"])["macro_f1"] for name, clf in
           (("default", default), ("unweighted", unweighted))}
-    # Unweighted, the rare topics are predicted less (with the engine's batched steps they were
-    # never predicted: the macro-F1 of 0.06 on reuters; fastText's per-document loop
-    # gave 0.72 weighted against 0.65 unweighted here).
-    assert f1["default"] > f1["unweighted"] + 0.04, f1
+    # Unweighted, the rare topics are never predicted (the macro-F1 of 0.06 on reuters).
+    assert f1["default"] > f1["unweighted"] + 0.1, f1
     # Single-label data keeps the unweighted loss.
     trec = load_dataset("trec", max_per_split=300)
     assert Classifier("fasttext-bag", epochs=1).fit_dataset(trec).preset_.recipe.class_weights is None

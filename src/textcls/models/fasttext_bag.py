@@ -129,8 +129,15 @@ def fasttext_recipe_for(n_docs: int, mean_tokens: float, n_classes: int, multi_l
 def _fasttext_rule(recipe: Recipe, *, n_docs: int, mean_tokens: float, n_classes: int,
                    multi_label: bool = False) -> dict:
     chosen = fasttext_recipe_for(n_docs, mean_tokens, n_classes, multi_label)
-    # fastText's own loop steps once per document at the per-example rate itself.
-    lr = chosen.per_example_lr if recipe.optimizer == PER_EXAMPLE_SGD else chosen.lr(recipe.batch_size)
+    if recipe.optimizer != PER_EXAMPLE_SGD:
+        lr = chosen.lr(recipe.batch_size)
+    elif multi_label:
+        # The multi-label progress was tuned on the batched path, whose BCE averages over the C
+        # labels: each label stepped at a / C, times its positive weight (up to ~30 on reuters).
+        # fastText's one-vs-all loop at `a` itself, with those weights, diverged there (lr 0.98).
+        lr = round(chosen.per_example_lr / n_classes, 4)
+    else:
+        lr = chosen.per_example_lr  # fastText's own loop steps once per document at the rate itself
     return {"epochs": chosen.epochs, "lr": lr, "class_weights": chosen.class_weights}
 
 
