@@ -15,8 +15,9 @@ Two parts, both at one thread, in one process (issue 17):
    - fastText: its training documents (the whole train split) x 25 epochs over the wall clock of
      ``FastTextPeer.fit_texts`` (writing its input file, reading it, the dictionary, the 2**21 x
      100 matrices and the epochs: everything ``fasttext.train_supervised`` does);
-   - fasttext-bag, as the preset ships (epochs and lr chosen from the corpus by its recipe rule,
-     sparse table gradients, 2**21 buckets): its training documents (train less the 10 % dev
+   - fasttext-bag, as the preset ships (fastText's per-document loop since commit fb324fe, the
+     engine's batched steps with sparse table gradients before; epochs and lr chosen from the
+     corpus by its recipe rule; 2**21 buckets): its training documents (train less the 10 % dev
      split it carves out) x epochs run, over (a) the wall clock of ``Classifier.fit_dataset``
      (tokenizer, encoding, model, every epoch's dev evaluation) and (b) the training passes alone
      (the engine's ``train_seconds``, the loader included, dev evaluation not).
@@ -264,7 +265,8 @@ def _markdown_fasttext(cases: list[dict]) -> list[str]:
     lines = ["## fasttext-bag vs fastText: training documents per second", "",
              "Training documents x epochs / seconds; fastText: the tutorial's settings (epoch 25, lr 1.0, "
              "wordNgrams 2, dim 100, 2**21 buckets), its whole `train_supervised`; fasttext-bag: the preset as it "
-             "ships (epochs and lr from its recipe rule, 10-d, 2**21 buckets, sparse updates), its whole "
+             "ships (fastText's per-document loop since fb324fe, epochs and lr from its recipe rule, 10-d, 2**21 "
+             "buckets), its whole "
              "`fit_dataset` (fit) and its training passes alone (passes). Rounds alternate which one trains first; "
              "ratios are per round, then the median.", "",
              "| dataset | seed | fastText docs/s | fastText acc. | bag epochs | bag fit docs/s | bag passes docs/s "
