@@ -29,24 +29,41 @@ def _jit(function):
 
 
 @_jit
+def _sum_rows(hidden, table, ids, start, length):
+    """``hidden += table[ids[t]]`` for the document's ``length`` ids from ``start``."""
+    for t in range(start, start + length):
+        row = table[ids[t]]
+        for j in range(hidden.shape[0]):
+            hidden[j] += row[j]
+
+
+@_jit
+def _add_to_rows(table, ids, start, length, grad):
+    """``table[ids[t]] += grad`` for the document's ids, once per occurrence."""
+    for t in range(start, start + length):
+        row = table[ids[t]]
+        for j in range(grad.shape[0]):
+            row[j] += grad[j]
+
+
+@_jit
+def _scale(vector, n):
+    """``vector /= n`` in float32 (nothing for an empty document)."""
+    if n > 0:
+        factor = np.float32(1.0) / np.float32(n)
+        for j in range(vector.shape[0]):
+            vector[j] *= factor
+
+
+@_jit
 def _mean_of_rows(hidden, words, bigrams, ids, start, length, bigram_ids, bigram_start, bigram_length):
     """``hidden`` = the mean of the document's word and bigram rows (zero for an empty one);
     returns the number of rows."""
     hidden[:] = 0.0
-    for t in range(start, start + length):
-        row = words[ids[t]]
-        for j in range(hidden.shape[0]):
-            hidden[j] += row[j]
-    for t in range(bigram_start, bigram_start + bigram_length):
-        row = bigrams[bigram_ids[t]]
-        for j in range(hidden.shape[0]):
-            hidden[j] += row[j]
-    n = length + bigram_length
-    if n > 0:
-        scale = np.float32(1.0) / np.float32(n)
-        for j in range(hidden.shape[0]):
-            hidden[j] *= scale
-    return n
+    _sum_rows(hidden, words, ids, start, length)
+    _sum_rows(hidden, bigrams, bigram_ids, bigram_start, bigram_length)
+    _scale(hidden, length + bigram_length)
+    return length + bigram_length
 
 
 @_jit
@@ -63,17 +80,9 @@ def _step_input_rows(grad, n, words, bigrams, ids, start, length, bigram_ids, bi
     """Every input row of the document moves by ``grad / n``, once per occurrence."""
     if n == 0:
         return
-    scale = np.float32(1.0) / np.float32(n)
-    for j in range(grad.shape[0]):
-        grad[j] *= scale
-    for t in range(start, start + length):
-        row = words[ids[t]]
-        for j in range(grad.shape[0]):
-            row[j] += grad[j]
-    for t in range(bigram_start, bigram_start + bigram_length):
-        row = bigrams[bigram_ids[t]]
-        for j in range(grad.shape[0]):
-            row[j] += grad[j]
+    _scale(grad, n)
+    _add_to_rows(words, ids, start, length, grad)
+    _add_to_rows(bigrams, bigram_ids, bigram_start, bigram_length, grad)
 
 
 @_jit
