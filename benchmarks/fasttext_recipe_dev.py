@@ -61,7 +61,7 @@ def _accuracy(estimator, dataset, split: str) -> float:
     return float((probs.argmax(axis=1) == labels).mean())
 
 
-def _fit(name: str, seed: int, overrides: dict, dataset) -> dict:
+def _fit(seed: int, overrides: dict, dataset) -> dict:
     torch.manual_seed(seed)
     np.random.seed(seed)
     estimator = create_estimator("fasttext-bag", seed=seed, overrides=overrides)
@@ -76,11 +76,11 @@ def _fit(name: str, seed: int, overrides: dict, dataset) -> dict:
 
 def _runs(name: str, seed: int) -> dict:
     dataset = ensure_dev(load_dataset(name), fraction=0.1, seed=seed)
-    rows = {"rule": _fit(name, seed, {}, dataset)}
+    rows = {"rule": _fit(seed, {}, dataset)}
     rate, epochs = rows["rule"]["lr"], rows["rule"]["epochs"]
     for candidate in CANDIDATES[1:]:
         lr, n = _settings(candidate, rate, epochs)
-        rows[candidate] = _fit(name, seed, {"lr": lr, "epochs": n}, dataset)
+        rows[candidate] = _fit(seed, {"lr": lr, "epochs": n}, dataset)
         print(f"{name} seed {seed} {candidate}: dev {rows[candidate]['dev']:.4f} test {rows[candidate]['test']:.4f}",
               flush=True)
     return rows

@@ -77,9 +77,8 @@ def _step_output_row(grad, hidden, row, alpha):
 
 @_jit
 def _step_input_rows(grad, n, words, bigrams, ids, start, length, bigram_ids, bigram_start, bigram_length):
-    """Every input row of the document moves by ``grad / n``, once per occurrence."""
-    if n == 0:
-        return
+    """Every input row of the document moves by ``grad / n``, once per occurrence (an empty
+    document has no row to move)."""
     _scale(grad, n)
     _add_to_rows(words, ids, start, length, grad)
     _add_to_rows(bigrams, bigram_ids, bigram_start, bigram_length, grad)
