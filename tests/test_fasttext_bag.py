@@ -374,6 +374,31 @@ def test_per_document_training_is_reproducible_and_resumes_to_the_same_weights(t
     assert full.history[-1]["train_loss"] < full.history[0]["train_loss"]
     for key, value in straight.state_dict().items():
         assert torch.equal(value, resumed.state_dict()[key]), key
+    # Each epoch's rate is the mean of fastText's per-token line over it.
+    assert [r["lr"] for r in full.history] == pytest.approx([recipe.lr * (1 - (e + 0.5) / 4) for e in range(4)])
+    # No torch optimiser exists (train.optim.EpochRate carries the rate), so none is saved.
+    assert sorted(p.name.split("-")[0] for p in (tmp_path / "b" / "checkpoint").glob("*.safetensors")) == ["model"]
+
+
+def test_per_document_rate_is_lambda_lrs_and_reads_its_checkpointed_state():
+    from torch.optim.lr_scheduler import LambdaLR
+
+    from textcls.train.optim import EpochRate, lr_factor
+
+    recipe = Recipe(optimizer="per-example-sgd", lr=0.5, epochs=5,
+                    schedule={"type": "lambda", "name": "linear-decay", "epochs": 5})
+    rate = EpochRate(recipe)
+    lambda_lr = LambdaLR(torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=recipe.lr), lr_factor(recipe.schedule))
+    for _ in range(5):
+        assert rate.get_last_lr() == lambda_lr.get_last_lr()
+        rate.step()
+        lambda_lr.step()
+    # Checkpoints of per-example runs before stop 26 hold LambdaLR's state: they still resume.
+    resumed = EpochRate(recipe)
+    resumed.load_state_dict(lambda_lr.state_dict())
+    assert resumed.get_last_lr() == lambda_lr.get_last_lr() and resumed.state_dict()["last_epoch"] == 5
+    with pytest.raises(ValueError, match="last_epoch"):
+        resumed.load_state_dict({"last_epoch": -1})
 
 
 def test_per_document_sgd_refuses_what_it_cannot_do():

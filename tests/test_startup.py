@@ -59,3 +59,17 @@ def test_predict_with_a_torch_model_loads_no_scikit_learn_or_datasets():
     assert json.loads(printed.strip())["label"] == LABEL
     assert "torch" in modules
     assert _loaded(modules, NEVER_TO_PREDICT) == []
+
+
+def test_training_fasttext_bag_and_static_finetune_builds_no_torch_optimiser(static_vectors, tmp_path):
+    # Building any torch optimiser imports torch._dynamo: 1.0-1.7 s, more than fastText's whole
+    # fit on trec. The ensemble's two trained members step their own parameters instead
+    # (train.optim.EpochRate, models.static_finetune.HeadAdam); its run directory included.
+    modules, printed = _modules_after(
+        "import textcls\n"
+        "data = textcls.load_dataset('trec', max_per_split=300)\n"
+        f"bag = textcls.Classifier('fasttext-bag', seed=0).fit_dataset(data, run_dir={str(tmp_path / 'bag')!r})\n"
+        "static = textcls.Classifier('static-finetune', seed=0).fit_dataset(data)\n"
+        "print(bag.evaluate(data['test'])['accuracy'], static.evaluate(data['test'])['accuracy'])")
+    assert all(float(a) > 0.4 for a in printed.split()), printed  # both learnt: 6 classes, the largest 23 %
+    assert "torch" in modules and _loaded(modules, ("torch._dynamo",)) == []

@@ -148,3 +148,26 @@ def test_row_adam_is_sparse_adams_update():
         torch.testing.assert_close(ours, theirs.detach(), **KERNEL)
     untouched = [2, 5, 6, 8]
     torch.testing.assert_close(ours[untouched], start[untouched], rtol=0, atol=0)
+
+
+def test_head_adam_is_torch_adams_update():
+    from textcls.models.static_finetune import HeadAdam
+
+    torch.manual_seed(0)
+    ours, theirs = torch.nn.Linear(6, 3), torch.nn.Linear(6, 3)
+    theirs.load_state_dict(ours.state_dict())
+    head_adam, torch_adam = HeadAdam(ours.parameters(), lr=0.01), torch.optim.Adam(theirs.parameters(), lr=0.01)
+    start = ours.weight.detach().clone()
+    for _ in range(4):
+        x, y = torch.randn(5, 6), torch.randint(0, 3, (5,))
+        for model, optimizer in ((ours, head_adam), (theirs, torch_adam)):
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        for mine, reference in zip(ours.parameters(), theirs.parameters()):
+            torch.testing.assert_close(mine, reference, **KERNEL)
+    assert not torch.equal(ours.weight, start)
+    ours.bias.grad = None  # a parameter without a gradient stays where it is
+    bias = ours.bias.detach().clone()
+    head_adam.step()
+    assert torch.equal(ours.bias, bias)

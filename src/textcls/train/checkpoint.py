@@ -3,7 +3,7 @@
 Layout of ``<run dir>/checkpoint/``: ``model-epochNNNN.safetensors`` (weights after epoch N),
 ``model-epochNNNN-stepSSSSSS.safetensors`` (after S batches of epoch N + 1),
 ``optimizer-...safetensors`` alike (optimiser state tensors, flattened as
-``"<param index>.<name>"``) and ``state.json`` (everything else, plus the SHA-256 of each
+``"<param index>.<name>"``; none under per-example-sgd, which has no torch optimiser) and ``state.json`` (everything else, plus the SHA-256 of each
 tensor file). Every file is written by ``artifacts.atomic_write_bytes`` (a temporary name,
 fsynced, renamed into place, the folder synced), and ``state.json`` is written last: it is the
 commit point, so a crash at any moment (SIGKILL included) leaves the previous complete
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.optim.lr_scheduler import LambdaLR
 
 from .. import artifacts
 from ..errors import CheckpointError
@@ -116,9 +117,11 @@ def save_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe,
     files = {}
     model_name = f"model-{tag}.safetensors"
     files["model"] = {"name": model_name, "sha256": _save_tensors(ckpt_dir / model_name, model.state_dict())}
-    opt_tensors, opt_meta = _flatten_optimizer(optimizer)
-    opt_name = f"optimizer-{tag}.safetensors"
-    files["optimizer"] = {"name": opt_name, "sha256": _save_tensors(ckpt_dir / opt_name, opt_tensors)}
+    opt_meta = None
+    if optimizer is not None:  # None under per-example-sgd, whose model steps itself
+        opt_tensors, opt_meta = _flatten_optimizer(optimizer)
+        opt_name = f"optimizer-{tag}.safetensors"
+        files["optimizer"] = {"name": opt_name, "sha256": _save_tensors(ckpt_dir / opt_name, opt_tensors)}
     # Mid-epoch weights are never the best state; before the first epoch ends there is none.
     if not step and (progress.best_epoch == epoch or progress.best_file is None):
         progress.best_file = dict(files["model"])
@@ -199,20 +202,12 @@ def load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe,
         best_sd = model_sd
     else:
         best_sd = _load_tensors(ckpt_dir, best_entry)
-    opt_sd = _unflatten_optimizer(_load_tensors(ckpt_dir, files["optimizer"]), opt_meta)
     model_path = ckpt_dir / files["model"]["name"]
     try:
         model.load_state_dict(model_sd)
     except RuntimeError as err:
         raise CheckpointError(f"{model_path} does not fit this model ({_first_line(err)}); resume with the same model and preset") from None
-    try:
-        optimizer.load_state_dict(opt_sd)
-    except (ValueError, KeyError, RuntimeError) as err:
-        raise CheckpointError(
-            f"{ckpt_dir / files['optimizer']['name']} does not fit this optimizer ({_first_line(err)}); "
-            "resume with the same model and recipe"
-        ) from None
-    scheduler.load_state_dict({**sched_state, "lr_lambdas": [None] * len(scheduler.lr_lambdas)})
+    _restore_optimizer_and_schedule(ckpt_dir, files, opt_meta, sched_state, optimizer, scheduler)
 
     progress = Progress(
         history=list(saved_progress["history"]),
@@ -230,6 +225,33 @@ def load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe,
         raise CheckpointError(f"{state_path} is inconsistent (best epoch {progress.best_epoch} but best model file {best_entry!r}); delete {ckpt_dir} to start over")
     best_state = {k: v.clone() for k, v in best_sd.items()} if best_sd is not None else None
     return progress, best_state, position
+
+
+def _restore_optimizer_and_schedule(ckpt_dir: Path, files: dict, opt_meta, sched_state: dict, optimizer,
+                                    scheduler) -> None:
+    """Load the optimiser's and the schedule's state. A per-example-sgd run has no optimiser
+    (``optimizer`` None; its checkpoints before stop 26 saved a stateless SGD's, not read) and
+    an ``EpochRate`` for the schedule, which reads ``LambdaLR``'s state too."""
+    if optimizer is not None:
+        if files.get("optimizer") is None:
+            raise CheckpointError(f"{ckpt_dir / STATE_FILE} has no optimizer state; resume with the recipe it was "
+                                  "written with")
+        opt_sd = _unflatten_optimizer(_load_tensors(ckpt_dir, files["optimizer"]), opt_meta)
+        try:
+            optimizer.load_state_dict(opt_sd)
+        except (ValueError, KeyError, RuntimeError) as err:
+            raise CheckpointError(
+                f"{ckpt_dir / files['optimizer']['name']} does not fit this optimizer ({_first_line(err)}); "
+                "resume with the same model and recipe"
+            ) from None
+    try:
+        if isinstance(scheduler, LambdaLR):
+            scheduler.load_state_dict({**sched_state, "lr_lambdas": [None] * len(scheduler.lr_lambdas)})
+        else:
+            scheduler.load_state_dict(sched_state)
+    except (ValueError, KeyError, TypeError) as err:
+        raise CheckpointError(f"{ckpt_dir / STATE_FILE} has a bad scheduler state ({_first_line(err)}); delete "
+                              f"{ckpt_dir} to start over") from None
 
 
 def _read_position(state: dict) -> Position:

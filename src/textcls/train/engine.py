@@ -73,7 +73,7 @@ from ..recipe import PER_EXAMPLE_SGD, Recipe
 from ..validate import check_int
 from . import distributed
 from .checkpoint import CHECKPOINT_DIR, Position, Progress, load_checkpoint, save_checkpoint
-from .optim import build_optimizer, build_scheduler
+from .optim import EpochRate, build_optimizer, build_scheduler
 
 __all__ = ["FitResult", "fit", "predict_proba", "epoch_seed", "step_seed", "CSV_COLUMNS"]
 
@@ -192,8 +192,8 @@ class _Run:
     clip_params: list  # the trainable parameters, for gradient clipping
     criterion: Any
     loss_weights: np.ndarray | None  # the criterion's class (or positive) weights, for per-example SGD
-    optimizer: torch.optim.Optimizer
-    scheduler: Any
+    optimizer: torch.optim.Optimizer | None  # None under per-example-sgd: the model steps itself
+    scheduler: Any  # a LambdaLR, or the EpochRate of per-example-sgd
     recipe: Recipe
     task: dict  # multi_label, num_classes, label_names: what a checkpoint must match
     env: distributed.DistEnv
@@ -232,8 +232,10 @@ def _start(model, train_loader, recipe: Recipe, task: dict, class_counts, *, env
     criterion = _make_criterion(task["multi_label"], loss_weights, device)
     if recipe.optimizer == PER_EXAMPLE_SGD:
         _check_per_example(model, recipe, env, train_loader, loss_weights, task["multi_label"])
-    optimizer = build_optimizer(model, recipe)
-    scheduler = build_scheduler(optimizer, recipe)
+        optimizer, scheduler = None, EpochRate(recipe)
+    else:
+        optimizer = build_optimizer(model, recipe)
+        scheduler = build_scheduler(optimizer, recipe)
     run_dir = Path(run_dir) if run_dir is not None else None
     progress, best_state, position = Progress(), None, Position()
     if resume:
@@ -263,7 +265,7 @@ def _run_epoch(run: _Run, train_loader, dev_loader) -> dict:
     epoch_index = len(progress.history)  # 0-based: the schedule's and the seed's epoch
     _seed_everything(epoch_seed(recipe.seed, epoch_index))
     _set_sampler_epoch(train_loader, epoch_index)
-    lr = float(run.optimizer.param_groups[0]["lr"])
+    lr = float(run.scheduler.get_last_lr()[0])
     start = time.perf_counter()
     if recipe.optimizer == PER_EXAMPLE_SGD:
         train_loss, steps = _per_example_epoch(run, train_loader, lr)
@@ -449,8 +451,6 @@ def _per_example_epoch(run: _Run, loader, lr: float) -> tuple[float, int]:
     order = np.concatenate([np.asarray(list(rows), dtype=np.int64) for rows in loader.batch_sampler])
     run.model.train()
     total = run.model.per_example_epoch(loader.dataset, order, lr, run.loss_weights, run.task["multi_label"])
-    # No gradient exists, so this changes nothing; it tells the LR scheduler that an epoch's steps were taken.
-    run.optimizer.step()
     return _finite(total / max(len(order), 1), run.recipe), len(order)
 
 
