@@ -371,6 +371,10 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             assert entry.dataset == "mr" and entry.overrides == {"max_length": 3000, "clitics": True}, entry.id
             assert entry.paper is None, entry.id
             continue
+        if entry.name.endswith("-minilm"):  # issue 15's vectors diagnosis: a frozen row's twin, distilled vectors
+            assert entry.model in ("spe-cnn", "single-cnn-static") and entry.paper is None, entry.id
+            assert entry.overrides == {"max_length": 3000, "embeddings": "minilm-static"}, entry.id
+            continue
         # The presets' recipe untouched: only the length cap is overridden.
         assert entry.overrides == {"max_length": 3000}, entry.id
         assert entry.paper is not None and entry.paper_source.startswith("spe_cnn Table 3"), entry.id
@@ -380,7 +384,7 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
     # The paper's figures, as in the 30-minute suite (Table 3).
     budget = {(e.dataset, e.model): e.paper for e in load_suite("spe_cnn").entries if e.paper is not None}
     for entry in full.entries:
-        if (entry.dataset, entry.model) in budget and not entry.name.endswith("-clitics"):
+        if (entry.dataset, entry.model) in budget and not entry.name.endswith(("-clitics", "-minilm")):
             assert entry.paper == budget[(entry.dataset, entry.model)], entry.id
     scaled = {e.dataset: e.paper for e in full.entries if e.model == "spe-cnn-pe-scaled"}
     assert scaled == {e.dataset: e.paper for e in full.entries if e.name == "spe-cnn"}
