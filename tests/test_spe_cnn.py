@@ -375,6 +375,10 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             assert entry.model in ("spe-cnn", "single-cnn-static") and entry.paper is None, entry.id
             assert entry.overrides == {"max_length": 3000, "embeddings": "minilm-static"}, entry.id
             continue
+        if entry.name.endswith("-stop-accuracy"):  # issue 15's stopping diagnosis: best dev accuracy, patience 20
+            assert entry.model in ("spe-cnn", "single-cnn-static") and entry.paper is None, entry.id
+            assert entry.overrides == {"max_length": 3000, "monitor": "accuracy", "patience": 20}, entry.id
+            continue
         # The presets' recipe untouched: only the length cap is overridden.
         assert entry.overrides == {"max_length": 3000}, entry.id
         assert entry.paper is not None and entry.paper_source.startswith("spe_cnn Table 3"), entry.id
@@ -384,7 +388,7 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
     # The paper's figures, as in the 30-minute suite (Table 3).
     budget = {(e.dataset, e.model): e.paper for e in load_suite("spe_cnn").entries if e.paper is not None}
     for entry in full.entries:
-        if (entry.dataset, entry.model) in budget and not entry.name.endswith(("-clitics", "-minilm")):
+        if (entry.dataset, entry.model) in budget and not entry.name.endswith(("-clitics", "-minilm", "-stop-accuracy")):
             assert entry.paper == budget[(entry.dataset, entry.model)], entry.id
     scaled = {e.dataset: e.paper for e in full.entries if e.model == "spe-cnn-pe-scaled"}
     assert scaled == {e.dataset: e.paper for e in full.entries if e.name == "spe-cnn"}
