@@ -3,8 +3,8 @@
 Layout of ``<run dir>/checkpoint/``: ``model-epochNNNN.safetensors`` (weights after epoch N),
 ``model-epochNNNN-stepSSSSSS.safetensors`` (after S batches of epoch N + 1),
 ``optimizer-...safetensors`` alike (optimiser state tensors, flattened as
-``"<param index>.<name>"``; none under per-example-sgd, which has no torch optimiser) and ``state.json`` (everything else, plus the SHA-256 of each
-tensor file). Every file is written by ``artifacts.atomic_write_bytes`` (a temporary name,
+``"<param index>.<name>"``; none under per-example-sgd, which has no torch optimiser) and
+``state.json`` (everything else, plus the SHA-256 of each tensor file). Every file is written by ``artifacts.atomic_write_bytes`` (a temporary name,
 fsynced, renamed into place, the folder synced), and ``state.json`` is written last: it is the
 commit point, so a crash at any moment (SIGKILL included) leaves the previous complete
 checkpoint, and a tensor file that does not match its SHA-256 is refused. The best state is
