@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "benchmarks" / "suites" / "tiny.toml"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
-RUN_NUMBERS = ("accuracy", "macro_f1", "train_seconds", "train_docs_per_second", "infer_docs_per_second_b1",
+RUN_NUMBERS = ("accuracy", "macro_f1", "train_seconds", "train_cpu_seconds", "train_docs_per_second", "infer_docs_per_second_b1",
                "infer_docs_per_second_b256", "peak_rss_mb", "epochs_run", "train_documents", "test_documents",
                "epoch_seconds", "train_ms_per_document", "roc_auc_macro", "roc_auc_micro")
 
@@ -75,6 +75,9 @@ def test_tiny_suite_writes_json_with_every_field(tiny_run):
         assert run["train_ms_per_document"] == pytest.approx(1000 * run["epoch_seconds"] / 270)
         assert 0.0 <= run["roc_auc_micro"] <= 1.0 and 0.0 <= run["roc_auc_macro"] <= 1.0
         assert run["peak_rss_mb"] > 50 and run["threads"] == 1 and run["precision"] == "fp32"
+        # One thread: the fit's CPU seconds cannot much exceed its wall seconds (a little slack for
+        # the tokenizer's Rust threads), and a fit that trained used some.
+        assert 0.0 < run["train_cpu_seconds"] <= 1.5 * run["train_seconds"] + 0.5, entry["id"]
         params = run["parameters"]
         assert params["total"] == params["embedding"] + params["non_embedding"] >= params["trainable"] > 0
         for key in ("accuracy", "macro_f1", "train_seconds", "peak_rss_mb"):

@@ -417,11 +417,15 @@ def _run_job(job: dict) -> dict:
     dataset = ensure_dev(dataset, fraction=estimator.dev_fraction, seed=seed)
     record["dataset"] = dataset.summary()
     record["train_documents"] = len(dataset["train"])
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     device = job.get("device", "cpu")
     record["device"] = system.device_name(device)
     estimator.fit(dataset, device=device)
     record["train_seconds"] = time.perf_counter() - start
+    # The fit's CPU seconds over every thread of the run's process: on a machine shared with
+    # other jobs, wall seconds grow with their load and CPU seconds much less, so ratios of
+    # CPU seconds compare runs that ran at different loads.
+    record["train_cpu_seconds"] = time.process_time() - cpu_start
     report = estimator.fit_report()
     record.update({key: report[key] for key in ("train_loop_seconds", "epochs_run", "best_epoch", "embeddings",
                                                 "settings", "precision")})
