@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from textcls import load_dataset
-from textcls.artifacts import atomic_write_bytes, write_json
+from textcls.benchmark.report import write_script_result
 from textcls.benchmark.runner import create_estimator
 from textcls.benchmark.system import git_info, machine_info
 from textcls.data.prepare import label_targets, target_array
@@ -171,11 +171,7 @@ def main(argv=None) -> None:
               "load_average_before": [round(x, 2) for x in os.getloadavg()], "runs": {}}
     for name in args.datasets:
         result["runs"][name] = {str(seed): _subset_rows(_fit_candidates(name, seed)) for seed in args.seeds}
-        # Written after every dataset, so a stopped run keeps the datasets it finished.
-        result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-        write_json(Path(args.output + ".json"), {**result, "datasets": list(result["runs"])})
-        atomic_write_bytes(Path(args.output + ".md"),
-                           _markdown({**result, "datasets": list(result["runs"])}).encode("utf-8"))
+        write_script_result(args.output, result, _markdown)
     print(f"wrote {args.output}.json and {args.output}.md")
 
 

@@ -32,7 +32,7 @@ import torch
 from scipy import stats
 
 from textcls import load_dataset
-from textcls.artifacts import atomic_write_bytes, write_json
+from textcls.benchmark.report import write_script_result
 from textcls.benchmark.runner import create_estimator
 from textcls.benchmark.system import git_info, machine_info
 from textcls.data.prepare import label_targets, target_array
@@ -121,11 +121,7 @@ def main(argv=None) -> None:
     for name in args.datasets:
         result["runs"][name] = {str(s): _split_runs(name, s) for s in args.split_seeds}
         result["offsets"][name] = _offsets(result, name)
-        # Written after every dataset, so a stopped run keeps the datasets it finished.
-        result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-        done = {**result, "datasets": list(result["runs"])}
-        write_json(Path(args.output + ".json"), done)
-        atomic_write_bytes(Path(args.output + ".md"), _markdown(done).encode("utf-8"))
+        write_script_result(args.output, result, _markdown)
     print(f"wrote {args.output}.json and {args.output}.md")
 
 

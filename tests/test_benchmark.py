@@ -540,3 +540,16 @@ def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
     (tmp_path / "other.json").write_text('{"a": 1}', encoding="utf-8")
     with pytest.raises(ConfigError, match="other.json: not a benchmark report"):
         merge_run_files([tmp_path / "other.json"], together)
+
+
+def test_a_scripts_result_is_written_after_each_dataset_with_the_datasets_it_finished(tmp_path):
+    from textcls.benchmark.report import write_script_result
+
+    result = {"command": "python benchmarks/x.py", "runs": {"trec": {"0": 0.9}}}
+    written = write_script_result(tmp_path / "x", result, lambda r: "# " + ", ".join(r["datasets"]) + "\n")
+    assert written["datasets"] == ["trec"] and len(written["load_average_after"]) == 3
+    assert json.loads((tmp_path / "x.json").read_text(encoding="utf-8")) == written
+    assert (tmp_path / "x.md").read_text(encoding="utf-8") == "# trec\n"
+    result["runs"]["mr"] = {"0": 0.7}  # the next dataset rewrites both files
+    write_script_result(tmp_path / "x", result, lambda r: "# " + ", ".join(r["datasets"]) + "\n")
+    assert (tmp_path / "x.md").read_text(encoding="utf-8") == "# trec, mr\n"

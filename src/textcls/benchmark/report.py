@@ -8,15 +8,29 @@ column, next to ours, and is never mixed into our numbers.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
+from typing import Callable
 
 from ..artifacts import atomic_write_bytes, write_figure, write_json as _write_json_file
 
-__all__ = ["write_report", "write_json", "format_markdown", "format_tables", "format_summary",
+__all__ = ["write_report", "write_json", "write_script_result", "format_markdown", "format_tables", "format_summary",
            "plot_accuracy_vs_time"]
 
 DASH = "–"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+
+
+def write_script_result(output: str | Path, result: dict, markdown: Callable[[dict], str]) -> dict:
+    """Write a benchmark script's ``<output>.json`` and ``<output>.md`` after each dataset, so a
+    stopped run keeps the datasets it finished: ``result["runs"]`` holds one key per finished
+    dataset, which become ``"datasets"``, and the load average is taken now
+    (``"load_average_after"``). Returns what was written."""
+    result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    done = {**result, "datasets": list(result["runs"])}
+    _write_json_file(Path(f"{output}.json"), done)
+    atomic_write_bytes(Path(f"{output}.md"), markdown(done).encode("utf-8"))
+    return done
 
 
 def _stem(result: dict) -> str:
