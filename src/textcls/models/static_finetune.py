@@ -244,10 +244,10 @@ class HeadAdam:
     """``torch.optim.Adam``'s update (its single-tensor CPU path, the one it takes here; no
     weight decay or amsgrad) for the head's parameters, step for step the same numbers.
 
-    Why not ``torch.optim.Adam`` itself: building any torch optimiser imports ``torch._dynamo``,
-    1.0-1.7 s on the 2-core Xeon. That was a third of the ensemble's fit on mpqa and trec, whose
-    budget is ten times fastText's 1 s there, and this member (with fasttext-bag's per-example
-    loop, ``train.optim.EpochRate``) was what built one."""
+    Why not ``torch.optim.Adam`` itself: building any torch optimiser imports ``torch._dynamo``
+    (1.38 s, benchmarks/results/optimizer_import.md), more than fastText's whole fit on trec or
+    mpqa (practitioner.md), whose ten times are the ensemble's budget there; this member and
+    fasttext-bag's per-example loop (``train.optim.EpochRate``) were what built one."""
 
     def __init__(self, params, *, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
         import torch

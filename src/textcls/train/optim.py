@@ -166,8 +166,8 @@ class EpochRate:
     so nothing else needs a torch optimiser.
 
     Why not ``torch.optim.SGD`` + ``LambdaLR`` (as until stop 25): building any torch optimiser
-    imports ``torch._dynamo``, 1.0-1.7 s on the 2-core Xeon, which is more than fastText's whole
-    fit on trec or mpqa and most of what the ensemble's fasttext-bag member costs there. The
+    imports ``torch._dynamo`` (1.38 s, benchmarks/results/optimizer_import.md), more than
+    fastText's whole fit on trec or mpqa (practitioner.md). The
     rate is the schedule's function of the epoch index, as ``LambdaLR`` computes it
     (``recipe.lr * factor(epoch)``), and the state is ``LambdaLR``'s own ``last_epoch``, so a
     checkpoint's ``scheduler`` entry has the same keys either way.
