@@ -388,10 +388,12 @@ def test_per_document_rate_is_lambda_lrs_and_reads_its_checkpointed_state():
     recipe = Recipe(optimizer="per-example-sgd", lr=0.5, epochs=5,
                     schedule={"type": "lambda", "name": "linear-decay", "epochs": 5})
     rate = EpochRate(recipe)
-    lambda_lr = LambdaLR(torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=recipe.lr), lr_factor(recipe.schedule))
+    sgd = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=recipe.lr)
+    lambda_lr = LambdaLR(sgd, lr_factor(recipe.schedule))
     for _ in range(5):
         assert rate.get_last_lr() == lambda_lr.get_last_lr()
         rate.step()
+        sgd.step()  # no gradient: changes nothing, but LambdaLR expects an optimiser step first
         lambda_lr.step()
     # Checkpoints of per-example runs before stop 26 hold LambdaLR's state: they still resume.
     resumed = EpochRate(recipe)
