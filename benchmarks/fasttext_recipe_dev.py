@@ -35,9 +35,8 @@ import torch
 
 from textcls import load_dataset
 from textcls.benchmark.report import write_script_result
-from textcls.benchmark.runner import create_estimator
+from textcls.benchmark.runner import create_estimator, split_accuracy
 from textcls.benchmark.system import git_info, machine_info
-from textcls.data.prepare import label_targets, target_array
 from textcls.data.splits import ensure_dev
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,13 +53,6 @@ def _settings(candidate: str, rate: float, epochs: int) -> tuple[float, int]:
     }[candidate]
 
 
-def _accuracy(estimator, dataset, split: str) -> float:
-    probs = estimator.predict_proba(list(dataset[split]["text"]))
-    names = dataset.label_names
-    labels = target_array(label_targets(dataset[split], names, False, split), len(names), False)
-    return float((probs.argmax(axis=1) == labels).mean())
-
-
 def _fit(seed: int, overrides: dict, dataset) -> dict:
     torch.manual_seed(seed)
     np.random.seed(seed)
@@ -70,7 +62,7 @@ def _fit(seed: int, overrides: dict, dataset) -> dict:
     seconds = time.perf_counter() - started
     recipe = estimator.preset.recipe
     return {"lr": recipe.lr, "epochs": recipe.epochs, "best_epoch": estimator.best_epoch_,
-            "dev": _accuracy(estimator, dataset, "dev"), "test": _accuracy(estimator, dataset, "test"),
+            "dev": split_accuracy(estimator, dataset, "dev"), "test": split_accuracy(estimator, dataset, "test"),
             "seconds": round(seconds, 2)}
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -48,7 +49,8 @@ def main(argv=None) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     runs = [json.loads(subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True,
                                       env=env).stdout) for _ in range(args.repeats)]
-    result = {"command": "python benchmarks/optimizer_import.py" + "".join(f" {a}" for a in (argv or sys.argv[1:])),
+    args_given = sys.argv[1:] if argv is None else argv
+    result = {"command": shlex.join(["python", "benchmarks/optimizer_import.py", *args_given]),
               "git": git_info(REPO), "machine": machine_info(), "load_average_before": load_before,
               "load_average_after": [round(x, 2) for x in os.getloadavg()], "runs": runs,
               "median_import_torch_s": statistics.median(r["import_torch_s"] for r in runs),

@@ -33,22 +33,14 @@ from scipy import stats
 
 from textcls import load_dataset
 from textcls.benchmark.report import write_script_result
-from textcls.benchmark.runner import create_estimator
+from textcls.benchmark.runner import create_estimator, split_accuracy
 from textcls.benchmark.system import git_info, machine_info
-from textcls.data.prepare import label_targets, target_array
 from textcls.data.splits import ensure_dev
 
 REPO = Path(__file__).resolve().parents[1]
 # name: (model, overrides), as the suites' entries give them (fastText: its tutorial's settings).
 MODELS = {"tfidf-lr": ("tfidf-lr", {}), "tfidf-nb": ("tfidf-nb", {}),
           "fasttext-tutorial": ("fasttext", {"epoch": 25, "lr": 1.0})}
-
-
-def _accuracy(estimator, dataset) -> float:
-    probs = estimator.predict_proba(list(dataset["test"]["text"]))
-    names = dataset.label_names
-    labels = target_array(label_targets(dataset["test"], names, False, "test"), len(names), False)
-    return float((probs.argmax(axis=1) == labels).mean())
 
 
 def _split_runs(name: str, split_seed: int) -> dict:
@@ -61,7 +53,8 @@ def _split_runs(name: str, split_seed: int) -> dict:
         estimator = create_estimator(preset, seed=0, overrides=overrides)
         started = time.perf_counter()
         estimator.fit(dataset)
-        runs[model] = {"accuracy": _accuracy(estimator, dataset), "seconds": round(time.perf_counter() - started, 2)}
+        runs[model] = {"accuracy": split_accuracy(estimator, dataset, "test"),
+                       "seconds": round(time.perf_counter() - started, 2)}
         print(f"{name} split {split_seed} {model}: {100 * runs[model]['accuracy']:.2f}", flush=True)
     return runs
 

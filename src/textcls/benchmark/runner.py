@@ -361,12 +361,19 @@ def _timed_predict(predict_proba, texts: list[str], batch: int, task_ids: list[i
     return len(texts) / max(seconds, 1e-9), np.concatenate(parts, axis=0)
 
 
-def _targets(split, dataset):
+def _targets(split, dataset, split_name: str = "test"):
     """Gold labels as class indices, or a multi-hot matrix for multi-label data."""
     from ..data.prepare import label_targets, target_array
 
-    targets = label_targets(split, dataset.label_names, dataset.multi_label, f"{dataset.name}/test")
+    targets = label_targets(split, dataset.label_names, dataset.multi_label, f"{dataset.name}/{split_name}")
     return target_array(targets, len(dataset.label_names), dataset.multi_label)
+
+
+def split_accuracy(estimator, dataset, split_name: str) -> float:
+    """A fitted estimator's accuracy (its most probable class) on ``dataset[split_name]`` of
+    single-label data: what the benchmark scripts compare their candidates by."""
+    probs = estimator.predict_proba(list(dataset[split_name]["text"]))
+    return float((probs.argmax(axis=1) == _targets(dataset[split_name], dataset, split_name)).mean())
 
 
 def _model_kind(model: str) -> str:
