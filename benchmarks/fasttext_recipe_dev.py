@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from textcls import load_dataset
-from textcls.benchmark.report import write_script_result
+from textcls.benchmark.report import dev_choice_table, write_script_result
 from textcls.benchmark.runner import create_estimator, split_accuracy
 from textcls.benchmark.system import git_info, machine_info
 from textcls.data.splits import ensure_dev
@@ -79,29 +79,13 @@ def _runs(name: str, seed: int) -> dict:
 
 
 def _markdown(result: dict) -> str:
-    datasets, seeds = result["datasets"], result["seeds"]
     lines = ["# fasttext-bag's recipe rule under fastText's own loop, chosen on dev", "",
              f"- command: `{result['command']}`", f"- commit: `{result['git'].get('commit')}`",
              f"- machine: {result['machine']['cpu_model']} ({', '.join(result['machine']['cpu_simd'])}); one thread; "
              "load average "
              f"{result['load_average_before']} -> {result.get('load_average_after')}", "",
-             f"Accuracy, % (mean over seeds {', '.join(map(str, seeds))}): **dev** (what chooses) / test "
-             "(recorded, chooses nothing); the rule's rate and epochs per dataset are in the JSON.", "",
-             "| candidate | " + " | ".join(datasets) + " | average dev | average test |",
-             "|---|" + "---|" * len(datasets) + "---:|---:|"]
-    for candidate in CANDIDATES:
-        cells, devs, tests = [], [], []
-        for name in datasets:
-            runs = [result["runs"][name][str(s)][candidate] for s in seeds]
-            dev, test = 100 * np.mean([r["dev"] for r in runs]), 100 * np.mean([r["test"] for r in runs])
-            devs.append(dev)
-            tests.append(test)
-            cells.append(f"{dev:.2f} / {test:.2f}")
-        lines.append(f"| {candidate} | " + " | ".join(cells) + f" | {np.mean(devs):.2f} | {np.mean(tests):.2f} |")
-    best = max(CANDIDATES, key=lambda c: np.mean([np.mean([result["runs"][n][str(s)][c]["dev"] for s in seeds])
-                                                  for n in datasets]))
-    lines += ["", f"Highest average dev accuracy: **{best}**.", ""]
-    return "\n".join(lines)
+             "The rule's rate and epochs per dataset are in the JSON.", ""]
+    return "\n".join(lines + dev_choice_table(result, CANDIDATES))
 
 
 def main(argv=None) -> None:

@@ -553,3 +553,20 @@ def test_a_scripts_result_is_written_after_each_dataset_with_the_datasets_it_fin
     result["runs"]["mr"] = {"0": 0.7}  # the next dataset rewrites both files
     write_script_result(tmp_path / "x", result, lambda r: "# " + ", ".join(r["datasets"]) + "\n")
     assert (tmp_path / "x.md").read_text(encoding="utf-8") == "# trec, mr\n"
+
+
+def test_the_dev_choice_table_averages_dev_and_test_and_names_the_best_dev_candidate():
+    from textcls.benchmark.report import dev_choice_table
+
+    def run(dev, test):
+        return {"dev": dev, "test": test}
+
+    # "b" wins on test but "a" on dev: dev chooses.
+    result = {"datasets": ["trec", "mr"], "seeds": [0, 1],
+              "runs": {"trec": {"0": {"a": run(0.8, 0.7), "b": run(0.7, 0.9)}, "1": {"a": run(0.9, 0.7), "b": run(0.8, 0.9)}},
+                       "mr": {"0": {"a": run(0.6, 0.5), "b": run(0.6, 0.6)}, "1": {"a": run(0.6, 0.5), "b": run(0.6, 0.6)}}}}
+    lines = dev_choice_table(result, ["a", "b"])
+    assert "| a | 85.00 / 70.00 | 60.00 / 50.00 | 72.50 | 60.00 |" in lines
+    assert "| b | 75.00 / 90.00 | 60.00 / 60.00 | 67.50 | 75.00 |" in lines
+    assert lines[-2] == "Highest average dev accuracy: **a**."
+    assert dev_choice_table(result, ["b", "a"])[-2] == "Highest average dev accuracy: **a**."

@@ -61,10 +61,12 @@ def test_numpy_prediction_is_the_torch_forward(fitted, trec_600):
 def test_fine_tuning_moves_only_the_training_pieces(static_vectors):
     texts = ["a wonderful film", "an awful film", "wonderful acting", "awful acting"] * 4
     labels = np.array([1, 0, 1, 0] * 4)
-    tuned = _model(static_vectors, max_epochs=3).fit(texts, labels, dev_texts=texts[:4], dev_y=labels[:4])
-    seen = np.unique(tuned.vectorizer_.piece_ids(texts)[0])
-    moved = np.flatnonzero(np.any(tuned.vectorizer_.embedding != static_vectors[1], axis=1))
-    assert set(moved) == set(seen)
+    for rule in ("lazy", "dense"):  # dense Adam too: a row without a gradient has no moments to move it
+        tuned = _model(static_vectors, max_epochs=3, table_adam=rule).fit(texts, labels, dev_texts=texts[:4],
+                                                                          dev_y=labels[:4])
+        seen = np.unique(tuned.vectorizer_.piece_ids(texts)[0])
+        moved = np.flatnonzero(np.any(tuned.vectorizer_.embedding != static_vectors[1], axis=1))
+        assert set(moved) == set(seen), rule
     frozen = _model(static_vectors, max_epochs=3, tune_vectors=False).fit(texts, labels, dev_texts=texts[:4],
                                                                     dev_y=labels[:4])
     np.testing.assert_array_equal(frozen.vectorizer_.embedding, static_vectors[1])
@@ -102,6 +104,8 @@ def test_a_saved_run_predicts_the_same_without_the_cache(fitted, trec_600, tmp_p
 def test_bad_settings_missing_dev_and_a_corrupt_state_are_one_clear_error(fitted, static_vectors):
     with pytest.raises(ConfigError, match="'dropout' = 1.0"):
         create_model(get_preset("static-finetune").with_overrides(dropout=1.0), num_classes=2)
+    with pytest.raises(ConfigError, match="'table_adam' = 'adagrad' is not one of lazy, dense"):
+        create_model(get_preset("static-finetune").with_overrides(table_adam="adagrad"), num_classes=2)
     with pytest.raises(ConfigError, match="chooses its epoch on dev"):
         _model(static_vectors).fit(["a", "b"], np.array([0, 1]))
     arrays, meta = fitted.estimator_.state()
@@ -148,6 +152,31 @@ def test_row_adam_is_sparse_adams_update():
         torch.testing.assert_close(ours, theirs.detach(), **KERNEL)
     untouched = [2, 5, 6, 8]
     torch.testing.assert_close(ours[untouched], start[untouched], rtol=0, atol=0)
+
+
+def test_catch_up_adam_is_dense_torch_adam_on_the_rows_a_batch_touches():
+    from textcls.models.static_finetune import CatchUpAdam
+
+    torch.manual_seed(0)
+    start = torch.randn(30, 4)
+    ours, theirs = start.clone(), torch.nn.Parameter(start.clone())
+    catch_up, dense_adam = CatchUpAdam(ours, lr=0.01), torch.optim.Adam([theirs], lr=0.01)
+    generator = torch.Generator().manual_seed(1)
+    # Rows 0-24 come and go (row 0 alone at steps 0 and 60, then idle for 60 steps); 25-29 never
+    # have a gradient.
+    for step in range(120):
+        rows = torch.tensor([0]) if step % 60 == 0 else torch.unique(torch.randint(1, 25, (4,), generator=generator))
+        grad = torch.randn(len(rows), 4, generator=generator)
+        catch_up.step(rows, grad)
+        theirs.grad = torch.zeros_like(theirs).index_copy_(0, rows, grad)
+        dense_adam.step()
+        if step in (59, 119):
+            catch_up.flush()
+            # float32 steps, summed in another order; the closed form leaves out eps (1e-8)
+            torch.testing.assert_close(ours, theirs.detach(), rtol=1e-4, atol=1e-5)
+    # Two lazy steps move row 0 by at most 2 * lr = 0.02; dense Adam kept it moving while idle.
+    assert (ours[0] - start[0]).abs().max() > 0.05
+    torch.testing.assert_close(ours[25:], start[25:], rtol=0, atol=0)
 
 
 def test_head_adam_is_torch_adams_update():

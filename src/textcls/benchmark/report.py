@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Callable
+from statistics import fmean
+from typing import Callable, Sequence
 
 from ..artifacts import atomic_write_bytes, write_figure, write_json as _write_json_file
 
-__all__ = ["write_report", "write_json", "write_script_result", "format_markdown", "format_tables", "format_summary",
+__all__ = ["write_report", "write_json", "write_script_result", "dev_choice_table", "format_markdown", "format_tables", "format_summary",
            "plot_accuracy_vs_time"]
 
 DASH = "–"
@@ -31,6 +32,31 @@ def write_script_result(output: str | Path, result: dict, markdown: Callable[[di
     _write_json_file(Path(f"{output}.json"), done)
     atomic_write_bytes(Path(f"{output}.md"), markdown(done).encode("utf-8"))
     return done
+
+
+def dev_choice_table(result: dict, candidates: Sequence[str]) -> list[str]:
+    """Markdown lines comparing ``candidates`` by mean **dev** accuracy, the test accuracy beside
+    it, for a benchmark script whose ``result["runs"][dataset][seed][candidate]`` hold ``dev``
+    and ``test`` accuracies (0-1); the last line names the candidate of highest average dev
+    accuracy (ties to the first listed)."""
+    datasets, seeds = result["datasets"], [str(s) for s in result["seeds"]]
+    lines = [f"Accuracy, % (mean over seeds {', '.join(seeds)}): **dev** (what chooses) / test (recorded, "
+             "chooses nothing).", "",
+             "| candidate | " + " | ".join(datasets) + " | average dev | average test |",
+             "|---|" + "---|" * len(datasets) + "---:|---:|"]
+    average_dev = {}
+    for candidate in candidates:
+        cells, devs, tests = [], [], []
+        for name in datasets:
+            runs = [result["runs"][name][seed][candidate] for seed in seeds]
+            dev, test = 100 * fmean([r["dev"] for r in runs]), 100 * fmean([r["test"] for r in runs])
+            devs.append(dev)
+            tests.append(test)
+            cells.append(f"{dev:.2f} / {test:.2f}")
+        average_dev[candidate] = float(fmean(devs))
+        lines.append(f"| {candidate} | " + " | ".join(cells) + f" | {fmean(devs):.2f} | {fmean(tests):.2f} |")
+    best = max(candidates, key=lambda c: average_dev[c])
+    return lines + ["", f"Highest average dev accuracy: **{best}**.", ""]
 
 
 def _stem(result: dict) -> str:
