@@ -32,8 +32,6 @@ Writes <output>.json (every accuracy, weight and fit time; the machine and the c
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -42,9 +40,8 @@ import numpy as np
 import torch
 
 from textcls import load_dataset
-from textcls.benchmark.report import write_script_result
+from textcls.benchmark.report import script_header, start_script_result, write_script_result
 from textcls.benchmark.runner import create_estimator
-from textcls.benchmark.system import git_info, machine_info
 from textcls.data.prepare import label_targets, target_array
 from textcls.data.splits import ensure_dev
 from textcls.models.ensemble import ProbabilityEnsemble
@@ -134,10 +131,8 @@ def _dev_two_fold(num_classes: int, rule: dict, dev: list, targets: np.ndarray) 
 
 def _markdown(result: dict) -> str:
     datasets = result["datasets"]
-    lines = ["# Ensemble members", "", f"- command: `{result['command']}`", f"- commit: `{result['git']['commit']}`",
-             f"- machine: {result['machine']['cpu_model']} ({', '.join(result['machine']['cpu_simd'])}); one thread; "
-             f"load average {result['load_average_before']} -> {result['load_average_after']}",
-             "", "Test accuracy, % (mean over seeds " + ", ".join(map(str, result["seeds"])) + "); "
+    lines = script_header("Ensemble members", result) + [
+             "Test accuracy, % (mean over seeds " + ", ".join(map(str, result["seeds"])) + "); "
              "subsets: the preset's rule (calibrated, log-linear) [equal mean]; rules: the preset's members "
              "[accuracy on each half of dev when fitted on the other, which reads no test label]", "",
              "| candidate or subset | " + " | ".join(datasets) + " | average |", "|---|" + "---|" * (len(datasets) + 1)]
@@ -165,10 +160,8 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=str(REPO / "benchmarks/results/ensemble_members"))
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    result = {"command": "OMP_NUM_THREADS=1 python benchmarks/ensemble_members.py " + shlex.join(sys.argv[1:]),
-              "git": git_info(REPO), "machine": machine_info(), "datasets": args.datasets, "seeds": args.seeds,
-              "candidates": list(CANDIDATES), "subsets": {k: list(v) for k, v in SUBSETS.items()},
-              "load_average_before": [round(x, 2) for x in os.getloadavg()], "runs": {}}
+    result = start_script_result(__file__, sys.argv[1:], datasets=args.datasets, seeds=args.seeds,
+                                 candidates=list(CANDIDATES), subsets={k: list(v) for k, v in SUBSETS.items()})
     for name in args.datasets:
         result["runs"][name] = {str(seed): _subset_rows(_fit_candidates(name, seed)) for seed in args.seeds}
         write_script_result(args.output, result, _markdown)

@@ -12,7 +12,6 @@ the machine (benchmark/system.machine_info).
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess

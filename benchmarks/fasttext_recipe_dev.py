@@ -24,8 +24,6 @@ Writes <output>.json and <output>.md; the machine is shared, so seconds compare 
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -34,9 +32,8 @@ import numpy as np
 import torch
 
 from textcls import load_dataset
-from textcls.benchmark.report import dev_choice_table, write_script_result
+from textcls.benchmark.report import dev_choice_table, script_header, start_script_result, write_script_result
 from textcls.benchmark.runner import create_estimator, split_accuracy
-from textcls.benchmark.system import git_info, machine_info
 from textcls.data.splits import ensure_dev
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,12 +76,8 @@ def _runs(name: str, seed: int) -> dict:
 
 
 def _markdown(result: dict) -> str:
-    lines = ["# fasttext-bag's recipe rule under fastText's own loop, chosen on dev", "",
-             f"- command: `{result['command']}`", f"- commit: `{result['git'].get('commit')}`",
-             f"- machine: {result['machine']['cpu_model']} ({', '.join(result['machine']['cpu_simd'])}); one thread; "
-             "load average "
-             f"{result['load_average_before']} -> {result.get('load_average_after')}", "",
-             "The rule's rate and epochs per dataset are in the JSON.", ""]
+    lines = script_header("fasttext-bag's recipe rule under fastText's own loop, chosen on dev", result)
+    lines += ["The rule's rate and epochs per dataset are in the JSON.", ""]
     return "\n".join(lines + dev_choice_table(result, CANDIDATES))
 
 
@@ -96,9 +89,7 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=str(REPO / "benchmarks/results/fasttext_recipe_dev"))
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    result = {"command": "OMP_NUM_THREADS=1 python benchmarks/fasttext_recipe_dev.py " + shlex.join(sys.argv[1:]),
-              "git": git_info(REPO), "machine": machine_info(), "seeds": args.seeds, "candidates": list(CANDIDATES),
-              "load_average_before": [round(x, 2) for x in os.getloadavg()], "runs": {}}
+    result = start_script_result(__file__, sys.argv[1:], seeds=args.seeds, candidates=list(CANDIDATES))
     for name in args.datasets:
         result["runs"][name] = {str(seed): _runs(name, seed) for seed in args.seeds}
         write_script_result(args.output, result, _markdown)

@@ -22,7 +22,6 @@ Writes <output>.json (every metric, the machine, the command) and <output>.md.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import time

@@ -21,8 +21,6 @@ Writes <output>.json and <output>.md.
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -32,9 +30,8 @@ import torch
 from scipy import stats
 
 from textcls import load_dataset
-from textcls.benchmark.report import write_script_result
+from textcls.benchmark.report import script_header, start_script_result, write_script_result
 from textcls.benchmark.runner import create_estimator, split_accuracy
-from textcls.benchmark.system import git_info, machine_info
 from textcls.data.splits import ensure_dev
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,10 +74,7 @@ def _offsets(result: dict, name: str) -> dict:
 
 
 def _markdown(result: dict) -> str:
-    lines = ["# The fixed test split of mr and mpqa against other seeded splits", "",
-             f"- command: `{result['command']}`", f"- commit: `{result['git'].get('commit')}`",
-             f"- machine: {result['machine']['cpu_model']} ({', '.join(result['machine']['cpu_simd'])}); one thread; "
-             f"load average {result['load_average_before']} -> {result.get('load_average_after')}", "",
+    lines = script_header("The fixed test split of mr and mpqa against other seeded splits", result) + [
              "Test accuracy, %. Split 0 is the one every suite tests on (`load_dataset(name)`); the others are "
              f"`load_dataset(name, split_seed=s)` for s = {', '.join(str(s) for s in result['split_seeds'] if s)}, "
              "each a stratified 90/10 split of the same documents. offset = split 0 minus the other splits' mean; "
@@ -107,10 +101,8 @@ def main(argv=None) -> None:
     if 0 not in args.split_seeds or len(args.split_seeds) < 3:
         parser.error("--split-seeds needs 0 (the suites' split) and at least two others")
     torch.set_num_threads(1)
-    result = {"command": "OMP_NUM_THREADS=1 python benchmarks/split_variance.py " + shlex.join(sys.argv[1:]),
-              "git": git_info(REPO), "machine": machine_info(), "split_seeds": args.split_seeds,
-              "models": list(MODELS), "load_average_before": [round(x, 2) for x in os.getloadavg()], "runs": {},
-              "offsets": {}}
+    result = start_script_result(__file__, sys.argv[1:], split_seeds=args.split_seeds, models=list(MODELS),
+                                 offsets={})
     for name in args.datasets:
         result["runs"][name] = {str(s): _split_runs(name, s) for s in args.split_seeds}
         result["offsets"][name] = _offsets(result, name)

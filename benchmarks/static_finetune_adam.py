@@ -27,8 +27,6 @@ dataset; the machine is shared, so seconds compare within a run.
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -36,9 +34,8 @@ from pathlib import Path
 import torch
 
 from textcls import load_dataset
-from textcls.benchmark.report import dev_choice_table, write_script_result
+from textcls.benchmark.report import dev_choice_table, script_header, start_script_result, write_script_result
 from textcls.benchmark.runner import create_estimator, split_accuracy
-from textcls.benchmark.system import git_info, machine_info
 from textcls.data.splits import ensure_dev
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,11 +67,8 @@ def _runs(name: str, seed: int) -> dict:
 
 
 def _markdown(result: dict) -> str:
-    lines = ["# static-finetune's table update and dropout, chosen on dev", "",
-             f"- command: `{result['command']}`", f"- commit: `{result['git'].get('commit')}`",
-             f"- machine: {result['machine']['cpu_model']} ({', '.join(result['machine']['cpu_simd'])}); one thread; "
-             f"load average {result['load_average_before']} -> {result.get('load_average_after')}", "",
-             "Each run's best epoch and seconds are in the JSON.", ""]
+    lines = script_header("static-finetune's table update and dropout, chosen on dev", result)
+    lines += ["Each run's best epoch and seconds are in the JSON.", ""]
     return "\n".join(lines + dev_choice_table(result, list(CANDIDATES)))
 
 
@@ -86,10 +80,7 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=str(REPO / "benchmarks/results/static_finetune_adam"))
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    result = {"command": "OMP_NUM_THREADS=1 python benchmarks/static_finetune_adam.py " + shlex.join(sys.argv[1:]),
-              "git": git_info(REPO), "machine": machine_info(), "seeds": args.seeds,
-              "candidates": {name: overrides for name, overrides in CANDIDATES.items()},
-              "load_average_before": [round(x, 2) for x in os.getloadavg()], "runs": {}}
+    result = start_script_result(__file__, sys.argv[1:], seeds=args.seeds, candidates=CANDIDATES)
     for name in args.datasets:
         result["runs"][name] = {str(seed): _runs(name, seed) for seed in args.seeds}
         write_script_result(args.output, result, _markdown)

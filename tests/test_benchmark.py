@@ -570,3 +570,19 @@ def test_the_dev_choice_table_averages_dev_and_test_and_names_the_best_dev_candi
     assert "| b | 75.00 / 90.00 | 60.00 / 60.00 | 67.50 | 75.00 |" in lines
     assert lines[-2] == "Highest average dev accuracy: **a**."
     assert dev_choice_table(result, ["b", "a"])[-2] == "Highest average dev accuracy: **a**."
+
+
+def test_a_scripts_result_starts_with_its_rerun_command_and_machine():
+    from pathlib import Path
+
+    from textcls.benchmark.report import script_header, start_script_result
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "static_finetune_adam.py"
+    result = start_script_result(script, ["--seeds", "0", "1", "--output", "a b"], seeds=[0, 1])
+    assert result["command"] == "OMP_NUM_THREADS=1 python benchmarks/static_finetune_adam.py --seeds 0 1 --output 'a b'"
+    assert result["seeds"] == [0, 1] and result["runs"] == {} and len(result["load_average_before"]) == 3
+    result["load_average_after"] = [1.0, 1.0, 1.0]
+    header = script_header("A study", result)
+    assert header[:3] == ["# A study", "", f"- command: `{result['command']}`"]
+    assert header[4].startswith(f"- machine: {result['machine']['cpu_model']} (") and header[4].endswith(
+        "-> [1.0, 1.0, 1.0]")

@@ -9,17 +9,39 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 from pathlib import Path
 from statistics import fmean
 from typing import Callable, Sequence
 
 from ..artifacts import atomic_write_bytes, write_figure, write_json as _write_json_file
 
-__all__ = ["write_report", "write_json", "write_script_result", "dev_choice_table", "format_markdown", "format_tables", "format_summary",
+__all__ = ["write_report", "write_json", "start_script_result", "script_header", "write_script_result",
+           "dev_choice_table", "format_markdown", "format_tables", "format_summary",
            "plot_accuracy_vs_time"]
 
 DASH = "–"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+
+
+def start_script_result(script: str | Path, argv: Sequence[str], **fields) -> dict:
+    """The opening of a one-thread benchmark script's result (``benchmarks/<script>.py``): the
+    command that reruns it, the commit, the machine and the load average now, then ``fields``,
+    and the empty ``runs`` that ``write_script_result`` fills and writes."""
+    from .system import git_info, machine_info
+
+    script = Path(script).resolve()
+    return {"command": f"OMP_NUM_THREADS=1 python benchmarks/{script.name} " + shlex.join(argv),
+            "git": git_info(script.parents[1]), "machine": machine_info(), **fields,
+            "load_average_before": [round(x, 2) for x in os.getloadavg()], "runs": {}}
+
+
+def script_header(title: str, result: dict) -> list[str]:
+    """A script report's first Markdown lines: the title, then how to rerun it and where it ran."""
+    machine = result["machine"]
+    return [f"# {title}", "", f"- command: `{result['command']}`", f"- commit: `{result['git'].get('commit')}`",
+            f"- machine: {machine['cpu_model']} ({', '.join(machine['cpu_simd'])}); one thread; load average "
+            f"{result['load_average_before']} -> {result.get('load_average_after')}", ""]
 
 
 def write_script_result(output: str | Path, result: dict, markdown: Callable[[dict], str]) -> dict:
