@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from textcls import load_dataset
-from textcls.benchmark.report import script_header, start_script_result, write_script_result
+from textcls.benchmark.report import run_datasets, script_header, start_script_result
 from textcls.benchmark.runner import create_estimator
 from textcls.data.prepare import label_targets, target_array
 from textcls.data.splits import ensure_dev
@@ -162,10 +162,7 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     result = start_script_result(__file__, sys.argv[1:], datasets=args.datasets, seeds=args.seeds,
                                  candidates=list(CANDIDATES), subsets={k: list(v) for k, v in SUBSETS.items()})
-    for name in args.datasets:
-        result["runs"][name] = {str(seed): _subset_rows(_fit_candidates(name, seed)) for seed in args.seeds}
-        write_script_result(args.output, result, _markdown)
-    print(f"wrote {args.output}.json and {args.output}.md")
+    run_datasets(result, args.datasets, args.seeds, lambda name, seed: _subset_rows(_fit_candidates(name, seed)), args.output, _markdown)
 
 
 if __name__ == "__main__":

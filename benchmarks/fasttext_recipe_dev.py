@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from textcls import load_dataset
-from textcls.benchmark.report import dev_choice_table, script_header, start_script_result, write_script_result
+from textcls.benchmark.report import dev_choice_table, run_datasets, script_header, start_script_result
 from textcls.benchmark.runner import create_estimator, split_accuracy
 from textcls.data.splits import ensure_dev
 
@@ -90,10 +90,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     result = start_script_result(__file__, sys.argv[1:], seeds=args.seeds, candidates=list(CANDIDATES))
-    for name in args.datasets:
-        result["runs"][name] = {str(seed): _runs(name, seed) for seed in args.seeds}
-        write_script_result(args.output, result, _markdown)
-    print(f"wrote {args.output}.json and {args.output}.md")
+    run_datasets(result, args.datasets, args.seeds, _runs, args.output, _markdown)
 
 
 if __name__ == "__main__":

@@ -586,3 +586,21 @@ def test_a_scripts_result_starts_with_its_rerun_command_and_machine():
     assert header[:3] == ["# A study", "", f"- command: `{result['command']}`"]
     assert header[4].startswith(f"- machine: {result['machine']['cpu_model']} (") and header[4].endswith(
         "-> [1.0, 1.0, 1.0]")
+
+
+def test_run_datasets_writes_after_each_dataset_every_seeds_runs(tmp_path):
+    from textcls.benchmark.report import run_datasets
+
+    seen = []
+
+    def runs(name, seed):
+        seen.append((name, seed, sorted(json.loads((tmp_path / "x.json").read_text())["datasets"])
+                     if (tmp_path / "x.json").exists() else None))
+        return {"accuracy": len(name) + seed}
+
+    written = run_datasets({"runs": {}}, ["trec", "mr"], [0, 2], runs, tmp_path / "x", lambda r: "# x\n")
+    # mr's runs start after trec's results were written
+    assert seen == [("trec", 0, None), ("trec", 2, None), ("mr", 0, ["trec"]), ("mr", 2, ["trec"])]
+    assert written["runs"] == {"trec": {"0": {"accuracy": 4}, "2": {"accuracy": 6}},
+                               "mr": {"0": {"accuracy": 2}, "2": {"accuracy": 4}}}
+    assert json.loads((tmp_path / "x.json").read_text())["datasets"] == ["trec", "mr"]

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from ..artifacts import atomic_write_bytes, write_figure, write_json as _write_json_file
 
-__all__ = ["write_report", "write_json", "start_script_result", "script_header", "write_script_result",
+__all__ = ["write_report", "write_json", "start_script_result", "script_header", "write_script_result", "run_datasets",
            "dev_choice_table", "format_markdown", "format_tables", "format_summary",
            "plot_accuracy_vs_time"]
 
@@ -54,6 +54,18 @@ def write_script_result(output: str | Path, result: dict, markdown: Callable[[di
     _write_json_file(Path(f"{output}.json"), done)
     atomic_write_bytes(Path(f"{output}.md"), markdown(done).encode("utf-8"))
     return done
+
+
+def run_datasets(result: dict, datasets: Sequence[str], seeds: Sequence[int], runs: Callable[[str, int], dict],
+                 output: str | Path, markdown: Callable[[dict], str]) -> dict:
+    """Fill ``result["runs"][dataset][seed]`` with ``runs(dataset, seed)``, writing the script's
+    JSON and Markdown after each dataset (``write_script_result``); returns what was written last."""
+    written = result
+    for name in datasets:
+        result["runs"][name] = {str(seed): runs(name, seed) for seed in seeds}
+        written = write_script_result(output, result, markdown)
+    print(f"wrote {output}.json and {output}.md")
+    return written
 
 
 def dev_choice_table(result: dict, candidates: Sequence[str]) -> list[str]:
