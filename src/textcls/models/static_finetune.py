@@ -326,18 +326,21 @@ class CatchUpAdam:
     took 20-36 s instead of 2. A row untouched since step ``l`` has, at step ``s > l``, moments
     ``beta1^(s-l) m`` and ``beta2^(s-l) v``, so its missed moves sum in closed form:
 
-        theta -= lr * m / sqrt(v) * sum_{s=l+1}^{t} r^(s-l) c(s),
+        theta -= lr * m / sqrt(v) * S(l, t),   S(l, t) = sum_{s=l+1}^{t} r^(s-l) c(s),
         r = beta1 / sqrt(beta2),   c(s) = sqrt(1 - beta2^s) / (1 - beta1^s)
 
     (Adam's bias corrections at each step ``s``). A row catches up when a batch touches it
-    (before its own update) and every row at ``flush()`` (before the table is read). The sum
-    leaves out Adam's ``eps`` (1e-8) against ``sqrt(v_s)``, which is what makes it closed-form;
-    a row with a gradient has ``sqrt(v)`` orders of magnitude above it, so the moves match
-    dense Adam to float32 precision (tests/test_static_finetune.py). Terms with
-    ``s - l > CATCH_UP_TERMS`` are below ``r^400 ~ 1e-18`` of the first and are dropped.
+    (in the same gather and scatter as its own update) and every row at ``flush()`` (before
+    the table is read).
+    ``partial[l]`` holds ``S(l, steps)``: each step adds its term to the last
+    ``CATCH_UP_TERMS`` entries; older ones are complete, their next terms being below
+    ``r^350 ~ 1e-16`` of the first. The sum leaves out Adam's ``eps`` (1e-8) against
+    ``sqrt(v_s)``, which is what makes it closed-form; a row with a gradient has ``sqrt(v)``
+    orders of magnitude above it, so the moves match dense Adam to float32 precision
+    (tests/test_static_finetune.py).
     """
 
-    CATCH_UP_TERMS = 400
+    CATCH_UP_TERMS = 350
 
     def __init__(self, table, *, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
         import torch
@@ -347,29 +350,21 @@ class CatchUpAdam:
         # The step at which each row was last brought up to date; 0: never touched (its
         # moments are zero, so dense Adam does not move it).
         self.current = torch.zeros(len(table), dtype=torch.int64)
+        self.partial = torch.zeros(1024, dtype=torch.float64)  # S(l, steps) at index l; grown by doubling
+        ratio = betas[0] / betas[1] ** 0.5
+        self.ratio_powers = ratio ** torch.arange(self.CATCH_UP_TERMS, 0, -1, dtype=torch.float64)
 
-    def _catch_up(self, rows, until: int) -> None:
-        """Move ``rows`` through steps ``current[rows] + 1 .. until`` without gradient, as dense
-        Adam would, and decay their moments to step ``until``."""
-        import torch
-
+    def _caught_up(self, rows):
+        """``(move, mean, square)`` of ``rows`` brought from the step each was last brought up to
+        date to step ``steps``, without gradient, as dense Adam moves them: the sum of the
+        missed moves, and the moments decayed. A row never touched has zero moments, hence no
+        move; one brought up to date at ``steps`` has ``partial[steps] = 0`` and idles 0 steps."""
         beta1, beta2 = self.betas
         last = self.current[rows]
-        pending = (last > 0) & (last < until)
-        if not bool(pending.any()):
-            return
-        rows, last = rows[pending], last[pending]
-        starts, inverse = torch.unique(last, return_inverse=True)
-        offsets = torch.arange(1, self.CATCH_UP_TERMS + 1, dtype=torch.float64)
-        steps = starts[:, None].double() + offsets[None, :]
-        terms = (beta1 / beta2 ** 0.5) ** offsets * (1 - beta2 ** steps).sqrt() / (1 - beta1 ** steps)
-        moves = (terms * (steps <= until)).sum(dim=1)[inverse]
-        idle = (until - last).double()[:, None]
+        idle = (self.steps - last).to(self.mean.dtype)[:, None]
         mean, square = self.mean[rows], self.square[rows]
-        self.table[rows] -= (self.lr * moves[:, None] * mean / square.sqrt().clamp_min(self.eps)).to(self.table.dtype)
-        self.mean[rows] = mean * (beta1 ** idle).to(mean.dtype)
-        self.square[rows] = square * (beta2 ** idle).to(square.dtype)
-        self.current[rows] = until
+        move = (self.lr * self.partial[last]).to(mean.dtype)[:, None] * mean / square.sqrt().clamp_min(self.eps)
+        return move, mean.mul_(beta1 ** idle), square.mul_(beta2 ** idle)
 
     def step(self, rows, grad) -> None:
         """Step ``steps + 1`` for the whole table, given the gradient of ``table[rows]`` (distinct
@@ -378,21 +373,31 @@ class CatchUpAdam:
 
         beta1, beta2 = self.betas
         with torch.no_grad():
-            self._catch_up(rows, self.steps)
+            move, mean, square = self._caught_up(rows)
             self.steps += 1
-            mean = self.mean[rows].mul_(beta1).add_(grad, alpha=1 - beta1)
-            square = self.square[rows].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            t = self.steps
+            mean.mul_(beta1).add_(grad, alpha=1 - beta1)
+            square.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             self.mean[rows], self.square[rows] = mean, square
-            denominator = (square.sqrt() / (1 - beta2 ** self.steps) ** 0.5).add_(self.eps)
-            self.table[rows] -= self.lr / (1 - beta1 ** self.steps) * mean / denominator
-            self.current[rows] = self.steps
+            denominator = (square.sqrt() / (1 - beta2 ** t) ** 0.5).add_(self.eps)
+            self.table[rows] -= move.addcdiv_(mean, denominator, value=self.lr / (1 - beta1 ** t))
+            self.current[rows] = t
+            if t >= len(self.partial):
+                self.partial = torch.cat([self.partial, torch.zeros_like(self.partial)])
+            # Step t's term of S(l, t) for the rows last brought up to date at l = t - 350 .. t - 1.
+            first = max(1, t - self.CATCH_UP_TERMS)
+            bias_corrections = (1 - beta2 ** t) ** 0.5 / (1 - beta1 ** t)
+            self.partial[first:t] += self.ratio_powers[self.CATCH_UP_TERMS - (t - first):] * bias_corrections
 
     def flush(self) -> None:
         """Bring every row up to the last step, so that the table is dense Adam's."""
         import torch
 
         with torch.no_grad():
-            self._catch_up(torch.arange(len(self.table)), self.steps)
+            rows = torch.nonzero((self.current > 0) & (self.current < self.steps)).flatten()
+            move, self.mean[rows], self.square[rows] = self._caught_up(rows)
+            self.table[rows] -= move
+            self.current[rows] = self.steps
 
 
 # How the table's rows are stepped: "lazy", SparseAdam's rule (a row moves only when a batch
