@@ -122,7 +122,8 @@ def format_markdown(bar: dict, source: str) -> str:
         value = "–" if condition["value"] is None else f"{condition['value']:.2f}"
         sign = ">=" if key == "margin" else "<="
         lines.append(f"| {labels[key]} | {value} | {sign} {condition['bar']} | {'yes' if condition['met'] else 'no'} |")
-    lines += ["", f"**The bar is {'met' if bar['met'] else 'not met'}** on {len(bar['datasets'])} dataset(s)."]
+    lines += ["", f"**The bar is {'met' if bar['met'] else 'not met'}** over "
+              f"{len(bar['datasets'])} dataset{'' if len(bar['datasets']) == 1 else 's'}: every condition must hold."]
     if bar["skipped"]:
         lines.append("Not counted (a model has not run there yet): "
                      + "; ".join(f"{d} (missing {', '.join(m)})" for d, m in bar["skipped"].items()) + ".")

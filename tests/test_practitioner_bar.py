@@ -59,7 +59,7 @@ def test_a_dataset_without_every_peer_is_skipped_and_named(bar_module):
     assert [row["dataset"] for row in bar["datasets"]] == ["a"]
     assert bar["skipped"] == {"b": ["minilm-lr"]}
     text = bar_module.format_markdown(bar, "practitioner.json")
-    assert "b (missing minilm-lr)" in text and "**The bar is met** on 1 dataset(s)." in text
+    assert "b (missing minilm-lr)" in text and "**The bar is met** over 1 dataset: every condition must hold." in text
 
 
 def test_no_complete_dataset_is_not_a_pass(bar_module):
