@@ -177,8 +177,8 @@ class _CnnStep:
         loader = prepared.loader("train", recipe.batch_size, shuffle=True, seed=recipe.seed)
         self.batch = next(iter(loader))
         self.device = torch.device("cpu")
-        self.criterion = engine._make_criterion(recipe, False, prepared.num_classes, prepared.class_counts(),
-                                                loader, self.device)
+        loss_weights = engine._loss_weights(recipe, False, prepared.num_classes, prepared.class_counts(), loader)
+        self.criterion = engine._make_criterion(False, loss_weights, self.device)
         self.optimizer = build_optimizer(self.model, recipe)
         self.hook = getattr(self.model, "after_optimizer_step", None)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
