@@ -4,11 +4,12 @@
 #   benchmarks/run_queue.sh SUITE QUEUE_FILE OUTPUT_ROOT
 #
 # QUEUE_FILE holds one "ENTRY_ID SEED" per line (entry ids as in the suite's JSON, e.g.
-# "sst2:fcsr 3"; "#" starts a comment). Each run writes OUTPUT_ROOT/<entry>_s<seed>/<suite>.json;
-# a run whose JSON exists is skipped, and a folder without one (a run cut off) is removed and run
-# again. Run two queues at a time, one thread each, then merge the finished runs:
+# "sst2:fcsr 3"; "#" starts a comment). Each run writes its report (JSON, Markdown, plot) into
+# OUTPUT_ROOT/<entry>_s<seed>/ and its log beside it; a run whose folder holds a JSON is
+# skipped, and a folder without one (a run cut off) is removed and run again. Run two queues at
+# a time, one thread each, then merge the finished runs:
 #
-#   textcls benchmark --suite SUITE --merge-from OUTPUT_ROOT/* --output-dir benchmarks/results
+#   textcls benchmark --suite SUITE --merge-from OUTPUT_ROOT/*/ --output-dir benchmarks/results
 #
 # The code that runs is the checkout this script lives in (PYTHONPATH=<checkout>/src), so a
 # worktree at a fixed commit can keep running while main moves on. PYTHON picks the interpreter.
@@ -16,12 +17,11 @@ set -uo pipefail
 suite=$1; queue=$2; root=$3
 checkout=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-python}
-stem=$(basename "$suite" .toml)
 mkdir -p "$root"
 while read -r entry seed _; do
   [[ -z "${entry:-}" || "$entry" == \#* ]] && continue
   out="$root/$(echo "$entry" | tr '/:' '__')_s$seed"
-  if [[ -f "$out/$stem.json" ]]; then echo "$(date -u +%FT%T) skip $entry seed $seed (done)"; continue; fi
+  if compgen -G "$out/*.json" > /dev/null; then echo "$(date -u +%FT%T) skip $entry seed $seed (done)"; continue; fi
   rm -rf "$out"
   echo "$(date -u +%FT%T) start $entry seed $seed"
   OMP_NUM_THREADS=1 PYTHONPATH="$checkout/src" nice -n 10 "$python" -m textcls.cli benchmark \
