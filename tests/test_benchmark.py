@@ -6,6 +6,7 @@ import json
 import math
 import multiprocessing
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -604,3 +605,13 @@ def test_run_datasets_writes_after_each_dataset_every_seeds_runs(tmp_path):
     assert written["runs"] == {"trec": {"0": {"accuracy": 4}, "2": {"accuracy": 6}},
                                "mr": {"0": {"accuracy": 2}, "2": {"accuracy": 4}}}
     assert json.loads((tmp_path / "x.json").read_text())["datasets"] == ["trec", "mr"]
+
+
+@pytest.mark.parametrize("argv0", ["/venv/bin/textcls", "/repo/src/textcls/cli.py"])
+def test_a_report_names_the_cli_command_however_the_cli_was_started(monkeypatch, argv0):
+    from textcls.benchmark.runner import _command_line
+
+    monkeypatch.setattr(sys, "argv", [argv0, "benchmark", "--suite", "tiny", "--only", "trec:tfidf-lr"])
+    assert _command_line("tiny") == "textcls benchmark --suite tiny --only trec:tfidf-lr"
+    monkeypatch.setattr(sys, "argv", ["/usr/lib/python3/pytest"])
+    assert _command_line("tiny") == "textcls.benchmark.run_suite('tiny')"

@@ -119,6 +119,24 @@ def test_the_first_suite_that_holds_the_entries_is_used(results):
     assert v.suite == "toy_full" and v.verdict == CONTRADICTED
 
 
+def test_a_dataset_beside_the_claim_comes_from_the_next_suite_until_the_deciding_one_has_run_it(results):
+    _write_suite(results, "toy_full", [_entry("model-a", "mr", B), _entry("model-b", "mr", A)])
+    v = _one(results, _claim(pairs=[["model-c", "model-d"]], suites=["toy_full", "toy"], datasets=["imdb"],
+                             also=["mr", "sst2"]))
+    assert v.verdict == UNTESTABLE  # neither suite has model-d on imdb
+    v = _one(results, _claim(pairs=[["model-a", "model-b"]], suites=["toy_full", "toy"], also=["trec", "sst2"]))
+    assert v.suite == "toy_full"
+    trec, sst2 = v.secondary
+    # trec is only in the smaller suite: its one seed a side is shown from there, and stays undecided
+    assert trec["dataset"] == "trec" and trec["verdict"] == INCONCLUSIVE and trec["reason"].startswith("from toy;")
+    assert sst2 == {"dataset": "sst2", "ours": "–", "p": None, "test": "–", "verdict": UNTESTABLE,
+                    "reason": "not run yet in toy_full or toy"}
+    _write_suite(results, "toy_full", [_entry("model-a", "mr", B), _entry("model-b", "mr", A),
+                                       _entry("model-a", "trec", B), _entry("model-b", "trec", A)])
+    trec = _one(results, _claim(pairs=[["model-a", "model-b"]], suites=["toy_full", "toy"], also=["trec"])).secondary[0]
+    assert trec["verdict"] == CONTRADICTED and not trec["reason"].startswith("from")
+
+
 def test_within_two_points_of_the_paper_by_tost(results):
     near = _one(results, _claim(kind="within", model="model-c", pairs=[], paper_figure=80.5, margin=2.0))
     assert near.verdict == SUPPORTED

@@ -603,7 +603,8 @@ def _entry_result(entry: Entry, kind: str | None, runs: list[dict]) -> dict:
 
 def _command_line(name_or_path) -> str:
     argv = list(sys.argv)
-    if argv and Path(argv[0]).name == "textcls":
+    # The console script, or `python -m textcls.cli` (what benchmarks/run_queue.sh calls).
+    if argv and (Path(argv[0]).name == "textcls" or Path(argv[0]).parts[-2:] == ("textcls", "cli.py")):
         return " ".join(shlex.quote(a) for a in ["textcls", *argv[1:]])
     return f"textcls.benchmark.run_suite({str(name_or_path)!r})"
 

@@ -546,17 +546,27 @@ def _evaluate(ctx: _Context, claim: Claim) -> Verdict:
         verdict.verdict, verdict.p, verdict.test = UNTESTABLE, None, DASH
         verdict.reason = claim.reason
     if claim.unit == "seed" and claim.kind in ("greater", "equivalent", "trend"):
-        for dataset in claim.also:
-            if all(_series(result, n, dataset, claim.metric) is not None for n in claim.entry_names()):
-                evaluate = {"greater": _compare, "equivalent": _compare, "trend": _trend}[claim.kind]
-                sub = evaluate(claim, result, [dataset])
-                ours = sub.ours if sub.p is not None or len(claim.entry_names()) <= 3 else "one run each"
-                verdict.secondary.append({"dataset": dataset, "ours": ours, "p": sub.p, "test": sub.test,
-                                          "verdict": sub.verdict, "reason": sub.short or sub.reason})
-            else:
-                verdict.secondary.append({"dataset": dataset, "ours": DASH, "p": None, "test": DASH,
-                                          "verdict": UNTESTABLE, "reason": f"not run in {suite}"})
+        verdict.secondary = [_beside(ctx, claim, suite, result, dataset) for dataset in claim.also]
     return verdict
+
+
+def _beside(ctx: _Context, claim: Claim, suite: str, result: dict, dataset: str) -> dict:
+    """The claim tested on one of its ``also`` datasets: from the deciding suite's JSON, or else
+    from the first other suite of the claim's list that has run it there (named in the row), so
+    that a full suite still filling in does not hide the smaller suite's figures."""
+    candidates = [(suite, result)] + [(other, ctx.results.get(other)) for other in claim.suites if other != suite]
+    for source, data in candidates:
+        if data is not None and all(_series(data, n, dataset, claim.metric) is not None for n in claim.entry_names()):
+            evaluate = {"greater": _compare, "equivalent": _compare, "trend": _trend}[claim.kind]
+            sub = evaluate(claim, data, [dataset])
+            ours = sub.ours if sub.p is not None or len(claim.entry_names()) <= 3 else "one run each"
+            reason = sub.short or sub.reason
+            if source != suite:
+                reason = f"from {source}" + (f"; {reason}" if reason else "")
+            return {"dataset": dataset, "ours": ours, "p": sub.p, "test": sub.test, "verdict": sub.verdict,
+                    "reason": reason}
+    return {"dataset": dataset, "ours": DASH, "p": None, "test": DASH, "verdict": UNTESTABLE,
+            "reason": f"not run yet in {' or '.join(claim.suites)}"}
 
 
 def _paper_cell(claim: Claim) -> str:
