@@ -831,8 +831,6 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     joined by seed, the result is merged as one rerun (``merge_rerun``) when the suite's full
     report exists, and otherwise becomes that report, its entries in the suite file's order.
     ``command`` (default: each part's own) is what the report says produced them."""
-    import json
-
     from . import report
 
     files = sorted({f for p in map(Path, paths) for f in ([p] if p.is_file() else p.rglob("*.json"))})

@@ -721,7 +721,7 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
         v.details.append(f"| {name} | {text} | {_fmt(paper) if paper is not None else DASH} |")
     v.details.append("")
     direction = "≈" if equivalent else (">" if claim.better == "higher" else "faster than")
-    v.details.append(f"| pair | difference | p (claim) | p (opposite) |")
+    v.details.append("| pair | difference | p (claim) | p (opposite) |")
     v.details.append("|---|---|---|---|")
     for a, b, diff, p_for, p_against in rows:
         v.details.append(f"| {a} {direction} {b} | {diff} | {_fmt_p(p_for)} | {_fmt_p(p_against)} |")
