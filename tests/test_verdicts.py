@@ -119,6 +119,16 @@ def test_the_first_suite_that_holds_the_entries_is_used(results):
     assert v.suite == "toy_full" and v.verdict == CONTRADICTED
 
 
+def test_a_full_suite_still_filling_in_decides_only_once_it_has_as_many_seeds(results):
+    _write_suite(results, "toy_full", [_entry("model-a", "mr", B[:2]), _entry("model-b", "mr", A[:2])])
+    v = _one(results, _claim(pairs=[["model-a", "model-b"]], suites=["toy_full", "toy"]))
+    assert v.suite == "toy" and v.verdict == SUPPORTED
+    assert "not used: toy_full: 2 seeds of an entry, against 5 in toy" in v.evidence
+    _write_suite(results, "toy_full", [_entry("model-a", "mr", B), _entry("model-b", "mr", A)])
+    v = _one(results, _claim(pairs=[["model-a", "model-b"]], suites=["toy_full", "toy"]))
+    assert v.suite == "toy_full" and v.verdict == CONTRADICTED  # as many seeds: the first listed decides
+
+
 def test_a_dataset_beside_the_claim_comes_from_the_next_suite_until_the_deciding_one_has_run_it(results):
     _write_suite(results, "toy_full", [_entry("model-a", "mr", B), _entry("model-b", "mr", A)])
     v = _one(results, _claim(pairs=[["model-c", "model-d"]], suites=["toy_full", "toy"], datasets=["imdb"],

@@ -405,8 +405,11 @@ class _Context:
         return f"textcls benchmark --suite {suite} --output-dir {self.results_dir.as_posix()}"
 
     def resolve(self, claim: Claim, datasets: Sequence[str]) -> tuple[str | None, dict | None, list[str]]:
-        """The first suite of the claim's list whose JSON holds every entry it needs."""
-        passed = []
+        """The suite of the claim's list whose JSON holds every entry it needs with the most seeds
+        (the fewest seeds of any of those entries), ties to the first listed. So a full-fidelity
+        suite that is still filling in decides a claim only once it has as many seeds of every
+        entry as the smaller suite after it."""
+        passed, complete = [], []
         needed = [(n, d) for d in datasets for n in claim.entry_names()]
         for suite in claim.suites:
             result = self.results.get(suite)
@@ -414,16 +417,25 @@ class _Context:
                 passed.append(f"{suite}: no results JSON")
                 continue
             missing: dict[str, list[str]] = {}
+            seeds = []
             for n, d in needed:
-                if _series(result, n, d, claim.metric) is None:
+                series = _series(result, n, d, claim.metric)
+                if series is None:
                     missing.setdefault(n, []).append(d)
+                else:
+                    seeds.append(series.n)
             if missing:
                 shown = ", ".join(f"{n} on {ds[0]}" if len(ds) == 1 else f"{n} on {len(ds)} datasets"
                                   for n, ds in missing.items())
                 passed.append(f"{suite}: no {shown}")
                 continue
-            return suite, result, passed
-        return None, None, passed
+            complete.append((suite, result, min(seeds, default=0)))
+        if not complete:
+            return None, None, passed
+        chosen = max(complete, key=lambda c: c[2])  # max keeps the first of equals
+        passed += [f"{suite}: {fewest} seed{'s' if fewest != 1 else ''} of an entry, against {chosen[2]} in {chosen[0]}"
+                   for suite, _, fewest in complete if suite != chosen[0]]
+        return chosen[0], chosen[1], passed
 
     def fallback_command(self, claim: Claim) -> str | None:
         for suite in claim.suites:
