@@ -144,7 +144,13 @@ def test_a_dataset_beside_the_claim_comes_from_the_next_suite_until_the_deciding
     _write_suite(results, "toy_full", [_entry("model-a", "mr", B), _entry("model-b", "mr", A),
                                        _entry("model-a", "trec", B), _entry("model-b", "trec", A)])
     trec = _one(results, _claim(pairs=[["model-a", "model-b"]], suites=["toy_full", "toy"], also=["trec"])).secondary[0]
-    assert trec["verdict"] == CONTRADICTED and not trec["reason"].startswith("from")
+    assert trec["verdict"] == CONTRADICTED and not (trec["reason"] or "").startswith("from")
+    # fewer seeds in the deciding suite than in the next: the next one's figures are shown
+    _write_suite(results, "toy", [_entry("model-a", "trec", A), _entry("model-b", "trec", B)])
+    _write_suite(results, "toy_full", [_entry("model-a", "mr", A), _entry("model-b", "mr", B),
+                                       _entry("model-a", "trec", B[:2]), _entry("model-b", "trec", A[:2])])
+    trec = _one(results, _claim(pairs=[["model-a", "model-b"]], suites=["toy_full", "toy"], also=["trec"])).secondary[0]
+    assert trec["verdict"] == SUPPORTED and trec["reason"].startswith("from toy")
 
 
 def test_within_two_points_of_the_paper_by_tost(results):

@@ -563,22 +563,27 @@ def _evaluate(ctx: _Context, claim: Claim) -> Verdict:
 
 
 def _beside(ctx: _Context, claim: Claim, suite: str, result: dict, dataset: str) -> dict:
-    """The claim tested on one of its ``also`` datasets: from the deciding suite's JSON, or else
-    from the first other suite of the claim's list that has run it there (named in the row), so
-    that a full suite still filling in does not hide the smaller suite's figures."""
+    """The claim tested on one of its ``also`` datasets, from the suite of the claim's list that
+    has run it there with the most seeds (ties to the deciding suite, then the list's order;
+    another suite is named in the row), so that a full suite still filling in does not hide
+    the smaller suite's figures."""
     candidates = [(suite, result)] + [(other, ctx.results.get(other)) for other in claim.suites if other != suite]
+    held = []
     for source, data in candidates:
-        if data is not None and all(_series(data, n, dataset, claim.metric) is not None for n in claim.entry_names()):
-            evaluate = {"greater": _compare, "equivalent": _compare, "trend": _trend}[claim.kind]
-            sub = evaluate(claim, data, [dataset])
-            ours = sub.ours if sub.p is not None or len(claim.entry_names()) <= 3 else "one run each"
-            reason = sub.short or sub.reason
-            if source != suite:
-                reason = f"from {source}" + (f"; {reason}" if reason else "")
-            return {"dataset": dataset, "ours": ours, "p": sub.p, "test": sub.test, "verdict": sub.verdict,
-                    "reason": reason}
-    return {"dataset": dataset, "ours": DASH, "p": None, "test": DASH, "verdict": UNTESTABLE,
-            "reason": f"not run yet in {' or '.join(claim.suites)}"}
+        series = [_series(data, n, dataset, claim.metric) if data is not None else None for n in claim.entry_names()]
+        if all(x is not None for x in series):
+            held.append((source, data, min((x.n for x in series), default=0)))
+    if not held:
+        return {"dataset": dataset, "ours": DASH, "p": None, "test": DASH, "verdict": UNTESTABLE,
+                "reason": f"not run yet in {' or '.join(claim.suites)}"}
+    source, data, _ = max(held, key=lambda h: h[2])  # max keeps the first of equals
+    evaluate = {"greater": _compare, "equivalent": _compare, "trend": _trend}[claim.kind]
+    sub = evaluate(claim, data, [dataset])
+    ours = sub.ours if sub.p is not None or len(claim.entry_names()) <= 3 else "one run each"
+    reason = sub.short or sub.reason
+    if source != suite:
+        reason = f"from {source}" + (f"; {reason}" if reason else "")
+    return {"dataset": dataset, "ours": ours, "p": sub.p, "test": sub.test, "verdict": sub.verdict, "reason": reason}
 
 
 def _paper_cell(claim: Claim) -> str:
