@@ -1060,8 +1060,9 @@ Tests (scipy.stats' t distribution):
 
 A claim's verdict is decided on one dataset, declared in the claims file (the paper's own
 when offline, else the one its suite runs with the most seeds); the others are shown beside
-it and do not decide. The suite used is the first of the claim's list (a `<paper>_full` suite
-first) whose JSON holds every entry the claim needs.
+it and do not decide. Of the claim's suites whose JSON holds every entry it needs, the one
+with the most seeds of its least-run entry is used, ties to the first listed (a `<paper>_full`
+suite first), so a full suite that is still filling in takes over once it has as many seeds.
 """
 
 
