@@ -1,3 +1,4 @@
+import importlib.util
 import os
 from pathlib import Path
 
@@ -34,3 +35,11 @@ def trec_600():
     import textcls
 
     return textcls.load_dataset("trec", max_per_split=600)
+
+
+def load_benchmark_script(name: str):
+    """``benchmarks/<name>.py`` imported as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,19 +1,13 @@
 """benchmarks/practitioner_bar.py: issue 19's bar, checked on hand-made suite results."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "practitioner_bar.py"
+from conftest import load_benchmark_script
 
 
 @pytest.fixture(scope="module")
 def bar_module():
-    spec = importlib.util.spec_from_file_location("practitioner_bar", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("practitioner_bar")
 
 
 def entry(dataset, name, accuracies, seconds):

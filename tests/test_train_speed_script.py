@@ -1,23 +1,16 @@
 """benchmarks/train_speed.py: its CNN step is the engine's training step on a real MR batch
 (the script reaches into ``train.engine``'s private helpers, so a refactor there must keep it working)."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
+from conftest import load_benchmark_script
 from textcls import load_dataset
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "train_speed.py"
 
 
 @pytest.fixture(scope="module")
 def train_speed():
-    spec = importlib.util.spec_from_file_location("train_speed", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("train_speed")
 
 
 @pytest.mark.parametrize("preset", ["spe-cnn", "kim-cnn-static"])
