@@ -6,8 +6,9 @@
 # QUEUE_FILE holds one "ENTRY_ID SEED" per line (entry ids as in the suite's JSON, e.g.
 # "sst2:fcsr 3"; "#" starts a comment). Each run writes its report (JSON, Markdown, plot) into
 # OUTPUT_ROOT/<entry>_s<seed>/ and its log beside it; a run whose folder holds a JSON is
-# skipped, and a folder without one (a run cut off) is removed and run again. Run two queues at
-# a time, one thread each, then merge the finished runs:
+# skipped, and a folder without one (a run cut off) is removed and run again. A run being made
+# holds OUTPUT_ROOT/<entry>_s<seed>.lock, so two workers can share one queue file and output root:
+# start the same command twice (one thread each), then merge the finished runs:
 #
 #   textcls benchmark --suite SUITE --merge-from OUTPUT_ROOT/*/ --output-dir benchmarks/results
 #
@@ -22,10 +23,14 @@ while read -r entry seed _; do
   [[ -z "${entry:-}" || "$entry" == \#* ]] && continue
   out="$root/$(echo "$entry" | tr '/:' '__')_s$seed"
   if compgen -G "$out/*.json" > /dev/null; then echo "$(date -u +%FT%T) skip $entry seed $seed (done)"; continue; fi
+  # mkdir is atomic: the worker that creates the lock makes the run; a lock left by a killed
+  # worker is removed by hand (rmdir) before its run can be made again.
+  if ! mkdir "$out.lock" 2> /dev/null; then echo "$(date -u +%FT%T) skip $entry seed $seed (running)"; continue; fi
   rm -rf "$out"
   echo "$(date -u +%FT%T) start $entry seed $seed"
   OMP_NUM_THREADS=1 PYTHONPATH="$checkout/src" nice -n 10 "$python" -m textcls.cli benchmark \
     --suite "$suite" --only "$entry" --seed "$seed" --threads 1 --no-progress --output-dir "$out" \
     > "$out.log" 2>&1
   echo "$(date -u +%FT%T) end $entry seed $seed rc=$?"
+  rmdir "$out.lock"
 done < "$queue"
