@@ -247,7 +247,7 @@ def train(
     lr: Optional[float] = typer.Option(None, help="Override the preset's learning rate."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Override the preset's (global) batch size."),
     embeddings: Optional[str] = typer.Option(None, help="glove-6b-50d, minilm-static, word2vec, or a vectors file (presets with vectors in list-models)."),
-    precision: Optional[str] = typer.Option(None, help="fp32 or bf16 (autocast)."),
+    precision: Optional[str] = typer.Option(None, help="fp32, bf16 (autocast) or auto (bf16 where the CPU has AMX or AVX-512 BF16, or the GPU supports it; fp32 elsewhere)."),
     seed: int = typer.Option(0, help="Seed of initialisation, dev split and batch order."),
     sets: List[str] = typer.Option([], "--set", help="Any other preset override, key=value (repeatable), e.g. max_length=500."),
     max_per_split: Optional[int] = typer.Option(None, "--max-per-split", help="Use a seeded stratified sample of at most N records per split."),

@@ -194,9 +194,11 @@ class NeuralEstimator(PresetEstimator):
         dataset = ensure_dev(dataset, fraction=preset.recipe.dev_fraction, seed=preset.recipe.seed)
         prepared = prepare(dataset, preset.inputs, seed=preset.recipe.seed)
         # Recipe fields the preset leaves to the data (fasttext-bag's epochs and lr, chosen like
-        # a fastText user's from the corpus) are resolved from the training split here, and the
-        # run saves the resolved values.
-        self.preset = preset = replace(preset, recipe=resolve_recipe(preset.recipe, prepared))
+        # a fastText user's from the corpus) and precision "auto" (to the device) are resolved
+        # here, and the run saves the resolved values.
+        recipe = resolve_recipe(preset.recipe, prepared).resolve_precision(
+            device.type, cuda_bf16=device.type == "cuda" and torch.cuda.is_bf16_supported())
+        self.preset = preset = replace(preset, recipe=recipe)
         self.pipeline_, self.data_report_ = prepared.pipeline, prepared.report
         self.embeddings_info_ = prepared.report.get("embeddings")
         matrix = prepared.embeddings.matrix if prepared.embeddings is not None else None

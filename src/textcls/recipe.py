@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Callable
 
 from .errors import ConfigError, close_names
+from .hardware import cpu_has_native_bf16
 from .validate import check_int, range_check
 
 _LR_LAMBDAS: dict[str, Callable[..., Callable[[int], float]]] = {}
@@ -78,6 +79,7 @@ def get_auto_rule(name: str) -> Callable[..., dict[str, Any]]:
 # (engine._per_example_epoch); only models that define per_example_epoch train with it.
 PER_EXAMPLE_SGD = "per-example-sgd"
 OPTIMIZERS = ("adam", "adamw", "sgd", "adadelta", PER_EXAMPLE_SGD)
+PRECISIONS = ("fp32", "bf16", "auto")
 
 # The largest learning rate a recipe accepts. The bound only catches a slip of the exponent
 # (lr=1e5 for 1e-5); it is not a judgement of what trains well. The engine's loss is the
@@ -106,7 +108,9 @@ class Recipe:
     class_weights: str | None = None  # None | "balanced"
     dev_fraction: float = 0.1  # carved from train (stratified, seeded) when no dev split exists
     seed: int = 0
-    precision: str = "fp32"  # "fp32" | "bf16"
+    # "fp32" | "bf16" (autocast) | "auto": bf16 where the device multiplies bf16 in hardware,
+    # fp32 elsewhere (resolve_precision; a run saves the resolved value).
+    precision: str = "fp32"
     # Fields chosen from the training data by a registered rule (see the module docstring):
     # {"rule": name, "fields": [field, ...]}; None once resolved, or when nothing is automatic.
     auto: dict | None = None
@@ -131,11 +135,11 @@ class Recipe:
             check_int("checkpoint_steps", self.checkpoint_steps, 1, 1 << 40)
         if self.grad_clip is not None:
             check("grad_clip", self.grad_clip, 0.0, 1e6, low_open=True)
-        if self.precision not in ("fp32", "bf16"):
-            raise ConfigError(f"precision '{self.precision}' is not one of fp32, bf16")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision '{self.precision}' is not one of {', '.join(PRECISIONS)}")
         if self.optimizer == PER_EXAMPLE_SGD:
             extras = {"momentum": self.momentum, "weight_decay": self.weight_decay, "grad_clip": self.grad_clip,
-                      "precision": self.precision != "fp32"}
+                      "precision": self.precision == "bf16"}
             unsupported = [name for name, value in extras.items() if value]
             if unsupported:
                 raise ConfigError(f"recipe optimizer '{PER_EXAMPLE_SGD}' is plain SGD in fp32; drop {unsupported[0]} "
@@ -191,6 +195,16 @@ class Recipe:
         if "epochs" in updates and isinstance(schedule, dict) and "epochs" in schedule and "schedule" not in updates:
             updates["schedule"] = {**schedule, "epochs": updates["epochs"]}
         return replace(self, **updates, auto=None)
+
+    def resolve_precision(self, device_type: str, cuda_bf16: bool = False) -> "Recipe":
+        """This recipe with ``precision="auto"`` made concrete for a device: ``bf16`` on a CPU
+        with native bf16 matmul (``hardware.cpu_has_native_bf16``: AMX or AVX-512 BF16) or a
+        CUDA device that supports it (``cuda_bf16``), else ``fp32``; always ``fp32`` for the
+        per-example loop, which has no autocast. Other precisions come back unchanged."""
+        if self.precision != "auto":
+            return self
+        native = cuda_bf16 if device_type == "cuda" else device_type == "cpu" and cpu_has_native_bf16()
+        return replace(self, precision="bf16" if native and self.optimizer != PER_EXAMPLE_SGD else "fp32")
 
     @staticmethod
     def field_names() -> set[str]:

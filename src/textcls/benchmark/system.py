@@ -14,6 +14,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from ..hardware import cpu_flags
+
 # Distribution names on PyPI, keyed by the name the report shows.
 LIBRARIES = {
     "textcls": "textcls",
@@ -86,18 +88,6 @@ def cpu_model() -> str | None:
 # times faster), so every benchmark records which of them the machine has.
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
               "amx_tile", "amx_bf16", "amx_int8")
-
-
-def cpu_flags() -> list[str]:
-    """The flags of the first CPU in /proc/cpuinfo (Linux); [] elsewhere."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    return line.split(":", 1)[1].split()
-    except OSError:
-        pass
-    return []
 
 
 def cpu_simd() -> list[str]:
