@@ -1,0 +1,46 @@
+"""The (entry, seed) runs a suite still lacks in its committed report, as a queue for
+benchmarks/run_queue.sh, so that a long suite is picked up where the last session stopped.
+
+    python benchmarks/missing_runs.py SUITE [--results benchmarks/results] [--only SUBSTRING ...] > queue.txt
+
+One "ENTRY_ID SEED" a line, seed-major (every entry's next seed before any entry's later one),
+in the suite file's entry order; --only keeps the entries whose id contains one of the strings.
+A run counts as present when its record in <results>/<suite>.json has an accuracy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from textcls.benchmark.runner import load_suite
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def missing_runs(suite: str, results: Path, only: list[str] | None = None) -> list[tuple[str, int]]:
+    loaded = load_suite(suite)
+    report = results / f"{loaded.name}.json"
+    present: dict[str, set[int]] = {}
+    if report.is_file():
+        for entry in json.loads(report.read_text(encoding="utf-8"))["entries"]:
+            present[entry["id"]] = {run["seed"] for run in entry["runs"] if run.get("accuracy") is not None}
+    wanted = [e for e in loaded.entries if not only or any(s in e.id for s in only)]
+    runs = [(e.id, seed) for e in wanted for seed in e.seeds if seed not in present.get(e.id, set())]
+    order = {e.id: i for i, e in enumerate(wanted)}
+    return sorted(runs, key=lambda run: (run[1], order[run[0]]))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suite")
+    parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results")
+    parser.add_argument("--only", nargs="*", default=[])
+    args = parser.parse_args(argv)
+    for entry, seed in missing_runs(args.suite, args.results, args.only):
+        print(f"{entry} {seed}")
+
+
+if __name__ == "__main__":
+    main()
