@@ -3,9 +3,9 @@
 #
 #   benchmarks/run_queue.sh SUITE QUEUE_FILE OUTPUT_ROOT
 #
-# QUEUE_FILE holds one "ENTRY_ID SEED" per line (`python benchmarks/missing_runs.py SUITE` lists the
-# runs the committed report lacks) (entry ids as in the suite's JSON, e.g.
-# "sst2:fcsr 3"; "#" starts a comment). Each run writes its report (JSON, Markdown, plot) into
+# QUEUE_FILE holds one "ENTRY_ID SEED" per line (entry ids as in the suite's JSON, e.g.
+# "sst2:fcsr 3"; "#" starts a comment); `python benchmarks/missing_runs.py SUITE` lists the runs
+# the committed report lacks. Each run writes its report (JSON, Markdown, plot) into
 # OUTPUT_ROOT/<entry>_s<seed>/ and its log beside it; a run whose folder holds a JSON is
 # skipped, and a folder without one (a run cut off) is removed and run again. A run being made
 # holds OUTPUT_ROOT/<entry>_s<seed>.lock, so two workers can share one queue file and output root:
