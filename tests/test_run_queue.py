@@ -1,0 +1,52 @@
+"""benchmarks/run_queue.sh, with a stand-in for the interpreter: every queued run is made once,
+finished runs are skipped, a run cut off is made again, and two workers share one queue."""
+
+import os
+import stat
+import subprocess
+import threading
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "run_queue.sh"
+
+# Stands in for `python -m textcls.cli benchmark ... --output-dir DIR`: records the call, then
+# writes a report into DIR, as the real command does at its end.
+FAKE_PYTHON = """#!/usr/bin/env bash
+while [[ $# -gt 0 ]]; do
+  case "$1" in --only) only=$2 ;; --seed) seed=$2 ;; --output-dir) dir=$2 ;; esac; shift
+done
+echo "$only $seed" >> "$CALLS"
+sleep 0.2
+mkdir -p "$dir" && echo '{}' > "$dir/toy--only.json"
+"""
+
+
+def _worker(tmp_path: Path, queue: Path, root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHON": str(tmp_path / "python"), "CALLS": str(tmp_path / "calls.txt")}
+    return subprocess.run(["bash", str(SCRIPT), "toy", str(queue), str(root)], env=env, capture_output=True,
+                          text=True, check=True)
+
+
+def test_two_workers_make_every_run_once_and_skip_finished_ones(tmp_path):
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    queue = tmp_path / "queue.txt"
+    queue.write_text("# a comment\nsst2:fcsr 0\nmr:fcsr 0\n\nfdu_mtl/apparel:fcsr 1\nmr:bilstm 2\n")
+    root = tmp_path / "runs"
+    (root / "mr_bilstm_s2").mkdir(parents=True)  # a run cut off: a folder without a report
+    (root / "mr_bilstm_s2" / "partial.txt").write_text("x")
+    outputs = []
+    workers = [threading.Thread(target=lambda: outputs.append(_worker(tmp_path, queue, root).stdout)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    calls = sorted((tmp_path / "calls.txt").read_text().split("\n")[:-1])
+    assert calls == ["fdu_mtl/apparel:fcsr 1", "mr:bilstm 2", "mr:fcsr 0", "sst2:fcsr 0"]
+    assert not (root / "mr_bilstm_s2" / "partial.txt").exists()
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == [
+        "fdu_mtl_apparel_fcsr_s1", "mr_bilstm_s2", "mr_fcsr_s0", "sst2_fcsr_s0"]  # no lock left behind
+    assert "".join(outputs).count("rc=0") == 4
+    again = _worker(tmp_path, queue, root)
+    assert again.stdout.count("(done)") == 4 and len((tmp_path / "calls.txt").read_text().splitlines()) == 4
