@@ -61,6 +61,7 @@ from textcls.benchmark.peers import FastTextPeer
 from textcls.benchmark.system import cpu_flags, git_info, library_versions, machine_info
 from textcls.data.prepare import label_targets, prepare, resolve_recipe
 from textcls.data.splits import ensure_dev, subsample
+from textcls.hardware import NATIVE_BF16_FLAGS
 from textcls.models.registry import create_model, get_preset
 from textcls.train import engine
 from textcls.train.optim import build_optimizer
@@ -250,7 +251,7 @@ def _markdown(result: dict) -> str:
              f"{', '.join(f'{k} {v}' for k, v in result['cpu_features'].items())}.",
              f"AMX (amx_bf16 / amx_tile): {'present' if result['cpu_features']['amx_bf16'] else 'absent'}; "
              f"AVX-512 BF16: {'present' if result['cpu_features']['avx512_bf16'] else 'absent'}, so bf16 matmuls "
-             f"{'have' if result['cpu_features']['amx_bf16'] or result['cpu_features']['avx512_bf16'] else 'have no'} "
+             f"{'have' if any(result['cpu_features'].get(f) for f in NATIVE_BF16_FLAGS) else 'have no'} "
              "native instructions here.",
              f"The machine is shared (other engineers, background benchmarks at nice 10): load average "
              f"{result['load_before'][0]:.1f} before, {result['load_after'][0]:.1f} after. Absolute rates move with "

@@ -535,7 +535,7 @@ def _evaluate(ctx: _Context, claim: Claim) -> Verdict:
         tried = "; ".join(passed) if passed else "no suite named"
         return Verdict(claim, UNTESTABLE, reason=claim.reason or f"no suite has run it yet ({tried})",
                        command=ctx.fallback_command(claim), paper=_paper_cell(claim))
-    verdict = {"within": _within, "greater": _compare, "equivalent": _compare, "trend": _trend}[claim.kind](
+    verdict = {"within": _within, **_SEED_TESTS}[claim.kind](
         claim, result, datasets)
     verdict.suite = suite
     verdict.command = ctx.command(suite)
@@ -557,7 +557,7 @@ def _evaluate(ctx: _Context, claim: Claim) -> Verdict:
     if claim.reason:
         verdict.verdict, verdict.p, verdict.test = UNTESTABLE, None, DASH
         verdict.reason = claim.reason
-    if claim.unit == "seed" and claim.kind in ("greater", "equivalent", "trend"):
+    if claim.unit == "seed" and claim.kind in _SEED_TESTS:
         verdict.secondary = [_beside(ctx, claim, suite, result, dataset) for dataset in claim.also]
     return verdict
 
@@ -577,8 +577,7 @@ def _beside(ctx: _Context, claim: Claim, suite: str, result: dict, dataset: str)
         return {"dataset": dataset, "ours": DASH, "p": None, "test": DASH, "verdict": UNTESTABLE,
                 "reason": f"not run yet in {' or '.join(claim.suites)}"}
     source, data, _ = max(held, key=lambda h: h[2])  # max keeps the first of equals
-    evaluate = {"greater": _compare, "equivalent": _compare, "trend": _trend}[claim.kind]
-    sub = evaluate(claim, data, [dataset])
+    sub = _SEED_TESTS[claim.kind](claim, data, [dataset])
     ours = sub.ours if sub.p is not None or len(claim.entry_names()) <= 3 else "one run each"
     reason = sub.short or sub.reason
     if source != suite:
@@ -1253,3 +1252,7 @@ def write_reproduction(results_dir: str | Path = Path("benchmarks/results"),
     if readme is not None:
         update_readme_summary(readme, verdicts)
     return out
+
+
+# The tests a claim over paired seeds runs, by its kind (``within`` checks a paper's figure instead).
+_SEED_TESTS = {"greater": _compare, "equivalent": _compare, "trend": _trend}
