@@ -14,7 +14,10 @@
 #   textcls benchmark --suite SUITE --merge-from OUTPUT_ROOT/*/ --output-dir benchmarks/results
 #
 # The code that runs is the checkout this script lives in (PYTHONPATH=<checkout>/src), so a
-# worktree at a fixed commit can keep running while main moves on. PYTHON picks the interpreter.
+# worktree at a fixed commit can keep running while main moves on (a PYTHONPATH already set
+# comes after it: packages carried to a GPU machine, say). PYTHON picks the interpreter, and
+# RUN_ARGS adds options to every run, e.g. RUN_ARGS="--device cuda" on a GPU machine, where
+# several workers can share one queue and one GPU.
 set -uo pipefail
 suite=$1; queue=$2; root=$3
 checkout=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,8 +32,10 @@ while read -r entry seed _; do
   if ! mkdir "$out.lock" 2> /dev/null; then echo "$(date -u +%FT%T) skip $entry seed $seed (running)"; continue; fi
   rm -rf "$out"
   echo "$(date -u +%FT%T) start $entry seed $seed"
-  OMP_NUM_THREADS=1 PYTHONPATH="$checkout/src" nice -n 10 "$python" -m textcls.cli benchmark \
-    --suite "$suite" --only "$entry" --seed "$seed" --threads 1 --no-progress --output-dir "$out" \
+  # RUN_ARGS is split into words on purpose: it holds options.
+  # shellcheck disable=SC2086
+  OMP_NUM_THREADS=1 PYTHONPATH="$checkout/src${PYTHONPATH:+:$PYTHONPATH}" nice -n 10 "$python" -m textcls.cli benchmark \
+    --suite "$suite" --only "$entry" --seed "$seed" --threads 1 --no-progress --output-dir "$out" ${RUN_ARGS:-} \
     > "$out.log" 2>&1
   echo "$(date -u +%FT%T) end $entry seed $seed rc=$?"
   rmdir "$out.lock"

@@ -50,3 +50,22 @@ def test_two_workers_make_every_run_once_and_skip_finished_ones(tmp_path):
     assert "".join(outputs).count("rc=0") == 4
     again = _worker(tmp_path, queue, root)
     assert again.stdout.count("(done)") == 4 and len((tmp_path / "calls.txt").read_text().splitlines()) == 4
+
+
+def test_run_args_and_an_existing_pythonpath_reach_every_run(tmp_path):
+    """RUN_ARGS="--device cuda" is how a GPU machine's workers run; packages carried there sit on
+    a PYTHONPATH that must come after the checkout's src, not be replaced by it."""
+    fake = tmp_path / "python"
+    fake.write_text('#!/usr/bin/env bash\necho "$PYTHONPATH|$*" >> "$CALLS"\n'
+                    'while [[ $# -gt 0 ]]; do [[ $1 == --output-dir ]] && dir=$2; shift; done\n'
+                    'mkdir -p "$dir" && echo "{}" > "$dir/toy.json"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    queue = tmp_path / "queue.txt"
+    queue.write_text("sst2:fcsr 0\n")
+    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(tmp_path / "calls.txt"),
+           "RUN_ARGS": "--device cuda", "PYTHONPATH": "/carried/site"}
+    subprocess.run(["bash", str(SCRIPT), "toy", str(queue), str(tmp_path / "runs")], env=env, check=True,
+                   capture_output=True)
+    pythonpath, args = (tmp_path / "calls.txt").read_text().strip().split("|")
+    assert pythonpath == f"{SCRIPT.parents[1] / 'src'}:/carried/site"
+    assert args.split()[-2:] == ["--device", "cuda"] and "--only sst2:fcsr --seed 0" in args
