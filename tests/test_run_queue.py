@@ -69,3 +69,28 @@ def test_run_args_and_an_existing_pythonpath_reach_every_run(tmp_path):
     pythonpath, args = (tmp_path / "calls.txt").read_text().strip().split("|")
     assert pythonpath == f"{SCRIPT.parents[1] / 'src'}:/carried/site"
     assert args.split()[-2:] == ["--device", "cuda"] and "--only sst2:fcsr --seed 0" in args
+
+
+GPU_WORKERS = SCRIPT.parent / "gpu_workers.sh"
+
+
+def test_gpu_workers_share_one_queue_on_cuda_and_stop_at_the_deadline(tmp_path):
+    """Every run gets --device cuda; a run still going at the deadline is stopped and listed."""
+    fake = tmp_path / "python"
+    fake.write_text('#!/usr/bin/env bash\necho "$*" >> "$CALLS"\n'
+                    'while [[ $# -gt 0 ]]; do case "$1" in --output-dir) dir=$2 ;; --only) only=$2 ;; esac; shift; done\n'
+                    'mkdir -p "$dir"; [[ $only == slow:* ]] && sleep 30\n'
+                    'echo "{}" > "$dir/toy.json"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    queue = tmp_path / "queue.txt"
+    queue.write_text("slow:fcsr 0\nsst2:fcsr 0\nmr:fcsr 0\ntrec:fcsr 0\n")
+    root = tmp_path / "runs"
+    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(tmp_path / "calls.txt"), "WORKERS": "2"}
+    done = subprocess.run(["bash", str(GPU_WORKERS), "toy", str(queue), str(root), "6"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    assert len(calls) == 4 and all(call.endswith("--device cuda") for call in calls)
+    assert "unfinished: slow_fcsr_s0" in done.stdout
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ["mr_fcsr_s0", "slow_fcsr_s0", "sst2_fcsr_s0",
+                                                                     "trec_fcsr_s0"]
+    assert not list((root / "slow_fcsr_s0").glob("*.json"))

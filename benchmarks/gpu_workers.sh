@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Run a queue of (entry, seed) runs on one GPU with several workers, for at most a deadline.
+#
+#   WORKERS=12 benchmarks/gpu_workers.sh SUITE QUEUE ROOT [DEADLINE_S]
+#
+# Starts WORKERS (default 12) copies of benchmarks/run_queue.sh on one queue and one output
+# root, each run with --device cuda (small models leave a GPU mostly idle, so processes share
+# it; on a lent H200 12 workers made 90 hcan_full runs in 4.4 min), stops them at DEADLINE_S
+# (default 470) seconds, then lists the runs left unfinished. With BUNDLE=<folder written by
+# benchmarks/offline_bundle.py> it installs the bundle's wheels into /tmp/site and reads the
+# bundle's datasets and GloVe table, for a machine that has no network.
+set -uo pipefail
+suite=$1; queue=$2; root=$3; deadline=${4:-470}
+here=$(cd "$(dirname "$0")" && pwd)
+if [[ -n "${BUNDLE:-}" ]]; then
+  if compgen -G "$BUNDLE/whl/*.whl" > /dev/null; then
+    "${PYTHON:-python3}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site "$BUNDLE"/whl/*.whl || exit 3
+  fi
+  export PYTHONPATH="/tmp/site:$(cd "$BUNDLE" && pwd)/site${PYTHONPATH:+:$PYTHONPATH}"
+  export TEXTCLS_DATA_DIR="$(cd "$BUNDLE" && pwd)/datasets" HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
+fi
+export RUN_ARGS="--device cuda ${RUN_ARGS:-}" PYTHON=${PYTHON:-python3}
+mkdir -p "$root"
+pids=()
+for w in $(seq 1 "${WORKERS:-12}"); do
+  timeout "$deadline" bash "$here/run_queue.sh" "$suite" "$queue" "$root" > "$root/worker$w.log" 2>&1 &
+  pids+=($!)
+  sleep 1  # stagger the start-ups: each worker's first run imports torch at once
+done
+wait "${pids[@]}"
+# timeout stops a worker, not the run it started: stop those runs too.
+pkill -f -- "--output-dir $root/" || true
+sleep 2
+for lock in "$root"/*.lock; do [[ -e "$lock" ]] && echo "unfinished: $(basename "$lock" .lock)" && rmdir "$lock"; done
+grep -h " end " "$root"/worker*.log | sort
