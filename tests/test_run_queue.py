@@ -5,6 +5,7 @@ import os
 import stat
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "run_queue.sh"
@@ -73,24 +74,46 @@ def test_run_args_and_an_existing_pythonpath_reach_every_run(tmp_path):
 
 GPU_WORKERS = SCRIPT.parent / "gpu_workers.sh"
 
+# Records its call and environment; a run of the entry "slow:..." outlives the deadline.
+GPU_FAKE = """#!/usr/bin/env bash
+echo "$TEXTCLS_DATA_DIR|$PYTHONPATH|$*" >> "$CALLS"
+while [[ $# -gt 0 ]]; do case "$1" in --output-dir) dir=$2 ;; --only) only=$2 ;; esac; shift; done
+mkdir -p "$dir"
+if [[ $only == slow:* ]]; then sleep 20; touch "$dir/still-ran-after-the-deadline"; fi
+echo "{}" > "$dir/toy.json"
+"""
 
-def test_gpu_workers_share_one_queue_on_cuda_and_stop_at_the_deadline(tmp_path):
-    """Every run gets --device cuda; a run still going at the deadline is stopped and listed."""
+
+def _gpu_workers(tmp_path, queue_text, deadline="6", **env_extra):
     fake = tmp_path / "python"
-    fake.write_text('#!/usr/bin/env bash\necho "$*" >> "$CALLS"\n'
-                    'while [[ $# -gt 0 ]]; do case "$1" in --output-dir) dir=$2 ;; --only) only=$2 ;; esac; shift; done\n'
-                    'mkdir -p "$dir"; [[ $only == slow:* ]] && sleep 30\n'
-                    'echo "{}" > "$dir/toy.json"\n')
+    fake.write_text(GPU_FAKE)
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     queue = tmp_path / "queue.txt"
-    queue.write_text("slow:fcsr 0\nsst2:fcsr 0\nmr:fcsr 0\ntrec:fcsr 0\n")
-    root = tmp_path / "runs"
-    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(tmp_path / "calls.txt"), "WORKERS": "2"}
-    done = subprocess.run(["bash", str(GPU_WORKERS), "toy", str(queue), str(root), "6"], env=env,
+    queue.write_text(queue_text)
+    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(tmp_path / "calls.txt"), "WORKERS": "2", **env_extra}
+    return subprocess.run(["bash", str(GPU_WORKERS), "toy", str(queue), str(tmp_path / "runs"), deadline], env=env,
                           capture_output=True, text=True, timeout=60)
+
+
+def test_gpu_workers_share_one_queue_on_cuda_and_stop_the_run_in_flight_at_the_deadline(tmp_path):
+    done = _gpu_workers(tmp_path, "slow:fcsr 0\nsst2:fcsr 0\nmr:fcsr 0\ntrec:fcsr 0\n")
     calls = (tmp_path / "calls.txt").read_text().splitlines()
     assert len(calls) == 4 and all(call.endswith("--device cuda") for call in calls)
-    assert "unfinished: slow_fcsr_s0" in done.stdout
-    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ["mr_fcsr_s0", "slow_fcsr_s0", "sst2_fcsr_s0",
+    assert done.returncode != 0 and "unfinished: slow:fcsr 0" in done.stdout and "1 run(s)" in done.stdout
+    runs = tmp_path / "runs"
+    assert sorted(p.name for p in runs.iterdir() if p.is_dir()) == ["mr_fcsr_s0", "slow_fcsr_s0", "sst2_fcsr_s0",
                                                                      "trec_fcsr_s0"]
-    assert not list((root / "slow_fcsr_s0").glob("*.json"))
+    time.sleep(20)  # long enough for the slow run to finish, had the deadline not stopped it
+    assert not list((runs / "slow_fcsr_s0").iterdir())
+
+
+def test_gpu_workers_read_a_bundle_and_refuse_a_folder_that_is_not_one(tmp_path):
+    refused = _gpu_workers(tmp_path, "sst2:fcsr 0\n", BUNDLE=str(tmp_path / "nothing"))
+    assert refused.returncode == 2 and "not a folder written by benchmarks/offline_bundle.py" in refused.stderr
+    bundle = tmp_path / "bundle"
+    (bundle / "site").mkdir(parents=True)
+    (bundle / "datasets").mkdir()
+    done = _gpu_workers(tmp_path, "sst2:fcsr 0\n", BUNDLE=str(bundle))
+    assert done.returncode == 0 and "0 run(s)" in done.stdout
+    data_dir, pythonpath, _ = (tmp_path / "calls.txt").read_text().strip().split("|")
+    assert data_dir == str(bundle / "datasets") and f"{bundle / 'site'}" in pythonpath.split(":")
