@@ -25,6 +25,13 @@ and peer trains on the same documents (train minus dev; the neural models only s
 epoch on dev), and a refit would give TF-IDF 10 % more labelled data than the models it is
 compared with. Plain scikit-learn TF-IDF + LR at C = 10 had beaten the old fixed C = 1 by 2-3
 points on two of seven outside datasets (issue 19), and the best C moves with the corpus size.
+
+**Word and character n-grams** (``char_ngrams = [lo, hi]``, the ``tfidf-lr-chars`` preset): a
+second TF-IDF over the character ``lo``- to ``hi``-grams inside word boundaries (scikit-learn's
+``char_wb``) is concatenated to the word n-grams, one linear model over both. Short texts are
+where it pays: an MPQA phrase has three words, and the characters share evidence between forms
+of a word ("disappoint", "disappointing") that the word features keep apart
+(``benchmarks/results/tfidf_chars.md``).
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ TOKEN_PATTERN = r"(?u)\b\w+\b"
 # The TF-IDF models read the training split once (no epochs); dev (carved as for the neural
 # models when the data has none) chooses C or alpha from the preset's grid.
 _TFIDF_RECIPE = Recipe(epochs=1)
+# Character n-grams of tfidf-lr-chars: 2- to 5-grams inside word boundaries.
+CHAR_NGRAMS = (2, 5)
 # Decades and half-decades around scikit-learn's C = 1: a seven-fit search.
 C_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 ALPHA_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
@@ -62,6 +71,17 @@ TFIDF_PRESETS = [
         kind="classic",
         description="TF-IDF (unigrams + bigrams, sublinear tf) with logistic regression, C chosen on dev from "
                     "0.1-100; one-vs-rest if multi-label.",
+        paper="scikit-learn baseline",
+    ),
+    Preset(
+        "tfidf-lr-chars",
+        "tfidf",
+        arch={"classifier": "lr", "C_grid": list(C_GRID), "char_ngrams": list(CHAR_NGRAMS)},
+        recipe=_TFIDF_RECIPE,
+        inputs=_TFIDF_INPUTS,
+        kind="classic",
+        description="TF-IDF of word unigrams + bigrams and of character 2-5-grams within words (sublinear tf), "
+                    "one logistic regression over both, C chosen on dev from 0.1-100.",
         paper="scikit-learn baseline",
     ),
     Preset(
@@ -84,7 +104,8 @@ class TfidfModel:
 
     ``C`` is LR's inverse regularisation strength, ``alpha`` NB's additive smoothing;
     ``C_grid`` / ``alpha_grid`` (None: use ``C`` / ``alpha`` as given) the values tried on dev;
-    ``ngram_max`` the longest word n-gram; ``min_df`` drops n-grams seen in fewer documents.
+    ``ngram_max`` the longest word n-gram; ``min_df`` drops n-grams seen in fewer documents;
+    ``char_ngrams`` (``[lo, hi]``, or None for words alone) adds the character n-grams within words.
     """
 
     kind = "classic"
@@ -103,6 +124,7 @@ class TfidfModel:
         max_iter: int = 1000,
         C_grid: list[float] | None = None,
         alpha_grid: list[float] | None = None,
+        char_ngrams: list[int] | None = None,
     ):
         if classifier not in CLASSIFIERS:
             raise ConfigError(f"parameter 'classifier' = {classifier!r} is not one of {', '.join(CLASSIFIERS)}")
@@ -116,6 +138,7 @@ class TfidfModel:
         check_positive_int("max_iter", max_iter, 1 << 24)
         self.C_grid = _check_grid("C_grid", C_grid, 0.0, 1e12)
         self.alpha_grid = _check_grid("alpha_grid", alpha_grid, 0.0, 1e6)
+        self.char_ngrams = _check_char_ngrams(char_ngrams)
         self.num_classes = num_classes
         self.classifier = classifier
         self.C = C
@@ -139,21 +162,29 @@ class TfidfModel:
             "max_iter": self.max_iter,
             "C_grid": None if self.C_grid is None else list(self.C_grid),
             "alpha_grid": None if self.alpha_grid is None else list(self.alpha_grid),
+            "char_ngrams": None if self.char_ngrams is None else list(self.char_ngrams),
         }
 
-    def _vectorizer(self, vocabulary=None):
+    def _vectorizer(self, vocabulary=None, char_vocabulary=None):
+        """The word TF-IDF, joined by the character one when ``char_ngrams`` is set; with saved
+        vocabularies (``from_state``) every term of them is kept."""
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        return TfidfVectorizer(
-            lowercase=True,
-            token_pattern=TOKEN_PATTERN,
-            ngram_range=(1, self.ngram_max),
-            min_df=1 if vocabulary is not None else self.min_df,
-            max_features=None if vocabulary is not None else self.max_features,
-            sublinear_tf=self.sublinear_tf,
-            vocabulary=vocabulary,
-            dtype=np.float64,
-        )
+        def tfidf(vocabulary, **analysis):
+            return TfidfVectorizer(
+                lowercase=True,
+                min_df=1 if vocabulary is not None else self.min_df,
+                max_features=None if vocabulary is not None else self.max_features,
+                sublinear_tf=self.sublinear_tf,
+                vocabulary=vocabulary,
+                dtype=np.float64,
+                **analysis,
+            )
+
+        words = tfidf(vocabulary, token_pattern=TOKEN_PATTERN, ngram_range=(1, self.ngram_max))
+        if self.char_ngrams is None:
+            return words
+        return WordAndCharTfidf(words, tfidf(char_vocabulary, analyzer="char_wb", ngram_range=tuple(self.char_ngrams)))
 
     def _estimator(self, warm_start: bool = False):
         if self.classifier == "lr":
@@ -325,15 +356,16 @@ class TfidfModel:
     def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """``(arrays, meta)``: numeric arrays (safetensors-ready) and JSON metadata."""
         self._check_fitted()
-        terms = self.vectorizer_.get_feature_names_out()
-        # Terms are runs of \w separated by single spaces, so "\n" can delimit them.
-        vocabulary = np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8).copy()
+        words = self.vectorizer_.words if self.char_ngrams is not None else self.vectorizer_
         arrays = {
-            "vocabulary": vocabulary,
-            "idf": np.asarray(self.vectorizer_.idf_, dtype=np.float64),
+            "vocabulary": _encode_terms(words.get_feature_names_out()),
+            "idf": np.asarray(words.idf_, dtype=np.float64),
             "weights": self.weights_,
             "bias": self.bias_,
         }
+        if self.char_ngrams is not None:
+            arrays["char_vocabulary"] = _encode_terms(self.vectorizer_.chars.get_feature_names_out())
+            arrays["char_idf"] = np.asarray(self.vectorizer_.chars.idf_, dtype=np.float64)
         meta = {
             "format": STATE_FORMAT,
             "num_classes": self.num_classes,
@@ -350,20 +382,24 @@ class TfidfModel:
             raise CheckpointError(
                 f"TF-IDF state has format {meta.get('format')!r}, expected {STATE_FORMAT!r}; re-save it with this textcls"
             )
-        missing = [k for k in ("vocabulary", "idf", "weights", "bias") if k not in arrays]
+        model = cls(meta["num_classes"], **meta["params"])
+        parts = [("vocabulary", "idf")] + ([("char_vocabulary", "char_idf")] if model.char_ngrams is not None else [])
+        missing = [k for k in ("weights", "bias", *(name for part in parts for name in part)) if k not in arrays]
         if missing:
             raise CheckpointError(f"TF-IDF state lacks array '{missing[0]}'; the run directory is incomplete")
-        model = cls(meta["num_classes"], **meta["params"])
-        raw = np.asarray(arrays["vocabulary"], dtype=np.uint8).tobytes().decode("utf-8")
-        terms = raw.split("\n") if raw else []
-        weights, bias, idf = (np.asarray(arrays[k], dtype=np.float64) for k in ("weights", "bias", "idf"))
-        if weights.shape != (model.num_classes, len(terms)) or idf.shape != (len(terms),) or bias.shape != (model.num_classes,):
+        terms = [_decode_terms(arrays[vocabulary]) for vocabulary, _ in parts]
+        idfs = [np.asarray(arrays[idf], dtype=np.float64) for _, idf in parts]
+        weights, bias = (np.asarray(arrays[k], dtype=np.float64) for k in ("weights", "bias"))
+        total = sum(len(t) for t in terms)
+        if (weights.shape != (model.num_classes, total) or bias.shape != (model.num_classes,)
+                or any(idf.shape != (len(t),) for t, idf in zip(terms, idfs))):
             raise CheckpointError(
-                f"TF-IDF state is inconsistent: {len(terms)} terms, idf {idf.shape}, weights {weights.shape}, "
-                f"bias {bias.shape}; the saved run is corrupt"
+                f"TF-IDF state is inconsistent: {' + '.join(str(len(t)) for t in terms)} terms, idf "
+                f"{[idf.shape for idf in idfs]}, weights {weights.shape}, bias {bias.shape}; the saved run is corrupt"
             )
-        vectorizer = model._vectorizer(vocabulary={term: i for i, term in enumerate(terms)})
-        vectorizer.idf_ = idf
+        vectorizer = model._vectorizer(*({term: i for i, term in enumerate(t)} for t in terms))
+        for part, idf in zip([vectorizer.words, vectorizer.chars] if len(parts) == 2 else [vectorizer], idfs):
+            part.idf_ = idf
         return model._restored(vectorizer, weights, bias, meta)
 
     def _restored(self, vectorizer, weights: np.ndarray, bias: np.ndarray, meta: dict[str, Any]) -> "TfidfModel":
@@ -372,6 +408,49 @@ class TfidfModel:
         self.multi_label_ = bool(meta["multi_label"])
         self.selection_ = meta.get("selection")
         return self
+
+
+class WordAndCharTfidf:
+    """Word TF-IDF features, then character TF-IDF features, side by side in one sparse matrix."""
+
+    def __init__(self, words, chars):
+        self.words, self.chars = words, chars
+
+    def fit_transform(self, texts):
+        from scipy.sparse import hstack
+
+        return hstack([self.words.fit_transform(texts), self.chars.fit_transform(texts)], format="csr")
+
+    def transform(self, texts):
+        from scipy.sparse import hstack
+
+        return hstack([self.words.transform(texts), self.chars.transform(texts)], format="csr")
+
+    @property
+    def idf_(self) -> np.ndarray:
+        return np.concatenate([self.words.idf_, self.chars.idf_])
+
+
+def _encode_terms(terms) -> np.ndarray:
+    # Word terms are runs of \w joined by single spaces, and character n-grams lie within one
+    # word (char_wb) with spaces at its edges, so no term holds "\n", which can delimit them.
+    return np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8).copy()
+
+
+def _decode_terms(array: np.ndarray) -> list[str]:
+    raw = np.asarray(array, dtype=np.uint8).tobytes().decode("utf-8")
+    return raw.split("\n") if raw else []
+
+
+def _check_char_ngrams(char_ngrams) -> tuple[int, int] | None:
+    if char_ngrams is None:
+        return None
+    values = list(char_ngrams) if isinstance(char_ngrams, (list, tuple)) else None
+    if (values is None or len(values) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in values)
+            or not 1 <= values[0] <= values[1] <= 10):
+        raise ConfigError(f"parameter 'char_ngrams' = {char_ngrams!r} must be [lo, hi] with 1 <= lo <= hi <= 10 "
+                          "(e.g. [2, 5]), or None for word n-grams alone")
+    return values[0], values[1]
 
 
 def _check_grid(name: str, grid, low: float, high: float) -> list[float] | None:
