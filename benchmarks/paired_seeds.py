@@ -8,7 +8,9 @@ For a diagnosis that is not a paper's claim (those go through `textcls benchmark
 two entries of the same suite that differ in one setting and share seeds and splits. For each
 pair it takes the test accuracy of every seed both ran, and reports the means, the paired
 differences, their mean and standard error, and the paired t-test's two-sided p-value
-(scipy.stats.ttest_rel). It reads only the committed JSON, so anyone can rerun it. Writes
+(scipy.stats.ttest_rel). When every seed gives the same difference (two deterministic models on
+an official split, say) the test is undefined: t and p are left empty (null) and the differences
+speak for themselves. It reads only the committed JSON, so anyone can rerun it. Writes
 <output>.json and <output>.md.
 """
 
@@ -43,12 +45,21 @@ def paired(report: dict, dataset: str, base: str, other: str) -> dict:
         raise SystemExit(f"error: '{base}' and '{other}' share {len(seeds)} seed(s) on '{dataset}'; a paired test "
                          "needs at least 2")
     diffs = np.array([b[s] - a[s] for s in seeds])
-    test = stats.ttest_rel([b[s] for s in seeds], [a[s] for s in seeds])
+    # Accuracies are counts over one test set: equal differences are equal to float rounding.
+    if np.ptp(diffs) < 1e-9:
+        t = p = None
+    else:
+        test = stats.ttest_rel([b[s] for s in seeds], [a[s] for s in seeds])
+        t, p = float(test.statistic), float(test.pvalue)
     return {"dataset": dataset, "base": base, "other": other, "seeds": seeds,
             "base_mean": float(np.mean([a[s] for s in seeds])), "other_mean": float(np.mean([b[s] for s in seeds])),
             "differences": diffs.round(4).tolist(), "mean_difference": float(diffs.mean()),
             "standard_error": float(diffs.std(ddof=1) / np.sqrt(len(seeds))),
-            "t": float(test.statistic), "p_two_sided": float(test.pvalue)}
+            "t": t, "p_two_sided": p}
+
+
+def _number(value, spec: str) -> str:
+    return "– (the same difference on every seed)" if value is None else format(value, spec)
 
 
 def main(argv=None) -> None:
@@ -70,7 +81,7 @@ def main(argv=None) -> None:
     for r in rows:
         lines.append(f"| {r['base']} | {r['other']} | {len(r['seeds'])} | {r['base_mean']:.2f} | {r['other_mean']:.2f} "
                      f"| {', '.join(f'{d:+.2f}' for d in r['differences'])} | {r['mean_difference']:+.2f} ± "
-                     f"{r['standard_error']:.2f} | {r['t']:.2f} | {r['p_two_sided']:.4f} |")
+                     f"{r['standard_error']:.2f} | {_number(r['t'], '.2f')} | {_number(r['p_two_sided'], '.4f')} |")
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     write_json(output.with_suffix(".json"), result)
