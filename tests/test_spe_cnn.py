@@ -366,6 +366,10 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             assert entry.overrides == ({"max_length": 3000, "embedding_dim": 50} if entry.name == "kim-cnn-rand-50d"
                                        else {"max_length": 3000}), entry.id
             continue
+        if entry.model in ("single-cnn-bow", "spe-cnn-bow"):  # Table 4: one-hot vectors, the presets' recipe
+            assert entry.dataset in ("mr", "trec") and entry.overrides == {"max_length": 3000}, entry.id
+            assert entry.paper is not None and entry.paper_source.startswith("spe_cnn Table 4"), entry.id
+            continue
         assert entry.model in neural
         if entry.name.endswith("-clitics"):  # issue 15's tokeniser diagnosis: a mr row's twin, clitics split
             assert entry.dataset == "mr" and entry.overrides == {"max_length": 3000, "clitics": True}, entry.id
@@ -385,6 +389,7 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
     ids = {e.id for e in full.entries}
     for dataset in ("mr", "mpqa", "trec", "reuters-single", "20news", "imdb"):
         assert {f"{dataset}:{m}" for m in neural + ["fasttext-tutorial", "tfidf-lr", "minilm-lr"]} <= ids
+    assert {f"{d}:{m}" for d in ("mr", "trec") for m in ("single-cnn-bow", "spe-cnn-bow")} <= ids
     # The paper's figures, as in the 30-minute suite (Table 3).
     budget = {(e.dataset, e.model): e.paper for e in load_suite("spe_cnn").entries if e.paper is not None}
     for entry in full.entries:
