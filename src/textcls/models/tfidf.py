@@ -356,16 +356,11 @@ class TfidfModel:
     def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """``(arrays, meta)``: numeric arrays (safetensors-ready) and JSON metadata."""
         self._check_fitted()
-        words = self.vectorizer_.words if self.char_ngrams is not None else self.vectorizer_
-        arrays = {
-            "vocabulary": _encode_terms(words.get_feature_names_out()),
-            "idf": np.asarray(words.idf_, dtype=np.float64),
-            "weights": self.weights_,
-            "bias": self.bias_,
-        }
-        if self.char_ngrams is not None:
-            arrays["char_vocabulary"] = _encode_terms(self.vectorizer_.chars.get_feature_names_out())
-            arrays["char_idf"] = np.asarray(self.vectorizer_.chars.idf_, dtype=np.float64)
+        arrays = {}
+        for prefix, part in zip(_PART_PREFIXES, _parts(self.vectorizer_)):
+            arrays[f"{prefix}vocabulary"] = _encode_terms(part.get_feature_names_out())
+            arrays[f"{prefix}idf"] = np.asarray(part.idf_, dtype=np.float64)
+        arrays.update(weights=self.weights_, bias=self.bias_)
         meta = {
             "format": STATE_FORMAT,
             "num_classes": self.num_classes,
@@ -383,12 +378,13 @@ class TfidfModel:
                 f"TF-IDF state has format {meta.get('format')!r}, expected {STATE_FORMAT!r}; re-save it with this textcls"
             )
         model = cls(meta["num_classes"], **meta["params"])
-        parts = [("vocabulary", "idf")] + ([("char_vocabulary", "char_idf")] if model.char_ngrams is not None else [])
-        missing = [k for k in ("weights", "bias", *(name for part in parts for name in part)) if k not in arrays]
+        prefixes = _PART_PREFIXES[: 1 if model.char_ngrams is None else 2]
+        names = [f"{prefix}{name}" for prefix in prefixes for name in ("vocabulary", "idf")] + ["weights", "bias"]
+        missing = [k for k in names if k not in arrays]
         if missing:
             raise CheckpointError(f"TF-IDF state lacks array '{missing[0]}'; the run directory is incomplete")
-        terms = [_decode_terms(arrays[vocabulary]) for vocabulary, _ in parts]
-        idfs = [np.asarray(arrays[idf], dtype=np.float64) for _, idf in parts]
+        terms = [_decode_terms(arrays[f"{prefix}vocabulary"]) for prefix in prefixes]
+        idfs = [np.asarray(arrays[f"{prefix}idf"], dtype=np.float64) for prefix in prefixes]
         weights, bias = (np.asarray(arrays[k], dtype=np.float64) for k in ("weights", "bias"))
         total = sum(len(t) for t in terms)
         if (weights.shape != (model.num_classes, total) or bias.shape != (model.num_classes,)
@@ -398,7 +394,7 @@ class TfidfModel:
                 f"{[idf.shape for idf in idfs]}, weights {weights.shape}, bias {bias.shape}; the saved run is corrupt"
             )
         vectorizer = model._vectorizer(*({term: i for i, term in enumerate(t)} for t in terms))
-        for part, idf in zip([vectorizer.words, vectorizer.chars] if len(parts) == 2 else [vectorizer], idfs):
+        for part, idf in zip(_parts(vectorizer), idfs):
             part.idf_ = idf
         return model._restored(vectorizer, weights, bias, meta)
 
@@ -411,7 +407,11 @@ class TfidfModel:
 
 
 class WordAndCharTfidf:
-    """Word TF-IDF features, then character TF-IDF features, side by side in one sparse matrix."""
+    """Word TF-IDF features, then character TF-IDF features, side by side in one sparse matrix.
+
+    scikit-learn's ``FeatureUnion`` stacks the same way, but the state is saved part by part
+    (each part's vocabulary and idf, no pickle) and restored into fixed-vocabulary vectorizers,
+    and ``num_parameters`` reads one ``idf_``: this is that, and nothing more."""
 
     def __init__(self, words, chars):
         self.words, self.chars = words, chars
@@ -429,6 +429,16 @@ class WordAndCharTfidf:
     @property
     def idf_(self) -> np.ndarray:
         return np.concatenate([self.words.idf_, self.chars.idf_])
+
+
+# The saved arrays of each part: "vocabulary" / "idf" for the words, "char_vocabulary" /
+# "char_idf" for the characters.
+_PART_PREFIXES = ("", "char_")
+
+
+def _parts(vectorizer) -> list:
+    """The TF-IDF vectorizers behind a model's features, in feature order."""
+    return [vectorizer.words, vectorizer.chars] if isinstance(vectorizer, WordAndCharTfidf) else [vectorizer]
 
 
 def _encode_terms(terms) -> np.ndarray:

