@@ -35,12 +35,6 @@ for w in $(seq 1 "${WORKERS:-12}"); do
 done
 wait "${pids[@]}"
 rmdir "$root"/*.lock 2> /dev/null
-# The queue's runs without a report (never started, or stopped at the deadline), as run_queue.sh names them.
-left=0
-while read -r entry seed _; do
-  [[ -z "${entry:-}" || "$entry" == \#* ]] && continue
-  out="$root/$(echo "$entry" | tr '/:' '__')_s$seed"
-  compgen -G "$out/*.json" > /dev/null || { echo "unfinished: $entry $seed"; left=$((left + 1)); }
-done < "$queue"
-echo "$left run(s) of $queue unfinished"
-[[ $left -eq 0 ]]  # the exit status says whether the whole queue is done
+# The queue's runs without a report (never started, or stopped at the deadline); the exit status
+# says whether the whole queue is done.
+bash "$here/run_queue.sh" --pending "$suite" "$queue" "$root"

@@ -18,15 +18,27 @@
 # comes after it: packages carried to a GPU machine, say). PYTHON picks the interpreter, and
 # RUN_ARGS adds options to every run, e.g. RUN_ARGS="--device cuda" on a GPU machine, where
 # several workers can share one queue and one GPU.
+#
+#   benchmarks/run_queue.sh --pending SUITE QUEUE_FILE OUTPUT_ROOT
+#
+# runs nothing: it lists the queue's runs without a report ("unfinished: ENTRY_ID SEED") and
+# exits 1 if there are any.
 set -uo pipefail
+pending=false
+if [[ "${1:-}" == --pending ]]; then pending=true; shift; fi
 suite=$1; queue=$2; root=$3
 checkout=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-python}
 mkdir -p "$root"
+left=0
 while read -r entry seed _; do
   [[ -z "${entry:-}" || "$entry" == \#* ]] && continue
   out="$root/$(echo "$entry" | tr '/:' '__')_s$seed"
-  if compgen -G "$out/*.json" > /dev/null; then echo "$(date -u +%FT%T) skip $entry seed $seed (done)"; continue; fi
+  if compgen -G "$out/*.json" > /dev/null; then
+    $pending || echo "$(date -u +%FT%T) skip $entry seed $seed (done)"
+    continue
+  fi
+  if $pending; then echo "unfinished: $entry $seed"; left=$((left + 1)); continue; fi
   # mkdir is atomic: the worker that creates the lock makes the run; a lock left by a killed
   # worker is removed by hand (rmdir) before its run can be made again.
   if ! mkdir "$out.lock" 2> /dev/null; then echo "$(date -u +%FT%T) skip $entry seed $seed (running)"; continue; fi
@@ -40,3 +52,7 @@ while read -r entry seed _; do
   echo "$(date -u +%FT%T) end $entry seed $seed rc=$?"
   rmdir "$out.lock"
 done < "$queue"
+if $pending; then
+  echo "$left run(s) of $queue unfinished"
+  [[ $left -eq 0 ]]
+fi
