@@ -263,3 +263,43 @@ def test_literal_special_tokens_in_text_are_plain_words(tmp_path):
     assert json.loads(pipe.save(tmp_path).read_text())["added_tokens"] == []
     with pytest.raises(ConfigError, match="unknown text pipeline setting 'max_len'.*max_length"):
         TextPipeline.load(tmp_path, {"max_len": 3})
+
+
+# ---------------------------------------------------------------- end token (fastText's </s>)
+
+
+def test_end_token_ends_every_document_after_the_cut_and_joins_the_last_bigram():
+    pipe = TextPipeline(end_token=True, bigram_buckets=97, max_length=2).fit(CORPUS)
+    end = pipe.end_id
+    assert pipe.vocab[:-1] == CORPUS_VOCAB and pipe.vocab[-1] == "[END]" and end == len(CORPUS_VOCAB)
+    assert pipe.token_counts == [0, 0, 3, 2, 2, 1, 1, 3]  # one [END] per training document
+    encoded = pipe.encode(["the cat sat", "", "dog"])
+    assert encoded.ids == [[2, 3, end], [UNK_ID, end], [5, end]]
+    # The cut counts real tokens only; [END] is not one of them.
+    assert (encoded.documents_truncated, encoded.tokens_dropped, encoded.tokens_total) == (1, 1, 4)
+    assert encoded.bigrams == hash_bigrams(encoded.ids, 97)
+    assert [len(b) for b in encoded.bigrams] == [2, 1, 1]
+    flat = pipe.encode_flat(["the cat sat", "", "dog"])
+    assert flat.ids.tolist() == sum(encoded.ids, []) and flat.lengths.tolist() == [3, 2, 2]
+    assert flat.bigrams.tolist() == sum(encoded.bigrams, []) and flat.bigram_lengths.tolist() == [2, 1, 1]
+    assert TextPipeline(end_token=True, max_vocab=4).fit(CORPUS).vocab == ["[PAD]", "[UNK]", "the", "[END]"]
+
+
+def test_end_token_cannot_come_from_text_and_is_checked_on_load(tmp_path):
+    pipe = TextPipeline(end_token=True).fit(["[END] cat"])
+    ids = {token: i for i, token in enumerate(pipe.vocab)}
+    assert pipe.encode(["[END]"]).ids == [[ids["["], ids["end"], ids["]"], pipe.end_id]]
+    pipe.save(tmp_path)
+    loaded = TextPipeline.load(tmp_path, pipe.settings())
+    assert loaded.encode(["cat [END]", ""]) == pipe.encode(["cat [END]", ""])
+    with pytest.raises(CheckpointError, match=r"\[END\] at id 6 but end_token=False"):
+        TextPipeline.load(tmp_path, {**pipe.settings(), "end_token": False})
+    TextPipeline().fit(CORPUS).save(tmp_path)
+    with pytest.raises(CheckpointError, match=r"\[END\] at id None but end_token=True"):
+        TextPipeline.load(tmp_path, {"end_token": True})
+    with pytest.raises(ConfigError, match="end_token=True is for flat inputs"):
+        pipe.encode_sentences(["cat."])
+    with pytest.raises(ConfigError, match="'end_token' = 1 must be true or false"):
+        TextPipeline(end_token=1)
+    with pytest.raises(ConfigError, match="end_token=False, so no"):
+        TextPipeline().fit(CORPUS).end_id

@@ -158,7 +158,11 @@ FASTTEXT_RECIPE = Recipe(
 # costs the rows it touches, not the table's size: on TREC, 5 epochs took 1.2 s of training
 # passes at 2**21 buckets with sparse gradients and 80 s with dense ones (2**18 dense: 4.5 s).
 DEFAULT_BIGRAM_BUCKETS = 1 << 21
-_FASTTEXT_INPUTS = {"shape": "flat", "lowercase": True, "min_freq": 1, "embeddings": None, "embedding_dim": 10}
+# end_token: fastText's "</s>", which its dictionary appends to every line as a word (the model's
+# only shared input, so its bias); without it fastText's own loop on fastText's own tokens lost
+# 1.96 points on MPQA's three-word phrases (10 seeds, p < 0.001; benchmarks/results/fasttext_eos.md).
+_FASTTEXT_INPUTS = {"shape": "flat", "lowercase": True, "min_freq": 1, "embeddings": None, "embedding_dim": 10,
+                    "end_token": True}
 _PAPER = "Joulin et al. 2017, Bag of Tricks for Efficient Text Classification (EACL)"
 
 FASTTEXT_PRESETS = [

@@ -8,6 +8,15 @@ express, runs in Python before it. Words and punctuation are split by the ``Whit
 pre-tokeniser (``\\w+|[^\\w\\s]+``: a run of punctuation such as ``...`` or ``?!`` is one
 token).
 
+``end_token=True`` ends every document with ``[END]``, the last id of the vocabulary (after
+the ``max_length`` cut, so a document holds at most ``max_length + 1`` ids): fastText's
+``</s>``, which its ``Dictionary::getLine`` adds to every line as a word of its own. In a mean
+of rows with a bias-free output layer it is the model's bias, and its bigram with the last word
+is a feature of how the text ends. On MPQA's three-word phrases, fastText's own loop on
+fastText's own tokens lost 1.96 points without it (10 seeds, p < 0.001;
+benchmarks/results/fasttext_eos.md).
+``[END]`` cannot come from text: the pre-tokeniser splits ``[``, ``END`` and ``]``.
+
 Nothing is dropped silently: truncation to ``max_length``, sentence caps, and documents that
 are empty after normalisation (encoded as a single ``[UNK]``) are counted in the returned
 ``Encoded`` / ``EncodedSentences``.
@@ -30,6 +39,7 @@ from ..validate import MAX_INT, check_flag, check_int
 from .normalize import build_normalizer, check_settings, check_texts, strip_newsgroups
 
 PAD_TOKEN, UNK_TOKEN = "[PAD]", "[UNK]"
+END_TOKEN = "[END]"
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN)
 PAD_ID, UNK_ID = 0, 1
 TOKENIZER_FILE = "tokenizer.json"
@@ -39,7 +49,7 @@ SENTENCE_END_CHARS = ".!?"
 
 _SETTING_NAMES = (
     "lowercase", "strip_html", "charset", "newsgroups", "min_freq", "max_vocab",
-    "max_length", "max_sentences", "max_sentence_length", "bigram_buckets", "clitics",
+    "max_length", "max_sentences", "max_sentence_length", "bigram_buckets", "clitics", "end_token",
 )
 _PUNCTUATION_RUN = re.compile(r"[^\w\s]+")
 # The Whitespace pre-tokeniser's pattern on ASCII text (see TextPipeline._ascii_ids).
@@ -197,6 +207,7 @@ class TextPipeline:
         max_sentence_length: int | None = None,
         bigram_buckets: int = 0,
         clitics: bool = False,
+        end_token: bool = False,
     ):
         check_settings(lowercase=lowercase, strip_html=strip_html, charset=charset, newsgroups=newsgroups)
         self.lowercase = lowercase
@@ -213,6 +224,8 @@ class TextPipeline:
         self.bigram_buckets = check_int("bigram_buckets", bigram_buckets, 0, MAX_INT)
         check_flag("clitics", clitics)
         self.clitics = clitics
+        check_flag("end_token", end_token)
+        self.end_token = end_token
         self._tokenizer: Tokenizer | None = None
         self._vocab: list[str] | None = None
         self._terminator_ids: frozenset[int] | None = None
@@ -235,6 +248,7 @@ class TextPipeline:
             "max_sentence_length": self.max_sentence_length,
             "bigram_buckets": self.bigram_buckets,
             "clitics": self.clitics,
+            "end_token": self.end_token,
         }
 
     def __repr__(self) -> str:
@@ -264,6 +278,13 @@ class TextPipeline:
     @property
     def vocab_size(self) -> int:
         return self.tokenizer.get_vocab_size(with_added_tokens=False)
+
+    @property
+    def end_id(self) -> int:
+        """The id of ``[END]`` (the last one), for a pipeline with ``end_token=True``."""
+        if not self.end_token:
+            raise ConfigError("this TextPipeline has end_token=False, so no [END] id")
+        return self.vocab_size - 1
 
     @property
     def token_counts(self) -> list[int] | None:
@@ -304,7 +325,7 @@ class TextPipeline:
             raise DataError("fit() got no texts; pass the training texts (at least one)")
         tokenizer = self._skeleton()
         trainer = trainers.WordLevelTrainer(
-            vocab_size=self.max_vocab or MAX_INT,
+            vocab_size=(self.max_vocab - self.end_token) if self.max_vocab else MAX_INT,
             min_frequency=self.min_freq,
             special_tokens=list(SPECIAL_TOKENS),
             show_progress=False,
@@ -318,12 +339,18 @@ class TextPipeline:
         # The trainer also registers [PAD] and [UNK] as added tokens, which would turn a
         # literal "[PAD]" in a review into padding; a fresh tokenizer over the trained
         # vocabulary has no added tokens.
-        self._set_tokenizer(self._skeleton(tokenizer.get_vocab(with_added_tokens=False)))
+        vocab = tokenizer.get_vocab(with_added_tokens=False)
+        if self.end_token:
+            vocab[END_TOKEN] = len(vocab)
+        self._set_tokenizer(self._skeleton(vocab))
         # The trainer does not expose its word counts; one encoding pass gives them per id
         # (and is reused by fit_encode).
         docs = [e.ids for e in self._encode_fast(texts)]
         flat = np.fromiter(itertools.chain.from_iterable(docs), dtype=np.int64)
-        self._token_counts = np.bincount(flat, minlength=self.vocab_size).tolist()
+        counts = np.bincount(flat, minlength=self.vocab_size)
+        if self.end_token:
+            counts[self.end_id] = len(docs)  # one per document, as encoding adds it
+        self._token_counts = counts.tolist()
         return docs
 
     def _set_tokenizer(self, tokenizer: Tokenizer) -> None:
@@ -334,6 +361,13 @@ class TextPipeline:
                     f"tokenizer has {token} at id {vocab.get(token)}, expected {expected_id}; "
                     "rebuild it with TextPipeline.fit"
                 )
+        # No text gives [END] (the pre-tokeniser splits its brackets off), so it is in the
+        # vocabulary exactly when the pipeline was fitted with end_token=True.
+        if (END_TOKEN in vocab) != self.end_token or (self.end_token and vocab[END_TOKEN] != len(vocab) - 1):
+            raise CheckpointError(
+                f"tokenizer has {END_TOKEN} at id {vocab.get(END_TOKEN)} but end_token={self.end_token} (it must be "
+                "the last id exactly when end_token is True); pass the settings the pipeline was saved with"
+            )
         self._tokenizer = tokenizer
         self._vocab = None
         self._terminator_ids = None
@@ -384,6 +418,9 @@ class TextPipeline:
             position = np.arange(len(flat)) - np.repeat(starts, lengths)
             flat = flat[position < self.max_length]
             lengths = np.minimum(lengths, self.max_length)
+        if self.end_token:
+            flat = np.insert(flat, np.cumsum(lengths), self.end_id)
+            lengths = lengths + 1
         out = FlatIds(ids=flat, lengths=lengths)
         if self.bigram_buckets > 0:
             out.bigrams, out.bigram_lengths = hash_bigrams_flat(flat, lengths, self.bigram_buckets)
@@ -399,6 +436,10 @@ class TextPipeline:
             dropped = int((lengths[over] - self.max_length).sum())
             if truncated:
                 docs = [d[: self.max_length] if len(d) > self.max_length else d for d in docs]
+        if self.end_token:
+            end_id = self.end_id
+            for doc in docs:
+                doc.append(end_id)
         bigrams = hash_bigrams(docs, self.bigram_buckets) if self.bigram_buckets > 0 else None
         return Encoded(
             ids=docs,
@@ -481,6 +522,9 @@ class TextPipeline:
         """Token ids per sentence: a sentence ends with a punctuation token holding ``.``,
         ``!`` or ``?`` (kept as its last token; a run of such tokens stays together), then
         ``max_sentences`` and ``max_sentence_length`` caps apply (counted)."""
+        if self.end_token:
+            raise ConfigError("end_token=True is for flat inputs (one id list per document); sentence-level "
+                              "(hierarchical) inputs take end_token=False")
         docs = self._ids(texts)
         empty, unknown = self._fill_empty(docs)
         terminators = self._terminators
