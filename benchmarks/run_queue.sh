@@ -49,7 +49,8 @@ while read -r entry seed _; do
   OMP_NUM_THREADS=1 PYTHONPATH="$checkout/src${PYTHONPATH:+:$PYTHONPATH}" nice -n 10 "$python" -m textcls.cli benchmark \
     --suite "$suite" --only "$entry" --seed "$seed" --threads 1 --no-progress --output-dir "$out" ${RUN_ARGS:-} \
     > "$out.log" 2>&1
-  echo "$(date -u +%FT%T) end $entry seed $seed rc=$?"
+  rc=$?  # before the line below: its $(date) would reset $?
+  echo "$(date -u +%FT%T) end $entry seed $seed rc=$rc"
   rmdir "$out.lock"
 done < "$queue"
 if $pending; then

@@ -72,6 +72,20 @@ def test_run_args_and_an_existing_pythonpath_reach_every_run(tmp_path):
     assert args.split()[-2:] == ["--device", "cuda"] and "--only sst2:fcsr --seed 0" in args
 
 
+def test_a_failed_run_logs_its_exit_status_and_leaves_no_report(tmp_path):
+    """Until stop 30 every run logged rc=0: the log line's $(date) reset $? before it was read."""
+    fake = tmp_path / "python"
+    fake.write_text('#!/usr/bin/env bash\necho "Error: --seed 10 matches no seed" >&2\nexit 2\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    queue = tmp_path / "queue.txt"
+    queue.write_text("sst2:fcsr 10\n")
+    root = tmp_path / "runs"
+    out = _worker(tmp_path, queue, root).stdout
+    assert "end sst2:fcsr seed 10 rc=2" in out
+    assert "matches no seed" in (root / "sst2_fcsr_s10.log").read_text()
+    assert not list(root.glob("*/*.json"))
+
+
 GPU_WORKERS = SCRIPT.parent / "gpu_workers.sh"
 
 # Records its call and environment; a run of the entry "slow:..." outlives the deadline.
