@@ -97,7 +97,8 @@ class PreparedData:
     def corpus_stats(self) -> dict:
         """What a recipe rule reads (``Recipe.resolve``): the training split's document count,
         mean length in tokens (after the pipeline's truncation; an empty document counts
-        its one [UNK]) and the number of classes."""
+        its one [UNK], and ``[END]`` counts where the pipeline adds it, as fastText's token
+        count counts its ``</s>``) and the number of classes."""
         lengths = self.encoded["train"].lengths
         n_docs = len(lengths)
         return {"n_docs": n_docs, "mean_tokens": float(sum(lengths)) / max(n_docs, 1),
