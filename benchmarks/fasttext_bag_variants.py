@@ -2,7 +2,7 @@
 few one-change variants, beside fastText itself, on the same splits and seeds.
 
     OMP_NUM_THREADS=1 python benchmarks/fasttext_bag_variants.py [--dataset trec]
-        [--seeds 0 1 ... 29] [--output benchmarks/results/fasttext_bag_variants_trec]
+        [--seeds 0 1 ... 29] [--candidates ...] [--output benchmarks/results/fasttext_bag_variants_trec]
 
 Why: after fastText's end-of-line token joined the preset (stop 30), the `fasttext_bag` suite
 still had fasttext-bag below fastText on trec at 30 seeds, while `fasttext_eos.py` found the
@@ -18,6 +18,8 @@ split decides nothing here, and a recipe is chosen on dev (`fasttext_recipe_dev.
 - `uniform order`: each epoch's documents in a uniform random order instead of the loader's
   length-bucketed batches (fastText reads a shuffled file; the per-document loop has no padding
   to save);
+- `fixed order`: one seeded permutation of the documents, the same every epoch: what fastText
+  does with a file shuffled once (it reads the file in order each epoch);
 - `last epoch`: the last epoch's weights instead of the best dev epoch's (fastText keeps its
   last; every epoch counts as better than the one before);
 - `fasttext`: the fastText peer at its tutorial settings (`benchmark/peers.py`).
@@ -51,10 +53,12 @@ VARIANTS = {
     "100-d": {"embedding_dim": 100},
     "no end token": {"end_token": False},
     "uniform order": {},
+    "fixed order": {},
     "last epoch": {},
 }
 PEER = "fasttext"
 CANDIDATES = (*VARIANTS, PEER)
+CHOSEN = list(CANDIDATES)  # --candidates narrows it (the preset and fastText always run)
 
 
 def _uniform_order_epoch(run, loader, lr: float):
@@ -65,6 +69,17 @@ def _uniform_order_epoch(run, loader, lr: float):
     run.model.train()
     total = run.model.per_example_epoch(loader.dataset, order, lr, run.loss_weights, run.task["multi_label"])
     return engine._finite(total / max(n, 1), run.recipe), n
+
+
+def _fixed_order_epoch_for(seed: int):
+    """``engine._per_example_epoch`` walking one permutation, drawn from ``seed``, every epoch."""
+    def epoch(run, loader, lr: float):
+        n = len(loader.dataset)
+        order = np.random.default_rng(seed).permutation(n).astype(np.int64)
+        run.model.train()
+        total = run.model.per_example_epoch(loader.dataset, order, lr, run.loss_weights, run.task["multi_label"])
+        return engine._finite(total / max(n, 1), run.recipe), n
+    return epoch
 
 
 def _fit(candidate: str, dataset, seed: int, preset_epochs: int | None):
@@ -79,6 +94,8 @@ def _fit(candidate: str, dataset, seed: int, preset_epochs: int | None):
     originals = engine._per_example_epoch, engine._is_better
     if candidate == "uniform order":
         engine._per_example_epoch = _uniform_order_epoch
+    if candidate == "fixed order":
+        engine._per_example_epoch = _fixed_order_epoch_for(seed)
     if candidate == "last epoch":
         engine._is_better = lambda score, best, higher_is_better: True
     try:
@@ -90,7 +107,7 @@ def _fit(candidate: str, dataset, seed: int, preset_epochs: int | None):
 def run_one(name: str, seed: int) -> dict:
     dataset = ensure_dev(load_dataset(name), fraction=0.1, seed=seed)
     out, preset_epochs = {}, None
-    for candidate in CANDIDATES:
+    for candidate in CHOSEN:
         estimator = _fit(candidate, dataset, seed, preset_epochs)
         out[candidate] = {"test_accuracy": split_accuracy(estimator, dataset, "test"),
                           "epochs_run": estimator.fit_report().get("epochs_run")}
@@ -108,7 +125,7 @@ def _markdown(result: dict) -> str:
         f"Test accuracy, % (mean ± std over {len(seeds)} seeds); difference to fastText and its p (paired t-test "
         "over the seeds, two-sided).", "", "| candidate | " + " | ".join(result["datasets"]) + " |",
         "|---|" + "---:|" * len(result["datasets"])]
-    for candidate in CANDIDATES:
+    for candidate in result["candidates"]:
         cells = []
         for name in result["datasets"]:
             runs = result["runs"][name]
@@ -128,11 +145,14 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="trec")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(30)))
+    parser.add_argument("--candidates", nargs="+", choices=CANDIDATES, default=list(CANDIDATES),
+                        help="the variants to fit (preset and fasttext are always fitted)")
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
+    CHOSEN[:] = [c for c in CANDIDATES if c in set(args.candidates) | {"preset", PEER}]
     output = args.output or str(REPO / f"benchmarks/results/fasttext_bag_variants_{args.dataset}")
     torch.set_num_threads(1)
-    result = start_script_result(__file__, sys.argv[1:], seeds=args.seeds, candidates=list(CANDIDATES),
+    result = start_script_result(__file__, sys.argv[1:], seeds=args.seeds, candidates=list(CHOSEN),
                                  variants={k: v for k, v in VARIANTS.items()})
     run_datasets(result, [args.dataset], args.seeds, run_one, output, _markdown)
 
