@@ -29,8 +29,27 @@ def test_last_epoch_keeps_the_last_epoch_and_the_engine_is_restored(variants, tr
 def test_uniform_order_and_doubled_epochs_change_the_fit(variants, trec_slice):
     preset = variants._fit("preset", trec_slice, 0, None)
     uniform = variants._fit("uniform order", trec_slice, 0, None)
+    fixed = variants._fit("fixed order", trec_slice, 0, None)
     doubled = variants._fit("epochs x2", trec_slice, 0, preset.fit_report()["epochs_run"])
     assert doubled.fit_report()["epochs_run"] == 2 * preset.fit_report()["epochs_run"]
     texts = list(trec_slice["test"]["text"])
     assert (preset.predict_proba(texts) != uniform.predict_proba(texts)).any()
+    assert (fixed.predict_proba(texts) != uniform.predict_proba(texts)).any()
+    orders = []
+    epoch = variants._fixed_order_epoch_for(3)
+
+    class Model:
+        def train(self):
+            pass
+
+        def per_example_epoch(self, dataset, order, lr, weights, multi_label):
+            orders.append(order.tolist())
+            return 0.0
+
+    run = type("Run", (), {"model": Model(), "loss_weights": None, "task": {"multi_label": False},
+                           "recipe": None})()  # a finite loss never reads the recipe
+    loader = type("Loader", (), {"dataset": list(range(50))})()
+    for _ in range(2):
+        epoch(run, loader, 0.1)
+    assert orders[0] == orders[1] and sorted(orders[0]) == list(range(50)) and orders[0] != list(range(50))
     assert engine._per_example_epoch.__name__ == "_per_example_epoch"
