@@ -17,7 +17,12 @@ order. Three candidates train on the same lines with fastText's tutorial setting
   to 0 every 50 documents (fastText: per token, in steps of ``lrUpdateRate``), and the file's
   order every epoch (fastText does not reshuffle). Unknown test words add no row, but their
   bigrams do, as in fastText;
-- ``loop, no </s>``: the same without ``</s>``.
+- ``loop, no </s>``: the same without ``</s>``;
+- ``loop, textcls tokens + [UNK]``: ``loop`` on the project's own tokens (``TextPipeline``'s
+  lower-cased ``\w+|[^\w\s]+``) with an ``[UNK]`` row that every unknown test word reads
+  (it never trains), as the ``fasttext-bag`` preset reads its text;
+- ``loop, reshuffled each epoch``: ``loop`` with a new permutation of the documents every
+  epoch, as the preset's engine walks them (fastText reads its file in one order every epoch).
 
 So ``loop`` against ``fasttext`` tests the loop, and ``loop, no </s>`` against ``loop`` what
 fastText's end-of-line token is worth (it is the only input every document shares: with a
@@ -43,11 +48,13 @@ from textcls.benchmark.report import run_datasets, script_header, start_script_r
 from textcls.data.prepare import column_values
 from textcls.data.splits import ensure_dev
 from textcls.models import fasttext_sgd
+from textcls.text import TextPipeline
 
 REPO = Path(__file__).resolve().parents[1]
 TUTORIAL = {"epoch": 25, "lr": 1.0, "dim": 100, "wordNgrams": 2, "bucket": 2_000_000}
-CANDIDATES = ("fasttext", "loop", "loop, no </s>")
+CANDIDATES = ("fasttext", "loop", "loop, no </s>", "loop, textcls tokens + [UNK]", "loop, reshuffled each epoch")
 EOS = "</s>"
+UNK = "[UNK]"  # in the vocabulary only for the candidate that reads unknown words as the preset does
 STEP_DOCUMENTS = 50  # documents per rate step of the loop's linear decay
 _MASK64 = (1 << 64) - 1
 
@@ -63,14 +70,15 @@ def fasttext_word_hash(token: str) -> int:
 
 def encode_lines(lines: list[str], vocab: dict[str, int], end: bool, buckets: int) -> tuple[np.ndarray, ...]:
     """Flat (word ids, starts, lengths, bigram ids, starts, lengths) as ``softmax_pass`` reads
-    them; words outside ``vocab`` add no id, but their hashes enter the bigrams."""
+    them; words outside ``vocab`` add no id (or ``[UNK]``'s, when the vocabulary has it), but their
+    hashes enter the bigrams."""
     ids, starts, lengths, bigrams, bigram_starts, bigram_lengths = [], [], [], [], [], []
     for line in lines:
         tokens = line.split() + ([EOS] if end else [])
         hashes = [fasttext_word_hash(t) for t in tokens]
         starts.append(len(ids))
         bigram_starts.append(len(bigrams))
-        known = [vocab[t] for t in tokens if t in vocab]
+        known = [vocab.get(t, vocab[UNK]) for t in tokens] if UNK in vocab else [vocab[t] for t in tokens if t in vocab]
         ids += known
         lengths.append(len(known))
         pairs = [((a * 116049371 + b) & _MASK64) % buckets for a, b in zip(hashes, hashes[1:])]
@@ -79,9 +87,11 @@ def encode_lines(lines: list[str], vocab: dict[str, int], end: bool, buckets: in
     return tuple(np.asarray(x, dtype=np.int64) for x in (ids, starts, lengths, bigrams, bigram_starts, bigram_lengths))
 
 
-def train_loop(lines: list[str], labels: np.ndarray, n_classes: int, end: bool, seed: int):
-    """The compiled loop at the tutorial settings; returns (vocabulary, words, bigrams, output)."""
-    vocab: dict[str, int] = {}
+def train_loop(lines: list[str], labels: np.ndarray, n_classes: int, end: bool, seed: int, *, unk: bool = False,
+               reshuffle: bool = False):
+    """The compiled loop at the tutorial settings; returns (vocabulary, words, bigrams, output).
+    ``unk``: an ``[UNK]`` row for unknown words; ``reshuffle``: a new document order every epoch."""
+    vocab: dict[str, int] = {UNK: 0} if unk else {}
     for line in lines:
         for token in line.split() + ([EOS] if end else []):
             vocab.setdefault(token, len(vocab))
@@ -95,6 +105,8 @@ def train_loop(lines: list[str], labels: np.ndarray, n_classes: int, end: bool, 
     n = len(lines)
     order = np.arange(n, dtype=np.int64)
     for epoch in range(epochs):
+        if reshuffle:
+            order = rng.permutation(n).astype(np.int64)
         for start in range(0, n, STEP_DOCUMENTS):
             lr = rate * (1 - (epoch * n + start + STEP_DOCUMENTS / 2) / (epochs * n))
             fasttext_sgd.softmax_pass(words, bigrams, output, ids, starts, lengths, bigram_ids, bigram_starts,
@@ -134,6 +146,10 @@ def run_one(name: str, seed: int) -> dict:
     train_texts, test_texts = column_values(dataset["train"], "text"), column_values(dataset["test"], "text")
     order = np.random.default_rng(seed).permutation(len(train_texts))  # the peer's own file order
     lines = [peer._line(train_texts[i]) for i in order]
+    project = TextPipeline(lowercase=True)  # the preset's normaliser and pre-tokeniser
+    project_tokens = project.tokenize(train_texts)
+    project_train = [" ".join(project_tokens[i]) for i in order]
+    project_test = [" ".join(tokens) for tokens in project.tokenize(test_texts)]
     labels = np.asarray([index[y] for y in column_values(dataset["train"], "label")], dtype=np.int64)[order]
     test_lines = [peer._line(t) for t in test_texts]
     test_labels = np.asarray([index[y] for y in column_values(dataset["test"], "label")])
@@ -142,9 +158,13 @@ def run_one(name: str, seed: int) -> dict:
         start = time.perf_counter()
         if candidate == "fasttext":
             predicted = train_fasttext(lines, labels, test_lines, seed)
+        elif candidate == "loop, textcls tokens + [UNK]":
+            model = train_loop(project_train, labels, len(classes), True, seed, unk=True)
+            predicted = predict_loop(model, project_test, True)
         else:
-            end = candidate == "loop"
-            predicted = predict_loop(train_loop(lines, labels, len(classes), end, seed), test_lines, end)
+            end = candidate != "loop, no </s>"
+            model = train_loop(lines, labels, len(classes), end, seed, reshuffle=candidate == "loop, reshuffled each epoch")
+            predicted = predict_loop(model, test_lines, end)
         out[candidate] = {"test_accuracy": float((predicted == test_labels).mean()),
                           "seconds": time.perf_counter() - start}
         print(f"{name} seed {seed} {candidate}: {100 * out[candidate]['test_accuracy']:.2f}", flush=True)
@@ -158,13 +178,20 @@ def _markdown(result: dict) -> str:
     lines = script_header("fastText's loop in textcls against fastText, with and without </s>", result) + [
         "Test accuracy, % (mean ± std over seeds " + ", ".join(seeds) + "), every candidate on fastText's tokens at "
         "its tutorial settings; p: paired t-test over the seeds (two-sided).", "",
-        "| dataset | fasttext | loop | loop, no </s> | loop - fasttext (p) | no </s> - loop (p) |",
-        "|---|---:|---:|---:|---:|---:|"]
+        "| dataset | fasttext | loop | loop, no </s> | loop - fasttext (p) | no </s> - loop (p) |"
+        " textcls tokens + [UNK] - fasttext (p) | reshuffled - fasttext (p) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name in result["datasets"]:
         runs = result["runs"][name]
-        acc = {c: np.array([100 * runs[s][c]["test_accuracy"] for s in seeds]) for c in CANDIDATES}
-        cells = [f"{a.mean():.2f} ± {a.std(ddof=1):.2f}" if len(a) > 1 else f"{a.mean():.2f}" for a in acc.values()]
-        for a, b in (("loop", "fasttext"), ("loop, no </s>", "loop")):
+        acc = {c: np.array([100 * runs[s][c]["test_accuracy"] for s in seeds]) for c in CANDIDATES if c in runs[seeds[0]]}
+        cells = [f"{acc[c].mean():.2f} ± {acc[c].std(ddof=1):.2f}" if len(seeds) > 1 else f"{acc[c].mean():.2f}"
+                 for c in CANDIDATES[:3]]
+        pairs = (("loop", "fasttext"), ("loop, no </s>", "loop"), ("loop, textcls tokens + [UNK]", "fasttext"),
+                 ("loop, reshuffled each epoch", "fasttext"))
+        for a, b in pairs:
+            if a not in acc:  # a candidate added after the run
+                cells.append("–")
+                continue
             diff = acc[a] - acc[b]
             p = ttest_rel(acc[a], acc[b]).pvalue if len(seeds) > 1 and diff.std() > 0 else float("nan")
             cells.append(f"{diff.mean():+.2f} ({'< 0.001' if p < 0.001 else f'{p:.3f}'})")
