@@ -61,25 +61,26 @@ CANDIDATES = (*VARIANTS, PEER)
 CHOSEN = list(CANDIDATES)  # --candidates narrows it (the preset and fastText always run)
 
 
-def _uniform_order_epoch(run, loader, lr: float):
-    """``engine._per_example_epoch`` with a uniform permutation of the documents (the engine
-    seeds NumPy from the seed and the epoch before each epoch, so the order is reproducible)."""
-    n = len(loader.dataset)
-    order = np.random.permutation(n).astype(np.int64)
-    run.model.train()
-    total = run.model.per_example_epoch(loader.dataset, order, lr, run.loss_weights, run.task["multi_label"])
-    return engine._finite(total / max(n, 1), run.recipe), n
-
-
-def _fixed_order_epoch_for(seed: int):
-    """``engine._per_example_epoch`` walking one permutation, drawn from ``seed``, every epoch."""
+def _epoch_in_order(permutation):
+    """``engine._per_example_epoch`` walking the documents in ``permutation(n)`` instead of the
+    loader's length-bucketed batches."""
     def epoch(run, loader, lr: float):
         n = len(loader.dataset)
-        order = np.random.default_rng(seed).permutation(n).astype(np.int64)
+        order = np.asarray(permutation(n), dtype=np.int64)
         run.model.train()
         total = run.model.per_example_epoch(loader.dataset, order, lr, run.loss_weights, run.task["multi_label"])
         return engine._finite(total / max(n, 1), run.recipe), n
     return epoch
+
+
+# A new uniform permutation every epoch (the engine seeds NumPy from the seed and the epoch
+# before each epoch, so it is reproducible).
+_uniform_order_epoch = _epoch_in_order(np.random.permutation)
+
+
+def _fixed_order_epoch_for(seed: int):
+    """One permutation, drawn from ``seed``, walked every epoch."""
+    return _epoch_in_order(lambda n: np.random.default_rng(seed).permutation(n))
 
 
 def _fit(candidate: str, dataset, seed: int, preset_epochs: int | None):
