@@ -276,8 +276,10 @@ def _export(clf, config: dict, out_dir: Path, *, quantize, opset: int, run_dir: 
     extra = _min_length(model) - 1 if shape == "flat" else 0
 
     # The longest flat input: max_length (8,192 without one; the graph then refuses longer
-    # inputs loudly, with a shape error) plus the wrapper's extra columns.
-    _warm_position_tables(model, (pipeline.max_length or 8192) + extra if shape == "flat" else 8192)
+    # inputs loudly, with a shape error), the [END] the pipeline may add after the cut, and the
+    # wrapper's extra columns.
+    longest = (pipeline.max_length or 8192) + int(pipeline.end_token) + extra
+    _warm_position_tables(model, longest if shape == "flat" else 8192)
     doc_batches = _batches(pipeline, shape, num_tasks, pipeline.vocab_size)
     batches = [_collate(docs, shape, bigram_buckets, num_tasks) for docs in doc_batches]
     wrapper = _wrapper(model, names, multi_label, extra)
