@@ -61,26 +61,15 @@ CANDIDATES = (*VARIANTS, PEER)
 CHOSEN = list(CANDIDATES)  # --candidates narrows it (the preset and fastText always run)
 
 
-def _epoch_in_order(permutation):
-    """``engine._per_example_epoch`` walking the documents in ``permutation(n)`` instead of the
-    loader's length-bucketed batches."""
-    def epoch(run, loader, lr: float):
-        n = len(loader.dataset)
-        order = np.asarray(permutation(n), dtype=np.int64)
-        run.model.train()
-        total = run.model.per_example_epoch(loader.dataset, order, lr, run.loss_weights, run.task["multi_label"])
-        return engine._finite(total / max(n, 1), run.recipe), n
-    return epoch
-
-
 # A new uniform permutation every epoch (the engine seeds NumPy from the seed and the epoch
-# before each epoch, so it is reproducible).
-_uniform_order_epoch = _epoch_in_order(np.random.permutation)
+# before each epoch, so it is reproducible), in place of ``engine._per_example_order``.
+def _uniform_order(loader) -> np.ndarray:
+    return np.random.permutation(len(loader.dataset)).astype(np.int64)
 
 
-def _fixed_order_epoch_for(seed: int):
+def _fixed_order_for(seed: int):
     """One permutation, drawn from ``seed``, walked every epoch."""
-    return _epoch_in_order(lambda n: np.random.default_rng(seed).permutation(n))
+    return lambda loader: np.random.default_rng(seed).permutation(len(loader.dataset)).astype(np.int64)
 
 
 def _fit(candidate: str, dataset, seed: int, preset_epochs: int | None):
@@ -92,17 +81,17 @@ def _fit(candidate: str, dataset, seed: int, preset_epochs: int | None):
     if overrides == "double the epochs":  # the preset's rule, fitted first, ran every epoch (no patience)
         overrides = {"epochs": 2 * preset_epochs}
     estimator = create_estimator("fasttext-bag", seed=seed, overrides=overrides)
-    originals = engine._per_example_epoch, engine._is_better
+    originals = engine._per_example_order, engine._is_better
     if candidate == "uniform order":
-        engine._per_example_epoch = _uniform_order_epoch
+        engine._per_example_order = _uniform_order
     if candidate == "fixed order":
-        engine._per_example_epoch = _fixed_order_epoch_for(seed)
+        engine._per_example_order = _fixed_order_for(seed)
     if candidate == "last epoch":
         engine._is_better = lambda score, best, higher_is_better: True
     try:
         return estimator.fit(dataset)
     finally:
-        engine._per_example_epoch, engine._is_better = originals
+        engine._per_example_order, engine._is_better = originals
 
 
 def run_one(name: str, seed: int) -> dict:

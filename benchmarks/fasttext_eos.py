@@ -49,6 +49,7 @@ from textcls.data.prepare import column_values
 from textcls.data.splits import ensure_dev
 from textcls.models import fasttext_sgd
 from textcls.text import TextPipeline
+from textcls.text.pipeline import FASTTEXT_NGRAM_PRIME
 
 REPO = Path(__file__).resolve().parents[1]
 TUTORIAL = {"epoch": 25, "lr": 1.0, "dim": 100, "wordNgrams": 2, "bucket": 2_000_000}
@@ -81,7 +82,7 @@ def encode_lines(lines: list[str], vocab: dict[str, int], end: bool, buckets: in
         known = [vocab.get(t, vocab[UNK]) for t in tokens] if UNK in vocab else [vocab[t] for t in tokens if t in vocab]
         ids += known
         lengths.append(len(known))
-        pairs = [((a * 116049371 + b) & _MASK64) % buckets for a, b in zip(hashes, hashes[1:])]
+        pairs = [((a * FASTTEXT_NGRAM_PRIME + b) & _MASK64) % buckets for a, b in zip(hashes, hashes[1:])]
         bigrams += pairs
         bigram_lengths.append(len(pairs))
     return tuple(np.asarray(x, dtype=np.int64) for x in (ids, starts, lengths, bigrams, bigram_starts, bigram_lengths))

@@ -444,11 +444,16 @@ def _check_per_example(model, recipe: Recipe, env: distributed.DistEnv, train_lo
     model.per_example_epoch(train_loader.dataset, np.zeros(0, dtype=np.int64), 0.0, loss_weights, multi_label)
 
 
+def _per_example_order(loader) -> np.ndarray:
+    """The epoch's document order for per-document SGD: the order ``make_loader``'s bucketed
+    sampler batches the documents this epoch (it is seeded by the seed and the epoch alone)."""
+    return np.concatenate([np.asarray(list(rows), dtype=np.int64) for rows in loader.batch_sampler])
+
+
 def _per_example_epoch(run: _Run, loader, lr: float) -> tuple[float, int]:
-    """One epoch of the model's own per-document SGD, in the order ``make_loader``'s bucketed
-    sampler batches the documents this epoch (it is seeded by the seed and the epoch alone);
-    returns (mean train loss, documents stepped)."""
-    order = np.concatenate([np.asarray(list(rows), dtype=np.int64) for rows in loader.batch_sampler])
+    """One epoch of the model's own per-document SGD, in ``_per_example_order``; returns (mean
+    train loss, documents stepped)."""
+    order = _per_example_order(loader)
     run.model.train()
     total = run.model.per_example_epoch(loader.dataset, order, lr, run.loss_weights, run.task["multi_label"])
     return _finite(total / max(len(order), 1), run.recipe), len(order)
