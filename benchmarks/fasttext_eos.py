@@ -21,6 +21,9 @@ order. Three candidates train on the same lines with fastText's tutorial setting
 - ``loop, textcls tokens + [UNK]``: ``loop`` on the project's own tokens (``TextPipeline``'s
   lower-cased ``\w+|[^\w\s]+``) with an ``[UNK]`` row that every unknown test word reads
   (it never trains), as the ``fasttext-bag`` preset reads its text;
+- ``loop, textcls tokens``: the same tokens with unknown test words dropped, as fastText drops
+  them (so it parts the project's tokens from its ``[UNK]`` row);
+- ``loop, [UNK]``: ``loop`` on fastText's tokens with the ``[UNK]`` row;
 - ``loop, reshuffled each epoch``: ``loop`` with a new permutation of the documents every
   epoch, as the preset's engine walks them (fastText reads its file in one order every epoch).
 
@@ -35,6 +38,7 @@ Writes <output>.json (every accuracy and fit time; the machine and the command) 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
 import time
@@ -53,7 +57,8 @@ from textcls.text.pipeline import FASTTEXT_NGRAM_PRIME
 
 REPO = Path(__file__).resolve().parents[1]
 TUTORIAL = {"epoch": 25, "lr": 1.0, "dim": 100, "wordNgrams": 2, "bucket": 2_000_000}
-CANDIDATES = ("fasttext", "loop", "loop, no </s>", "loop, textcls tokens + [UNK]", "loop, reshuffled each epoch")
+CANDIDATES = ("fasttext", "loop", "loop, no </s>", "loop, textcls tokens + [UNK]", "loop, reshuffled each epoch",
+              "loop, textcls tokens", "loop, [UNK]")
 EOS = "</s>"
 UNK = "[UNK]"  # in the vocabulary only for the candidate that reads unknown words as the preset does
 STEP_DOCUMENTS = 50  # documents per rate step of the loop's linear decay
@@ -139,7 +144,7 @@ def train_fasttext(lines: list[str], labels: np.ndarray, test_lines: list[str], 
     return np.asarray([int(p[0].removeprefix("__label__")) if p else -1 for p in predicted])
 
 
-def run_one(name: str, seed: int) -> dict:
+def run_one(name: str, seed: int, candidates: tuple[str, ...] = CANDIDATES) -> dict:
     dataset = ensure_dev(load_dataset(name), fraction=0.1, seed=seed)
     classes = list(dataset.label_names)
     index = {c: i for i, c in enumerate(classes)}
@@ -156,12 +161,17 @@ def run_one(name: str, seed: int) -> dict:
     test_labels = np.asarray([index[y] for y in column_values(dataset["test"], "label")])
     out = {}
     for candidate in CANDIDATES:
+        if candidate not in candidates:
+            continue
         start = time.perf_counter()
         if candidate == "fasttext":
             predicted = train_fasttext(lines, labels, test_lines, seed)
-        elif candidate == "loop, textcls tokens + [UNK]":
-            model = train_loop(project_train, labels, len(classes), True, seed, unk=True)
+        elif candidate in ("loop, textcls tokens + [UNK]", "loop, textcls tokens"):
+            model = train_loop(project_train, labels, len(classes), True, seed, unk=candidate.endswith("[UNK]"))
             predicted = predict_loop(model, project_test, True)
+        elif candidate == "loop, [UNK]":
+            model = train_loop(lines, labels, len(classes), True, seed, unk=True)
+            predicted = predict_loop(model, test_lines, True)
         else:
             end = candidate != "loop, no </s>"
             model = train_loop(lines, labels, len(classes), end, seed, reshuffle=candidate == "loop, reshuffled each epoch")
@@ -180,17 +190,19 @@ def _markdown(result: dict) -> str:
         "Test accuracy, % (mean ± std over seeds " + ", ".join(seeds) + "), every candidate on fastText's tokens at "
         "its tutorial settings; p: paired t-test over the seeds (two-sided).", "",
         "| dataset | fasttext | loop | loop, no </s> | loop - fasttext (p) | no </s> - loop (p) |"
-        " textcls tokens + [UNK] - fasttext (p) | reshuffled - fasttext (p) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        " textcls tokens + [UNK] - fasttext (p) | reshuffled - fasttext (p) | textcls tokens - fasttext (p) |"
+        " [UNK] - fasttext (p) | textcls tokens - textcls tokens + [UNK] (p) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in result["datasets"]:
         runs = result["runs"][name]
         acc = {c: np.array([100 * runs[s][c]["test_accuracy"] for s in seeds]) for c in CANDIDATES if c in runs[seeds[0]]}
-        cells = [f"{acc[c].mean():.2f} ± {acc[c].std(ddof=1):.2f}" if len(seeds) > 1 else f"{acc[c].mean():.2f}"
-                 for c in CANDIDATES[:3]]
+        cells = [("–" if c not in acc else f"{acc[c].mean():.2f} ± {acc[c].std(ddof=1):.2f}" if len(seeds) > 1
+                  else f"{acc[c].mean():.2f}") for c in CANDIDATES[:3]]
         pairs = (("loop", "fasttext"), ("loop, no </s>", "loop"), ("loop, textcls tokens + [UNK]", "fasttext"),
-                 ("loop, reshuffled each epoch", "fasttext"))
+                 ("loop, reshuffled each epoch", "fasttext"), ("loop, textcls tokens", "fasttext"),
+                 ("loop, [UNK]", "fasttext"), ("loop, textcls tokens", "loop, textcls tokens + [UNK]"))
         for a, b in pairs:
-            if a not in acc:  # a candidate added after the run
+            if a not in acc or b not in acc:  # a candidate added after the run, or left out by --candidates
                 cells.append("–")
                 continue
             diff = acc[a] - acc[b]
@@ -205,10 +217,13 @@ def main(argv=None) -> None:
     parser.add_argument("--datasets", nargs="+", default=["mpqa", "trec", "ag_news"])
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(10)))
     parser.add_argument("--output", default=str(REPO / "benchmarks/results/fasttext_eos"))
+    parser.add_argument("--candidates", nargs="+", choices=CANDIDATES, default=list(CANDIDATES),
+                        help="train only these (default: all)")
     args = parser.parse_args(argv)
     result = start_script_result(__file__, sys.argv[1:], seeds=args.seeds, settings=TUTORIAL,
-                                 candidates=list(CANDIDATES))
-    run_datasets(result, args.datasets, args.seeds, run_one, args.output, _markdown)
+                                 candidates=list(args.candidates))
+    run_datasets(result, args.datasets, args.seeds, functools.partial(run_one, candidates=tuple(args.candidates)),
+                 args.output, _markdown)
 
 
 if __name__ == "__main__":

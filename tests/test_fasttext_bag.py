@@ -18,6 +18,7 @@ from textcls.models.fasttext_bag import FASTTEXT_RECIPE, fasttext_recipe_for
 from textcls.models.registry import get_preset
 from textcls.train.optim import build_optimizer
 from textcls.recipe import MAX_LR, Recipe
+from textcls.text.pipeline import UNK_ID
 from tolerance import KERNEL
 
 VOCAB = 60
@@ -65,6 +66,20 @@ def test_default_preset_has_fasttexts_two_million_buckets_and_sparse_tables():
     assert model.words.sparse and model.bigrams.sparse
     # Still nn.Embedding tables, so parameter counts that look for embeddings find them.
     assert all(isinstance(t, nn.Embedding) for t in model.tables())
+
+
+def test_an_unknown_word_adds_a_zero_row_so_the_class_ranking_is_as_without_it(trec_slice):
+    """fastText drops a word it never saw; the bag's [UNK] row is zero, so the mean only shrinks."""
+    model = _model().eval()
+    with torch.no_grad():
+        known = model(_batch([[5, 9, 12]], [[]])).logits
+        with_unknown = model(_batch([[5, UNK_ID, 9, 12]], [[]])).logits
+    torch.testing.assert_close(with_unknown, known * 3 / 4, **KERNEL)
+    assert torch.equal(with_unknown.argmax(1), known.argmax(1))
+    # Training (the per-document loop) leaves it at zero: no training document holds [UNK].
+    clf = Classifier("fasttext-bag").fit_dataset(trec_slice)
+    assert not clf.model_.words.weight[UNK_ID].any()
+    assert clf.model_.words.weight[UNK_ID + 1:].abs().sum(1).min() > 0
 
 
 def test_table_gradients_are_sparse_and_touch_only_the_batch_rows():

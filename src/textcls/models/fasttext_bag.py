@@ -5,7 +5,8 @@ Section 2: the document vector is the average of the embeddings of its words and
 hashed word bigrams ("bag of n-grams", 2.2, via the hashing trick), fed to a linear
 classifier with a softmax (eq. 1). The hidden size is ``embedding_dim`` (10 in the paper's
 sentiment experiments). Following fastText's code, the input vectors start from
-U[-1/dim, 1/dim], the output matrix starts at zero and has no bias.
+U[-1/dim, 1/dim] (the ``[UNK]`` row at zero: fastText drops unknown words), the output matrix
+starts at zero and has no bias.
 
 Bigram ids come from the text pipeline (``bigram_ids`` / ``bigram_mask``, ids in
 ``[1, bigram_buckets]``, 0 = pad); ``bigram_buckets=0`` is the unigram-only model.
@@ -23,6 +24,7 @@ from torch import Tensor, nn
 
 from ..errors import ConfigError
 from ..recipe import PER_EXAMPLE_SGD, Recipe, register_auto_rule, register_lr_lambda
+from ..text.pipeline import UNK_ID
 from ..validate import check_flag, check_positive_int, range_check
 from .base import Output, TextModel
 from .layers import build_embedding
@@ -218,6 +220,15 @@ class FastTextBag(TextModel):
         check_flag("sparse", sparse)
         init_range = 1.0 / embedding_dim
         self.words = build_embedding(vocab_size, embedding_dim, embeddings, uniform_range=init_range)
+        # fastText's dictionary has no unknown word: a word it never saw adds no row (only its
+        # bigrams). A zero [UNK] row is that for the prediction, since a bias-free linear layer
+        # ranks classes the same whatever the mean's denominator. It never trains (no training
+        # document holds [UNK] unless min_freq > 1 or a document is empty). Its random start cost
+        # fastText's loop 0.12 points on TREC (30 seeds, paired t p = 0.007;
+        # benchmarks/results/fasttext_eos_trec_unk.md, "textcls tokens" against "+ [UNK]").
+        if vocab_size > UNK_ID:
+            with torch.no_grad():
+                self.words.weight[UNK_ID] = 0.0
         # Row 0 is the bigram PAD; bucket ids run 1..bigram_buckets.
         self.bigrams = (
             build_embedding(bigram_buckets + 1, embedding_dim, uniform_range=init_range) if bigram_buckets else None
