@@ -24,7 +24,9 @@ probabilities, exactly as `EnsembleEstimator.fit` chooses them. Candidates:
 - `tfidf-lr-chars`: word and character 2-5-gram TF-IDF + LR, in place of `tfidf-lr` or beside
   it (stop 30, `--candidates tfidf-lr tfidf-nb fasttext-bag static-finetune tfidf-lr-chars` on
   mpqa, trec, sst2 and mr, `ensemble_members_chars.md`: the ensemble came out level or lower,
-  85.08 % on average against 85.18, mpqa 87.21 against 87.24, at 4-6x `tfidf-lr`'s fit time).
+  85.08 % on average against 85.18, mpqa 87.21 against 87.24, at 4-6x `tfidf-lr`'s fit time);
+- `fasttext-bag-minilm`: the bag with its word rows started from the 256-d distilled vectors
+  (fastText's `-pretrainedVectors`), in place of `fasttext-bag` or beside it (stop 31).
 
 ``--candidates`` fits only the named ones; the subsets and rules whose members were all fitted
 are scored.
@@ -54,7 +56,8 @@ from textcls.data.splits import ensure_dev
 from textcls.models.ensemble import ProbabilityEnsemble
 
 REPO = Path(__file__).resolve().parents[1]
-CANDIDATES = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-lr", "static-finetune", "model2vec-lr", "tfidf-lr-chars")
+CANDIDATES = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-lr", "static-finetune", "model2vec-lr", "tfidf-lr-chars",
+              "fasttext-bag-minilm")
 SUBSETS = {
     "preset (lr + nb + bag)": ("tfidf-lr", "tfidf-nb", "fasttext-bag"),
     "lr + bag": ("tfidf-lr", "fasttext-bag"),
@@ -65,6 +68,8 @@ SUBSETS = {
     "preset + static-lr + static-finetune": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-lr", "static-finetune"),
     "preset, chars for lr": ("tfidf-lr-chars", "tfidf-nb", "fasttext-bag", "static-finetune"),
     "preset + chars": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune", "tfidf-lr-chars"),
+    "preset, bag-minilm for bag": ("tfidf-lr", "tfidf-nb", "fasttext-bag-minilm", "static-finetune"),
+    "preset + bag-minilm": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune", "fasttext-bag-minilm"),
 }
 # The combination rules compared on the preset's own members (models/ensemble.py): the
 # preset's (calibrated, log-linear; the subsets above use it too) and the ones before it.
@@ -109,8 +114,11 @@ def _subset_rows(fitted: dict) -> dict:
         weights = ensemble.choose_weights([fitted["members"][m]["probs"]["dev"] for m in members], targets["dev"],
                                           multi_label=False)
         tests = [fitted["members"][m]["probs"]["test"] for m in members]
+        dev = [fitted["members"][m]["probs"]["dev"] for m in members]
         rows[label] = {"test_accuracy": _accuracy(ensemble.combine(tests), targets["test"]),
                        "equal_mean_test_accuracy": _accuracy(sum(tests) / len(tests), targets["test"]),
+                       "subset_dev_two_fold_accuracy": _dev_two_fold(fitted["num_classes"], {}, dev, targets["dev"],
+                                                                     members),
                        "weights": dict(zip(members, weights.tolist())),
                        "fit_seconds": sum(fitted["members"][m]["fit_seconds"] for m in members)}
     if not set(PRESET_MEMBERS) <= set(fitted["members"]):
@@ -132,14 +140,15 @@ def _subsets(candidates) -> dict:
     return {label: members for label, members in SUBSETS.items() if set(members) <= set(candidates)}
 
 
-def _dev_two_fold(num_classes: int, rule: dict, dev: list, targets: np.ndarray) -> float:
-    """A rule's accuracy on each half of dev when fitted on the other (halves drawn with seed 0),
-    averaged: a comparison of the rules that reads no test label."""
+def _dev_two_fold(num_classes: int, rule: dict, dev: list, targets: np.ndarray,
+                  members: tuple[str, ...] = PRESET_MEMBERS) -> float:
+    """A rule's (or a subset's) accuracy on each half of dev when fitted on the other (halves
+    drawn with seed 0), averaged: a comparison that reads no test label."""
     order = np.random.default_rng(0).permutation(len(targets))
     halves = np.array_split(order, 2)
     scores = []
     for fit, held in (halves, halves[::-1]):
-        ensemble = ProbabilityEnsemble(num_classes, members=list(PRESET_MEMBERS), **rule)
+        ensemble = ProbabilityEnsemble(num_classes, members=list(members), **rule)
         ensemble.choose_weights([p[fit] for p in dev], targets[fit], multi_label=False)
         scores.append(_accuracy(ensemble.combine([p[held] for p in dev]), targets[held]))
     return float(np.mean(scores))
@@ -149,8 +158,9 @@ def _markdown(result: dict) -> str:
     datasets = result["datasets"]
     lines = script_header("Ensemble members", result) + [
              "Test accuracy, % (mean over seeds " + ", ".join(map(str, result["seeds"])) + "); "
-             "subsets: the preset's rule (calibrated, log-linear) [equal mean]; rules: the preset's members "
-             "[accuracy on each half of dev when fitted on the other, which reads no test label]", "",
+             "subsets: the preset's rule (calibrated, log-linear) [equal mean] {the rule's accuracy on each half of "
+             "dev when fitted on the other, which reads no test label, where measured}; rules: the preset's members "
+             "[accuracy on each half of dev when fitted on the other]", "",
              "| candidate or subset | " + " | ".join(datasets) + " | average |", "|---|" + "---|" * (len(datasets) + 1)]
     candidates = result["candidates"]
     labels = list(candidates) + list(_subsets(candidates))
@@ -165,7 +175,9 @@ def _markdown(result: dict) -> str:
             extra = [r.get("equal_mean_test_accuracy", r.get("dev_two_fold_accuracy")) for r in runs]
             if None not in extra:
                 brackets.append(100 * float(np.mean(extra)))
-            cells.append(f"{mean:.2f}" + (f" [{brackets[-1]:.2f}]" if None not in extra else ""))
+            halves = [r.get("subset_dev_two_fold_accuracy") for r in runs]
+            cells.append(f"{mean:.2f}" + (f" [{brackets[-1]:.2f}]" if None not in extra else "")
+                         + (f" {{{100 * float(np.mean(halves)):.2f}}}" if None not in halves else ""))
         average = f"{np.mean(values):.2f}" + (f" [{np.mean(brackets):.2f}]" if len(brackets) == len(values) else "")
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {average} |")
     return "\n".join(lines) + "\n"

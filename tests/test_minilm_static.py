@@ -103,3 +103,19 @@ def test_list_models_names_each_presets_vectors():
     assert rows["kim-cnn-static"] == "glove-6b-50d" and rows["fcsr"] == "glove-6b-50d"
     assert rows["hcan"] == "word2vec"
     assert rows["kim-cnn-rand"] == "-" and rows["tfidf-lr"] == "-"
+
+
+def test_fasttext_bag_minilm_starts_its_word_rows_from_the_distilled_vectors_and_learns(static_model):
+    from textcls.models import create_model
+    from textcls.text.pipeline import UNK_ID
+
+    vocab = ["[PAD]", "[UNK]", "good", "movie"]
+    vectors = build_embeddings(vocab, "minilm-static").matrix
+    model = create_model("fasttext-bag-minilm", num_classes=2, vocab_size=len(vocab), embeddings=vectors)
+    assert model.words.weight.shape == (4, 256) and model.bigrams.weight.shape == (2**16 + 1, 256)
+    np.testing.assert_array_equal(model.words.weight[2:].detach().numpy(), vectors[2:])
+    assert not model.words.weight[UNK_ID].any()  # fastText drops unknown words
+    data = textcls.load_dataset("trec", max_per_split=600)
+    clf = textcls.Classifier("fasttext-bag-minilm", seed=0).fit_dataset(data)
+    assert clf.data_report_["embeddings"]["source"] == "minilm-static"
+    assert clf.evaluate(data["test"])["accuracy"] > 0.7  # six classes: the largest is about 0.23
