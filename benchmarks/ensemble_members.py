@@ -103,8 +103,8 @@ def _fit_candidates(name: str, seed: int, candidates=CANDIDATES) -> dict:
     out = {"targets": targets, "num_classes": len(dataset.label_names), "members": {}}
     for candidate in candidates:
         model, _, embeddings = candidate.partition("+")
-        model, second, _ = model.partition("#")
-        estimator = create_estimator(model, seed=seed + (SECOND_SEED_OFFSET if second else 0),
+        model, second_run, _ = model.partition("#")
+        estimator = create_estimator(model, seed=seed + (SECOND_SEED_OFFSET if second_run else 0),
                                      overrides={"embeddings": embeddings} if embeddings else {})
         start = time.perf_counter()
         estimator.fit(dataset)
