@@ -35,9 +35,11 @@ seeds against `fasttext` (two-sided). Writes <output>.json and <output>.md.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -50,23 +52,36 @@ from textcls.data.splits import ensure_dev
 from textcls.train import engine
 
 REPO = Path(__file__).resolve().parents[1]
+_TUTORIAL = {"lr": 1.0, "epochs": 25}
+_FASTTEXT_SETTINGS = {**_TUTORIAL, "embedding_dim": 100}
+
+
+class Variant(NamedTuple):
+    """What a candidate changes: preset ``overrides`` (or the marker "double the epochs"), the
+    document ``order`` the engine walks ("uniform" or "fixed"; None: the loader's), and whether
+    the last epoch is kept instead of the best dev epoch."""
+
+    overrides: dict | str
+    order: str | None = None
+    last_epoch: bool = False
+
+
 VARIANTS = {
-    "preset": {},
-    "tutorial rate and epochs": {"lr": 1.0, "epochs": 25},
-    "epochs x2": "double the epochs",
-    "100-d": {"embedding_dim": 100},
-    "no end token": {"end_token": False},
-    "uniform order": {},
-    "fixed order": {},
-    "last epoch": {},
+    "preset": Variant({}),
+    "tutorial rate and epochs": Variant(_TUTORIAL),
+    "epochs x2": Variant("double the epochs"),
+    "100-d": Variant({"embedding_dim": 100}),
+    "no end token": Variant({"end_token": False}),
+    "uniform order": Variant({}, order="uniform"),
+    "fixed order": Variant({}, order="fixed"),
+    "last epoch": Variant({}, last_epoch=True),
     # fastText's tutorial configuration inside the preset's engine: its rate, epochs and width,
     # one fixed order and the last epoch; then the same on the preset's own order.
-    "fastText's settings": {"lr": 1.0, "epochs": 25, "embedding_dim": 100},
-    "fastText's settings, preset's order": {"lr": 1.0, "epochs": 25, "embedding_dim": 100},
+    "fastText's settings": Variant(_FASTTEXT_SETTINGS, order="fixed", last_epoch=True),
+    "fastText's settings, preset's order": Variant(_FASTTEXT_SETTINGS, last_epoch=True),
 }
 PEER = "fasttext"
 CANDIDATES = (*VARIANTS, PEER)
-CHOSEN = list(CANDIDATES)  # --candidates narrows it (the preset and fastText always run)
 
 
 # A new uniform permutation every epoch (the engine seeds NumPy from the seed and the epoch
@@ -85,16 +100,17 @@ def _fit(candidate: str, dataset, seed: int, preset_epochs: int | None):
     np.random.seed(seed)
     if candidate == PEER:
         return create_peer(PEER, seed=seed, epoch=25, lr=1.0).fit(dataset)
-    overrides = VARIANTS[candidate]
+    variant = VARIANTS[candidate]
+    overrides = variant.overrides
     if overrides == "double the epochs":  # the preset's rule, fitted first, ran every epoch (no patience)
         overrides = {"epochs": 2 * preset_epochs}
     estimator = create_estimator("fasttext-bag", seed=seed, overrides=overrides)
     originals = engine._per_example_order, engine._is_better
-    if candidate == "uniform order":
+    if variant.order == "uniform":
         engine._per_example_order = _uniform_order
-    if candidate in ("fixed order", "fastText's settings"):
+    if variant.order == "fixed":
         engine._per_example_order = _fixed_order_for(seed)
-    if candidate in ("last epoch", "fastText's settings", "fastText's settings, preset's order"):
+    if variant.last_epoch:
         engine._is_better = lambda score, best, higher_is_better: True
     try:
         return estimator.fit(dataset)
@@ -102,10 +118,10 @@ def _fit(candidate: str, dataset, seed: int, preset_epochs: int | None):
         engine._per_example_order, engine._is_better = originals
 
 
-def run_one(name: str, seed: int) -> dict:
+def run_one(name: str, seed: int, candidates: tuple[str, ...] = CANDIDATES) -> dict:
     dataset = ensure_dev(load_dataset(name), fraction=0.1, seed=seed)
     out, preset_epochs = {}, None
-    for candidate in CHOSEN:
+    for candidate in candidates:
         estimator = _fit(candidate, dataset, seed, preset_epochs)
         out[candidate] = {"test_accuracy": split_accuracy(estimator, dataset, "test"),
                           "epochs_run": estimator.fit_report().get("epochs_run")}
@@ -147,12 +163,12 @@ def main(argv=None) -> None:
                         help="the variants to fit (preset and fasttext are always fitted)")
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
-    CHOSEN[:] = [c for c in CANDIDATES if c in set(args.candidates) | {"preset", PEER}]
+    chosen = tuple(c for c in CANDIDATES if c in set(args.candidates) | {"preset", PEER})
     output = args.output or str(REPO / f"benchmarks/results/fasttext_bag_variants_{args.dataset}")
     torch.set_num_threads(1)
-    result = start_script_result(__file__, sys.argv[1:], seeds=args.seeds, candidates=list(CHOSEN),
-                                 variants={k: v for k, v in VARIANTS.items()})
-    run_datasets(result, [args.dataset], args.seeds, run_one, output, _markdown)
+    result = start_script_result(__file__, sys.argv[1:], seeds=args.seeds, candidates=list(chosen),
+                                 variants={k: v._asdict() for k, v in VARIANTS.items()})
+    run_datasets(result, [args.dataset], args.seeds, functools.partial(run_one, candidates=chosen), output, _markdown)
 
 
 if __name__ == "__main__":
