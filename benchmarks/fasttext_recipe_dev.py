@@ -47,20 +47,15 @@ REPO = Path(__file__).resolve().parents[1]
 CANDIDATES = ("rule", "rate x2", "rate 1", "epochs x2", "tutorial", "tutorial, 100-d")
 
 
-def _settings(candidate: str, rate: float, epochs: int) -> tuple[float, int]:
-    return {
-        "rule": (rate, epochs),
-        "rate x2": (min(2 * rate, 1.0), epochs),
-        "rate 1": (1.0, epochs),
-        "epochs x2": (rate, min(2 * epochs, 50)),
-        "tutorial": (1.0, 25),
-        "tutorial, 100-d": (1.0, 25),
-    }[candidate]
-
-
 def _overrides(candidate: str, rate: float, epochs: int) -> dict:
-    lr, n = _settings(candidate, rate, epochs)
-    return {"lr": lr, "epochs": n, **({"embedding_dim": 100} if candidate.endswith("100-d") else {})}
+    """The recipe (and width) a candidate trains with, from the rule's rate and epochs."""
+    return {
+        "rate x2": {"lr": min(2 * rate, 1.0), "epochs": epochs},
+        "rate 1": {"lr": 1.0, "epochs": epochs},
+        "epochs x2": {"lr": rate, "epochs": min(2 * epochs, 50)},
+        "tutorial": {"lr": 1.0, "epochs": 25},
+        "tutorial, 100-d": {"lr": 1.0, "epochs": 25, "embedding_dim": 100},
+    }[candidate]
 
 
 def _fit(seed: int, overrides: dict, dataset) -> dict:
