@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -57,8 +58,27 @@ from textcls.text.pipeline import FASTTEXT_NGRAM_PRIME
 
 REPO = Path(__file__).resolve().parents[1]
 TUTORIAL = {"epoch": 25, "lr": 1.0, "dim": 100, "wordNgrams": 2, "bucket": 2_000_000}
-CANDIDATES = ("fasttext", "loop", "loop, no </s>", "loop, textcls tokens + [UNK]", "loop, reshuffled each epoch",
-              "loop, textcls tokens", "loop, [UNK]")
+
+
+class LoopSetup(NamedTuple):
+    """What a loop candidate reads and how: the project's tokens (else fastText's), fastText's
+    ``</s>``, an ``[UNK]`` row for unknown words, a new document order every epoch."""
+
+    project_tokens: bool = False
+    end: bool = True
+    unk: bool = False
+    reshuffle: bool = False
+
+
+LOOPS = {
+    "loop": LoopSetup(),
+    "loop, no </s>": LoopSetup(end=False),
+    "loop, textcls tokens + [UNK]": LoopSetup(project_tokens=True, unk=True),
+    "loop, reshuffled each epoch": LoopSetup(reshuffle=True),
+    "loop, textcls tokens": LoopSetup(project_tokens=True),
+    "loop, [UNK]": LoopSetup(unk=True),
+}
+CANDIDATES = ("fasttext", *LOOPS)
 EOS = "</s>"
 UNK = "[UNK]"  # in the vocabulary only for the candidate that reads unknown words as the preset does
 STEP_DOCUMENTS = 50  # documents per rate step of the loop's linear decay
@@ -166,16 +186,11 @@ def run_one(name: str, seed: int, candidates: tuple[str, ...] = CANDIDATES) -> d
         start = time.perf_counter()
         if candidate == "fasttext":
             predicted = train_fasttext(lines, labels, test_lines, seed)
-        elif candidate in ("loop, textcls tokens + [UNK]", "loop, textcls tokens"):
-            model = train_loop(project_train, labels, len(classes), True, seed, unk=candidate.endswith("[UNK]"))
-            predicted = predict_loop(model, project_test, True)
-        elif candidate == "loop, [UNK]":
-            model = train_loop(lines, labels, len(classes), True, seed, unk=True)
-            predicted = predict_loop(model, test_lines, True)
         else:
-            end = candidate != "loop, no </s>"
-            model = train_loop(lines, labels, len(classes), end, seed, reshuffle=candidate == "loop, reshuffled each epoch")
-            predicted = predict_loop(model, test_lines, end)
+            setup = LOOPS[candidate]
+            train, test = (project_train, project_test) if setup.project_tokens else (lines, test_lines)
+            model = train_loop(train, labels, len(classes), setup.end, seed, unk=setup.unk, reshuffle=setup.reshuffle)
+            predicted = predict_loop(model, test, setup.end)
         out[candidate] = {"test_accuracy": float((predicted == test_labels).mean()),
                           "seconds": time.perf_counter() - start}
         print(f"{name} seed {seed} {candidate}: {100 * out[candidate]['test_accuracy']:.2f}", flush=True)
