@@ -130,11 +130,10 @@ def _subset_rows(fitted: dict) -> dict:
         rows[candidate] = {"test_accuracy": _accuracy(member["probs"]["test"], targets["test"]),
                            "fit_seconds": member["fit_seconds"]}
     for label, members in _subsets(fitted["members"]).items():
-        ensemble = ProbabilityEnsemble(fitted["num_classes"], members=list(members))
-        weights = ensemble.choose_weights([fitted["members"][m]["probs"]["dev"] for m in members], targets["dev"],
-                                          multi_label=False)
-        tests = [fitted["members"][m]["probs"]["test"] for m in members]
         dev = [fitted["members"][m]["probs"]["dev"] for m in members]
+        tests = [fitted["members"][m]["probs"]["test"] for m in members]
+        ensemble = ProbabilityEnsemble(fitted["num_classes"], members=list(members))
+        weights = ensemble.choose_weights(dev, targets["dev"], multi_label=False)
         rows[label] = {"test_accuracy": _accuracy(ensemble.combine(tests), targets["test"]),
                        "equal_mean_test_accuracy": _accuracy(sum(tests) / len(tests), targets["test"]),
                        "subset_dev_two_fold_accuracy": _dev_two_fold(fitted["num_classes"], {}, dev, targets["dev"],
