@@ -36,7 +36,7 @@ PASSES = ("fp32", "bf16", "fp32 again")
 
 def run_one(name: str, seed: int) -> dict:
     dataset = load_dataset(name)
-    texts = [str(t) for split in dataset.summary()["splits"] for t in column_values(dataset[split], "text")]
+    texts = [str(t) for split in dataset.splits.values() for t in column_values(split, "text")]
     model = _load_minilm()
     pieces = sum(len(ids) for ids in model.tokenizer(texts, truncation=True)["input_ids"])
     model.encode(texts[:BATCH], batch_size=BATCH)
