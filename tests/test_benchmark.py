@@ -178,6 +178,26 @@ def test_summary_averages_each_row_over_the_datasets_it_ran_on_with_their_count(
     assert "average" not in two
 
 
+def test_seconds_of_runs_made_on_a_gpu_are_marked_so_they_are_not_read_as_cpu_seconds(tmp_path):
+    def entry(model, devices):
+        row = _summary_entry("d1", model, 0.8)
+        row.update(runs=[{"device": d, "status": "ok"} for d in devices], seeds=list(range(len(devices))), status="ok",
+                   summary={**row["summary"], "macro_f1": {"mean": 0.8, "std": 0.0, "n": 1}})
+        return row
+
+    entries = [entry("on-cpu", ["cpu"] * 2), entry("on-gpu", ["cuda: NVIDIA H200"] * 2),
+               entry("mixed", ["cpu", "cuda: NVIDIA H200", "cuda: NVIDIA H200"])]
+    seconds = {line.split("|")[1].strip(): line.split("|")[2].strip()
+               for line in report_module.format_summary({"entries": entries}).split("**Training seconds")[1]
+               .splitlines() if line.startswith("| ")}
+    assert seconds["on-cpu"] == "1.0" and seconds["on-gpu"] == "1.0 (cuda)"
+    assert seconds["mixed"] == "1.0 (cuda: 2 of 3 seeds)"
+    table = report_module.format_tables({"entries": entries})
+    assert "| 1.0 (cuda) |" in table and report_module.ACCELERATOR_NOTE in table
+    cpu_only = report_module.format_tables({"entries": entries[:1]})
+    assert "(cuda" not in cpu_only and report_module.ACCELERATOR_NOTE not in cpu_only
+
+
 def test_render_rewrites_the_markdown_and_plot_from_the_json_alone(tiny_run, tmp_path):
     _, out = tiny_run
     copy = tmp_path / "results"
