@@ -71,7 +71,8 @@ from textcls.models.ensemble import ProbabilityEnsemble
 
 REPO = Path(__file__).resolve().parents[1]
 CANDIDATES = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-lr", "static-finetune", "model2vec-lr", "tfidf-lr-chars",
-              "fasttext-bag-minilm", "static-finetune#2")
+              "fasttext-bag-minilm", "static-finetune#2", "minilm-lr", "minilm-encoder-lr", "minilm-encoder-lr-3l",
+              "minilm-encoder-lr@layers=2")
 # "<preset>#2": the preset once more with another initialisation (seed + SECOND_SEED_OFFSET) on the
 # same split, so that a subset can pool two runs of one model (seed bagging).
 SECOND_SEED_OFFSET = 1000
@@ -88,6 +89,13 @@ SUBSETS = {
     "preset, bag-minilm for bag": ("tfidf-lr", "tfidf-nb", "fasttext-bag-minilm", "static-finetune"),
     "preset + bag-minilm": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune", "fasttext-bag-minilm"),
     "preset + static-finetune#2": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune", "static-finetune#2"),
+    "preset + minilm-lr (peer)": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune", "minilm-lr"),
+    "preset + minilm-encoder-lr": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune", "minilm-encoder-lr"),
+    "preset + minilm-encoder-lr-3l": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune",
+                                      "minilm-encoder-lr-3l"),
+    "preset + minilm-encoder-lr, 2 layers": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune",
+                                             "minilm-encoder-lr@layers=2"),
+    "preset, minilm-encoder-lr for static-finetune": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "minilm-encoder-lr"),
 }
 # The combination rules compared on the preset's own members (models/ensemble.py): the
 # preset's (calibrated, log-linear; the subsets above use it too) and the ones before it.
@@ -108,8 +116,12 @@ def _fit_candidates(name: str, seed: int, candidates=CANDIDATES) -> dict:
     for candidate in candidates:
         model, _, embeddings = candidate.partition("+")
         model, second_run, _ = model.partition("#")
-        estimator = create_estimator(model, seed=seed + (SECOND_SEED_OFFSET if second_run else 0),
-                                     overrides={"embeddings": embeddings} if embeddings else {})
+        model, _, setting = model.partition("@")
+        overrides = {"embeddings": embeddings} if embeddings else {}
+        if setting:  # "<preset>@<parameter>=<integer>": the preset with one architecture override
+            key, _, value = setting.partition("=")
+            overrides[key] = int(value)
+        estimator = create_estimator(model, seed=seed + (SECOND_SEED_OFFSET if second_run else 0), overrides=overrides)
         start = time.perf_counter()
         estimator.fit(dataset)
         seconds = time.perf_counter() - start

@@ -12,6 +12,8 @@ another, as ``1 / log(e)`` in float32 did (1.19e-07 = one ulp at 1.0 on Xeon, ex
   through a different kernel path (a padded batch against one document, fused against
   explicit attention): 1e-5 relative and absolute, about 84 ulps at 1.0. Real defects in
   these tests (a missing mask, a wrong equation) move values by 1e-3 or more.
+- ``BF16``: the same under bf16 autocast (used where the CPU has native bf16): one bf16 eps,
+  7.8e-3, absolute. A missing mask moves a sentence vector by 0.1 or more.
 """
 
 import pytest
@@ -20,6 +22,10 @@ import torch
 EPS32 = torch.finfo(torch.float32).eps
 FEW_OPS = {"rtol": 16 * EPS32, "atol": 16 * EPS32}
 KERNEL = {"rtol": 1e-5, "atol": 1e-5}
+# A value computed under bf16 autocast (8 bits of mantissa), where a padded batch and one
+# document take different kernel paths: one bf16 eps (2**-7) absolute, for values of at most
+# about 1 (probabilities, unit vectors).
+BF16 = {"rtol": 0.0, "atol": float(torch.finfo(torch.bfloat16).eps)}
 
 
 def approx32(expected, *, kernel: bool = False):

