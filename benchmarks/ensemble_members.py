@@ -42,6 +42,16 @@ probabilities, exactly as `EnsembleEstimator.fit` chooses them. Candidates:
   the 10-d bag on the long-document topic sets (20news 79.80 against 75.19, ag_news 87.83
   against 85.57).
 
+- `minilm-lr` (the peer: frozen all-MiniLM-L6-v2 through sentence-transformers, fp32, C = 1),
+  `minilm-encoder-lr` (the same encoder as a library model: bf16 where native, C on dev),
+  `minilm-encoder-lr-3l` (its first 3 layers) and `minilm-encoder-lr@layers=2`, beside the
+  preset's four members (stop 32, `--datasets mpqa trec --candidates tfidf-lr tfidf-nb
+  fasttext-bag static-finetune minilm-lr minilm-encoder-lr minilm-encoder-lr-3l
+  minilm-encoder-lr@layers=2`, `ensemble_members_minilm_encoder.md`): the contextual encoder is
+  what mpqa's phrases lacked, and the 3-layer member joins the preset on small corpora
+  (`models/ensemble.py`, `SMALL_CORPUS_MEMBERS`).
+
+A candidate ``<preset>@<parameter>=<integer>`` is the preset with that one override.
 ``--candidates`` fits only the named ones; the subsets and rules whose members were all fitted
 are scored.
 
