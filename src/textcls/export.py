@@ -23,11 +23,11 @@ probabilities at most ``1e-4``) on padded batches of several shapes, down to a o
 document. ``quantize="int8"`` then applies onnxruntime's dynamic quantisation (int8 weights of
 MatMul, Gemm, Gather (the embedding tables), Conv and LSTM; activations quantised on the fly).
 
-Classic runs (``kind == "classic"``: ``tfidf-lr``, ``tfidf-nb``, ``static-lr``) are not exported. The TF-IDF ones: their
+Classic runs (``kind == "classic"``: ``tfidf-lr``, ``tfidf-nb``, ``static-lr``, ``minilm-encoder-lr``) are not exported. The TF-IDF ones: their
 scikit-learn tokeniser (``(?u)\\b\\w+\\b`` over Unicode) has no exact ONNX counterpart (the
 onnxruntime tokeniser's RE2 ``\\b`` is ASCII-only), and a model that silently tokenises
-differently is worse than none (static-lr's WordPiece tokeniser is not wired to an ONNX tokeniser
-either). They predict from their stored arrays through
+differently is worse than none (static-lr's and minilm-encoder-lr's WordPiece tokeniser is not wired to an
+ONNX tokeniser either). They predict from their stored arrays through
 ``Classifier.from_pretrained(run).predict_proba``.
 """
 
@@ -96,7 +96,8 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
     config = artifacts.read_config(run_dir)
     if config.get("kind") == "classic":
         raise ConfigError(
-            f"model '{config.get('model')}' is a classic model (scikit-learn over TF-IDF or static vectors), which "
+            f"model '{config.get('model')}' is a classic model (scikit-learn over TF-IDF, static vectors or a frozen "
+            "encoder), which "
             "is not exported to ONNX (its tokeniser has no exact ONNX counterpart here); predict with the Python API: "
             "textcls.Classifier.from_pretrained(run).predict_proba(texts)")
     if config.get("kind") == "ensemble":
