@@ -1,4 +1,4 @@
-"""What the static-vector presets' tests share (static-lr, static-finetune)."""
+"""What the sentence-vector presets' tests share (static-lr, static-finetune, minilm-encoder-lr)."""
 
 import numpy as np
 
@@ -15,3 +15,13 @@ def assert_the_saved_run_predicts_alone(fitted, texts, folder, monkeypatch):
     again = Classifier.from_pretrained(folder)
     np.testing.assert_array_equal(again.predict_proba(texts), fitted.predict_proba(texts))
     return again
+
+
+def assert_it_beats_the_majority_class(fitted, split, margin: float) -> float:
+    """The fitted classifier's accuracy on ``split`` (texts and labels) is more than ``margin``
+    above always predicting the split's most frequent label. Returns the accuracy."""
+    labels = list(split["label"])
+    accuracy = float(np.mean(np.array(fitted.predict(list(split["text"]))) == np.array(labels)))
+    majority = max(labels.count(c) for c in set(labels)) / len(labels)
+    assert accuracy > majority + margin, (accuracy, majority)
+    return accuracy

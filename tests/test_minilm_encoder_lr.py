@@ -13,6 +13,7 @@ from textcls.models.minilm_encoder_lr import MiniLMSentenceFeatures
 from textcls.models.registry import create_model, get_preset
 from textcls.text.embeddings import minilm_encoder
 
+from static_runs import assert_it_beats_the_majority_class
 from tolerance import BF16, KERNEL
 
 TEXTS = ["a gorgeous, witty, seductive movie.", "What is the capital of Peru?", "unbelievably dull",
@@ -54,11 +55,7 @@ def test_bf16_and_fewer_layers_change_the_features_as_expected():
 
 
 def test_it_learns_trec_and_chooses_c_on_dev(fitted, trec_600):
-    test = trec_600["test"]
-    accuracy = float(np.mean(np.array(fitted.predict(list(test["text"]))) == np.array(test["label"])))
-    labels = list(test["label"])
-    majority = max(labels.count(c) for c in set(labels)) / len(labels)
-    assert accuracy > majority + 0.3, accuracy
+    assert_it_beats_the_majority_class(fitted, trec_600["test"], 0.3)
     model = fitted.estimator_.model_
     assert model.selection_["parameter"] == "C" and model.C in get_preset("minilm-encoder-lr").arch["C_grid"]
     params = fitted.estimator_.num_parameters()

@@ -15,7 +15,7 @@ from textcls.estimators import estimator_for
 from textcls.models.registry import create_model, get_preset
 from textcls.models.static_finetune import StaticFinetuneModel, batch_size_for
 
-from static_runs import assert_the_saved_run_predicts_alone
+from static_runs import assert_it_beats_the_majority_class, assert_the_saved_run_predicts_alone
 from tolerance import KERNEL
 
 
@@ -29,11 +29,7 @@ def _model(static_vectors, **params):
 
 
 def test_it_learns_trec_and_keeps_the_best_dev_epoch(fitted, trec_600):
-    test = trec_600["test"]
-    accuracy = float(np.mean(np.array(fitted.predict(list(test["text"]))) == np.array(test["label"])))
-    labels = list(test["label"])
-    majority = max(labels.count(c) for c in set(labels)) / len(labels)
-    assert accuracy > majority + 0.2, accuracy
+    assert_it_beats_the_majority_class(fitted, trec_600["test"], 0.2)
     selection = fitted.estimator_.model_.selection_
     scores = {int(epoch): (s["score"], -s["log_loss"]) for epoch, s in selection["dev"].items()}
     assert selection["chosen"] == max(scores, key=lambda e: (scores[e], -e))

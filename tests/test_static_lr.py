@@ -15,7 +15,7 @@ from textcls.models.registry import create_model, get_preset
 from textcls.models.static_lr import StaticLRModel, StaticSentenceVectors
 from textcls.text.embeddings import minilm_static_model
 
-from static_runs import assert_the_saved_run_predicts_alone
+from static_runs import assert_it_beats_the_majority_class, assert_the_saved_run_predicts_alone
 from tolerance import KERNEL
 
 
@@ -41,12 +41,7 @@ def test_a_text_with_no_known_piece_is_the_zero_vector(static_vectors):
 
 
 def test_it_learns_trec_and_chooses_c_on_dev(fitted, trec_600):
-    test = trec_600["test"]
-    predicted = fitted.predict(list(test["text"]))
-    accuracy = float(np.mean(np.array(predicted) == np.array(test["label"])))
-    labels = list(test["label"])
-    majority = max(labels.count(c) for c in set(labels)) / len(labels)
-    assert accuracy > majority + 0.2, accuracy
+    assert_it_beats_the_majority_class(fitted, trec_600["test"], 0.2)
     model = fitted.estimator_.model_
     assert model.selection_["parameter"] == "C" and model.C in get_preset("static-lr").arch["C_grid"]
     params = fitted.estimator_.num_parameters()

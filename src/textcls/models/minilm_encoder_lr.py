@@ -42,6 +42,7 @@ loading a saved run.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -56,35 +57,30 @@ STATE_FORMAT = "textcls.minilm-encoder-lr/1"
 MAX_LAYERS = 6  # all-MiniLM-L6-v2
 MAX_PIECES = 512  # MiniLM's position table
 
+_MINILM_ENCODER_LR = Preset(
+    "minilm-encoder-lr",
+    "minilm-encoder-lr",
+    arch={"C_grid": list(C_GRID), "layers": MAX_LAYERS},
+    recipe=Recipe(epochs=1, precision="auto"),
+    inputs={"shape": "flat", "embeddings": None},
+    kind="classic",
+    description="Frozen all-MiniLM-L6-v2 sentence embeddings (mean of the last layer over word pieces, "
+                "L2-normalised; bf16 where the CPU has native bf16) with logistic regression, C chosen on dev "
+                "from 0.1-100.",
+    paper="Reimers and Gurevych 2019 (Sentence-BERT), all-MiniLM-L6-v2 frozen + LR: the minilm-lr peer as a "
+          "library model (issue 19)",
+)
 MINILM_ENCODER_LR_PRESETS = [
-    Preset(
-        "minilm-encoder-lr",
-        "minilm-encoder-lr",
-        arch={"C_grid": list(C_GRID), "layers": MAX_LAYERS},
-        recipe=Recipe(epochs=1, precision="auto"),
-        inputs={"shape": "flat", "embeddings": None},
-        kind="classic",
-        description="Frozen all-MiniLM-L6-v2 sentence embeddings (mean of the last layer over word pieces, "
-                    "L2-normalised; bf16 where the CPU has native bf16) with logistic regression, C chosen on dev from 0.1-100.",
-        paper="Reimers and Gurevych 2019 (Sentence-BERT), all-MiniLM-L6-v2 frozen + LR: the minilm-lr peer as a "
-              "library model (issue 19)",
-    ),
+    _MINILM_ENCODER_LR,
     # The ensemble's member on small corpora: half the encoder's time. Beside the ensemble's
     # members (3 seeds; ensemble_members_minilm_encoder.md) 3 layers gave 89.10 on mpqa and 93.73
     # on trec, against 6 layers' 89.13 and 94.67 and 2 layers' 88.66 and 92.20; on halves of dev
     # 3 layers came first on mpqa (88.38) and within 0.24 of 6 layers on trec (90.72).
-    Preset(
-        "minilm-encoder-lr-3l",
-        "minilm-encoder-lr",
-        arch={"C_grid": list(C_GRID), "layers": 3},
-        recipe=Recipe(epochs=1, precision="auto"),
-        inputs={"shape": "flat", "embeddings": None},
-        kind="classic",
-        description="minilm-encoder-lr on MiniLM's first 3 transformer layers (of 6): half the encoding time; "
-                    "the default ensemble's member on small corpora.",
-        paper="Reimers and Gurevych 2019 (Sentence-BERT), all-MiniLM-L6-v2 truncated to 3 layers, frozen + LR "
-              "(issue 19)",
-    ),
+    replace(_MINILM_ENCODER_LR, name="minilm-encoder-lr-3l", arch={"C_grid": list(C_GRID), "layers": 3},
+            description="minilm-encoder-lr on MiniLM's first 3 transformer layers (of 6): half the encoding "
+                        "time; the default ensemble's member on small corpora.",
+            paper="Reimers and Gurevych 2019 (Sentence-BERT), all-MiniLM-L6-v2 truncated to 3 layers, frozen + LR "
+                  "(issue 19)"),
 ]
 
 
