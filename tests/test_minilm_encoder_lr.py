@@ -83,3 +83,15 @@ def test_another_encoder_and_bad_settings_are_one_clear_error(fitted):
         create_model(get_preset("minilm-encoder-lr").with_overrides(layers=7), num_classes=2)
     with pytest.raises(ConfigError, match="'max_seq_length' = 1000"):
         create_model(get_preset("minilm-encoder-lr").with_overrides(max_seq_length=1000), num_classes=2)
+
+
+def test_a_fit_shows_a_bar_over_the_encoding_only_when_asked(capsys):
+    import textcls
+
+    small = textcls.load_dataset("trec", max_per_split=120)
+    Classifier("minilm-encoder-lr-3l", seed=0, progress=True).fit_dataset(small)
+    assert "MiniLM encoding" in capsys.readouterr().err
+    quiet = Classifier("minilm-encoder-lr-3l", seed=0).fit_dataset(small)
+    assert "MiniLM encoding" not in capsys.readouterr().err
+    quiet.predict_proba(list(small["test"]["text"]))  # prediction draws no bar either
+    assert "MiniLM encoding" not in capsys.readouterr().err

@@ -353,7 +353,12 @@ class TfidfEstimator(PresetEstimator):
 
         dev = dict(zip(("dev_texts", "dev_y"), texts_and_targets("dev"))) if "dev" in dataset.splits else {}
         start = time.perf_counter()
+        features = getattr(self.model_, "sentence_features", None)  # minilm-encoder-lr: a bar while it encodes
+        if features is not None:
+            features.progress = progress
         self.model_.fit(*texts_and_targets("train"), **dev, seed=self.preset.recipe.seed)
+        if features is not None:
+            features.progress = False
         self.train_seconds_ = time.perf_counter() - start
         # TF-IDF reads its training texts once; static-finetune runs epochs and keeps one on dev.
         selection = getattr(self.model_, "selection_", None) or {}

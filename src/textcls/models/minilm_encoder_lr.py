@@ -92,6 +92,9 @@ class MiniLMSentenceFeatures:
     def __init__(self, tokenizer, encoder, *, max_seq_length: int, batch: int, bf16: bool = False):
         self.tokenizer, self.encoder = tokenizer, encoder
         self.max_seq_length, self.batch, self.bf16 = max_seq_length, batch, bf16
+        # A bar over the batches while a fit encodes its texts (tens of seconds on a few
+        # thousand sentences at one thread); the estimator turns it on when asked for progress.
+        self.progress = False
 
     def fit_transform(self, texts) -> np.ndarray:
         return self.transform(texts)
@@ -116,8 +119,12 @@ class MiniLMSentenceFeatures:
         out = np.zeros((len(ids), self.encoder.config.hidden_size), dtype=np.float64)
         if not ids:
             return out
+        from tqdm.auto import tqdm
+
+        starts = tqdm(range(0, len(ids), self.batch), desc="MiniLM encoding", unit="batch", leave=False,
+                      disable=not self.progress, dynamic_ncols=True)
         with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            for start in range(0, len(ids), self.batch):
+            for start in starts:
                 chosen = order[start:start + self.batch]
                 width = max(len(ids[i]) for i in chosen)
                 input_ids = torch.zeros((len(chosen), width), dtype=torch.long)
