@@ -1,0 +1,140 @@
+"""What the ensemble's MiniLM member costs, part by part, and why it runs in bf16 and not int8.
+
+    OMP_NUM_THREADS=1 python benchmarks/minilm_member_cost.py [--datasets mpqa sst5]
+        [--output benchmarks/results/minilm_member_cost]
+
+For each dataset (its seed-0 split, as the ensemble carves dev), in one process on one thread:
+
+- the first ``text.embeddings.minilm_encoder(3)`` call (importing ``transformers``, reading
+  the weights, hashing them) and a second one (cached);
+- encoding the distinct training texts with ``minilm-encoder-lr-3l``'s features in fp32, in
+  bf16 autocast (where the CPU has native bf16 matmul; the preset's choice) and with the
+  linear layers in int8 (``quantize.quantize_model``, torch's dynamic quantisation), seconds;
+- batch dependence: 64 training texts encoded in one batch and one at a time, the smallest
+  cosine between a text's two vectors, per arithmetic (1.0: the batch does not matter);
+- the logistic regression's C search on dev (``minilm-encoder-lr-3l``'s grid), seconds.
+
+Issue 19's bar lets the default train in 10x fastText's time; these are the parts of the
+member that the default adds on small corpora (models/ensemble.py, SMALL_CORPUS_MEMBERS).
+Writes <output>.json and <output>.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from textcls import load_dataset
+from textcls.benchmark.report import run_datasets, script_header, start_script_result
+from textcls.data.prepare import column_values, label_targets
+from textcls.data.splits import ensure_dev
+from textcls.hardware import cpu_has_native_bf16
+from textcls.models.minilm_encoder_lr import MiniLMEncoderLRModel, MiniLMSentenceFeatures
+from textcls.models.registry import get_preset
+from textcls.quantize import quantize_model
+from textcls.text.embeddings import minilm_encoder
+
+REPO = Path(__file__).resolve().parents[1]
+LAYERS = 3
+BATCH_SAMPLE = 64
+ARITHMETIC = ("fp32", "bf16", "int8")
+
+
+def _features(encoder, arithmetic: str) -> MiniLMSentenceFeatures:
+    tokenizer = minilm_encoder(LAYERS)[0]
+    if arithmetic == "int8":
+        encoder = quantize_model(copy.deepcopy(encoder), "int8")
+    return MiniLMSentenceFeatures(tokenizer, encoder, max_seq_length=256, batch=256, bf16=arithmetic == "bf16")
+
+
+def run_one(name: str, seed: int) -> dict:
+    out = {}
+    start = time.perf_counter()
+    _, encoder, _ = minilm_encoder(LAYERS)
+    out["first load s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    minilm_encoder(LAYERS)
+    out["cached load s"] = time.perf_counter() - start
+    dataset = ensure_dev(load_dataset(name), fraction=0.1, seed=seed)
+    train = [str(t) for t in column_values(dataset["train"], "text")]
+    distinct = list(dict.fromkeys(train))
+    out.update(train_texts=len(train), distinct_texts=len(distinct))
+    vectors = {}
+    for arithmetic in ARITHMETIC:
+        if arithmetic == "bf16" and not cpu_has_native_bf16():
+            continue
+        features = _features(encoder, arithmetic)
+        start = time.perf_counter()
+        vectors[arithmetic] = features.transform(train)
+        out[f"encode {arithmetic} s"] = time.perf_counter() - start
+        sample = distinct[:BATCH_SAMPLE]
+        together = features.transform(sample)
+        alone = np.concatenate([features.transform([t]) for t in sample])
+        out[f"batch cosine {arithmetic}"] = float((together * alone).sum(1).min())
+        print(f"{name} {arithmetic}: {out[f'encode {arithmetic} s']:.1f} s, "
+              f"batch cosine {out[f'batch cosine {arithmetic}']:.5f}", flush=True)
+    model = MiniLMEncoderLRModel(len(dataset.label_names), **get_preset("minilm-encoder-lr-3l").arch)
+    model.sentence_features = _Cached(vectors.get("bf16", vectors["fp32"]), train)
+    targets = np.asarray(label_targets(dataset["train"], dataset.label_names, False, "train"))
+    dev_targets = np.asarray(label_targets(dataset["dev"], dataset.label_names, False, "dev"))
+    dev = [str(t) for t in column_values(dataset["dev"], "text")]
+    model.sentence_features.add(dev, _features(encoder, "bf16" if "bf16" in vectors else "fp32").transform(dev))
+    start = time.perf_counter()
+    model.fit(train, targets, dev_texts=dev, dev_y=dev_targets)
+    out["C search s"] = time.perf_counter() - start
+    out["C"] = model.C
+    return out
+
+
+class _Cached:
+    """Vectors already computed, looked up by text, so that the fit below times the C search alone."""
+
+    def __init__(self, vectors: np.ndarray, texts: list[str]):
+        self.rows = dict(zip(texts, vectors))
+
+    def add(self, texts, vectors) -> None:
+        self.rows.update(zip(texts, vectors))
+
+    def fit_transform(self, texts):
+        return self.transform(texts)
+
+    def transform(self, texts):
+        return np.stack([self.rows[str(t)] for t in texts])
+
+
+def _markdown(result: dict) -> str:
+    lines = script_header("What the ensemble's MiniLM member costs (3 layers)", result)
+    keys = ["train_texts", "distinct_texts", "first load s", "cached load s"] + [
+        f"encode {a} s" for a in ARITHMETIC] + [f"batch cosine {a}" for a in ARITHMETIC] + ["C search s", "C"]
+    lines += ["| dataset | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
+    for name in result["datasets"]:
+        run = result["runs"][name]["0"]
+        cells = []
+        for key in keys:
+            value = run.get(key)
+            cells.append("–" if value is None else f"{value:,}" if isinstance(value, int) else
+                         f"{value:.5f}" if key.startswith("batch") else f"{value:.2f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "Encoding times are for every training text (distinct ones encoded once); batch cosine: the "
+              f"smallest cosine between a text's vector in a batch of {BATCH_SAMPLE} and alone."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["mpqa", "sst5"])
+    parser.add_argument("--output", default=str(REPO / "benchmarks/results/minilm_member_cost"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    result = start_script_result(__file__, sys.argv[1:], seeds=[0], layers=LAYERS)
+    run_datasets(result, args.datasets, [0], run_one, args.output, _markdown)
+
+
+if __name__ == "__main__":
+    main()
