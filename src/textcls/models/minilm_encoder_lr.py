@@ -24,12 +24,14 @@ Readings, where the peer and this preset differ:
   cost proportionally less time, for whatever the later layers add.
 - Precision: the recipe's ``precision="auto"`` runs the encoder under bf16 autocast on a CPU
   with native bf16 matmul (AMX or AVX-512 BF16; ``hardware.cpu_has_native_bf16``), else in
-  fp32, the peer's arithmetic. On one AMD EPYC (Zen 4) thread bf16 encoded mpqa 1.8x faster
-  than fp32 (``benchmarks/results/minilm_encode_speed.md``); a test holds its sentence vectors
-  within one bf16 eps of fp32's.
-- Why not int8: torch's dynamic quantisation (``quantize.quantize_model``) is faster still, but
-  it takes one activation scale per batch, so a text's vector moves with its batch-mates far beyond
-  bf16's rounding: a prediction that would depend on the other texts of the call.
+  fp32, the peer's arithmetic. On one AMD EPYC (Zen 4) thread bf16 encoded mpqa, trec and
+  sst5 1.7-1.8x faster than fp32 (``benchmarks/results/minilm_member_cost.md``); a test holds
+  its sentence vectors within one bf16 eps of fp32's.
+- Why not int8: torch's dynamic quantisation (``quantize.quantize_model``) encoded mpqa, trec
+  and sst5 1.2-1.5x faster than bf16 with 3 layers, but it takes one activation scale per
+  batch, so a text's vector moved with its batch-mates, to a cosine of 0.965-0.976 with itself
+  encoded alone (fp32 and bf16: 1.00000; ``benchmarks/results/minilm_member_cost.md``): a
+  prediction that would depend on the other texts of the call.
 - ``C`` is chosen on dev from ``tfidf-lr``'s grid; the peer fixes ``C = 1``.
 - The peer encodes through sentence-transformers; this class calls the same BertModel through
   ``transformers`` and pools as its pooling module does (mean over the real pieces, then L2),
