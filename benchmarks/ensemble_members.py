@@ -49,7 +49,8 @@ probabilities, exactly as `EnsembleEstimator.fit` chooses them. Candidates:
   fasttext-bag static-finetune minilm-lr minilm-encoder-lr minilm-encoder-lr-3l
   minilm-encoder-lr@layers=2`, `ensemble_members_minilm_encoder.md`; then `--datasets sst2 mr
   sst5 --candidates tfidf-lr tfidf-nb fasttext-bag static-finetune minilm-encoder-lr-3l`,
-  `ensemble_members_minilm_encoder_longer.md`): the contextual encoder is what mpqa's phrases
+  `ensemble_members_minilm_encoder_longer.md`; and `--datasets ag_news fine-food`,
+  `ensemble_members_minilm_encoder_news.md`, just above the limit): the contextual encoder is what mpqa's phrases
   lacked, it lifted the ensemble on all five short-text sets, on test and on halves of dev, and
   the 3-layer member joins the preset on small corpora (`models/ensemble.py`,
   `SMALL_CORPUS_MEMBERS`).

@@ -96,7 +96,9 @@ FAST_MEMBERS = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune")
 # on halves of dev, which read no test label (+0.7 to +3.2). The limit is a time budget: about
 # 30 s of encoding at one thread, which takes in those five (mpqa 44,751 distinct pieces to mr's
 # 262,568) and leaves out ag_news (319,326), fine-food, reuters-single and the long-document sets
-# (20news: 2.6M, ~250 s for a member that alone scores 77 %). It costs issue 19's time bar on the
+# (20news: 2.6M, ~250 s for a member that alone scores 77 %). Just above the limit it still helps,
+# less: ag_news +0.49 and fine-food +0.86 on test, +0.93 and +0.09 on halves of dev, for about
+# 45 s of member time each (ensemble_members_minilm_encoder_news.md). It costs issue 19's time bar on the
 # short sets, whose fastText fits in 1-4 s (10x: 10-44 s); ``--set 'small_corpus_members={}'``
 # keeps the four members.
 SMALL_CORPUS_PIECES = 300_000
