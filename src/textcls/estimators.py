@@ -394,7 +394,8 @@ class TfidfEstimator(PresetEstimator):
             from .text.embeddings import minilm_encoder
 
             if self.preset.recipe.precision == "auto":
-                self.preset = self.preset.with_overrides(precision=self.preset.recipe.resolve_precision("cpu").precision)
+                resolved = self.preset.recipe.resolve_precision("cpu").precision
+                self.preset = self.preset.with_overrides(precision=resolved)
             self.precision = self.preset.recipe.precision
             self.model_.use_encoder(*minilm_encoder(self.model_.layers),
                                     bf16=self.precision == "bf16")

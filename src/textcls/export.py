@@ -23,7 +23,8 @@ probabilities at most ``1e-4``) on padded batches of several shapes, down to a o
 document. ``quantize="int8"`` then applies onnxruntime's dynamic quantisation (int8 weights of
 MatMul, Gemm, Gather (the embedding tables), Conv and LSTM; activations quantised on the fly).
 
-Classic runs (``kind == "classic"``: ``tfidf-lr``, ``tfidf-nb``, ``static-lr``, ``minilm-encoder-lr``) are not exported. The TF-IDF ones: their
+Classic runs (``kind == "classic"``: ``tfidf-lr``, ``tfidf-nb``, ``static-lr``, ``minilm-encoder-lr``) are not
+exported. The TF-IDF ones: their
 scikit-learn tokeniser (``(?u)\\b\\w+\\b`` over Unicode) has no exact ONNX counterpart (the
 onnxruntime tokeniser's RE2 ``\\b`` is ASCII-only), and a model that silently tokenises
 differently is worse than none (static-lr's and minilm-encoder-lr's WordPiece tokeniser is not wired to an

