@@ -1,6 +1,6 @@
 """What the ensemble's MiniLM member costs, part by part, and why it runs in bf16 and not int8.
 
-    OMP_NUM_THREADS=1 python benchmarks/minilm_member_cost.py [--datasets mpqa sst5]
+    OMP_NUM_THREADS=1 python benchmarks/minilm_member_cost.py [--datasets mpqa trec sst5]
         [--output benchmarks/results/minilm_member_cost]
 
 For each dataset (its seed-0 split, as the ensemble carves dev), in one process on one thread:
@@ -128,7 +128,7 @@ def _markdown(result: dict) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["mpqa", "sst5"])
+    parser.add_argument("--datasets", nargs="+", default=["mpqa", "trec", "sst5"])
     parser.add_argument("--output", default=str(REPO / "benchmarks/results/minilm_member_cost"))
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
