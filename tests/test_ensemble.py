@@ -161,6 +161,16 @@ def test_a_small_corpus_member_joins_only_within_its_word_piece_limit(mr_slice):
     assert members(pieces)[0] == fewer and members(pieces - 1)[0] == list(get_preset("ensemble").arch["members"])
 
 
+def test_the_word_piece_count_stops_once_past_the_limit():
+    from textcls.text.embeddings import minilm_word_pieces
+
+    texts = list(textcls.load_dataset("trec")["train"]["text"])  # 5,452 questions: three chunks
+    full = minilm_word_pieces(texts)
+    assert minilm_word_pieces(texts, stop_above=full) == full
+    early = minilm_word_pieces(texts, stop_above=1_000)
+    assert 1_000 < early < full  # the first chunk's count, past the limit
+
+
 def test_a_batch_gives_what_one_document_at_a_time_gives(fitted, mr_slice):
     texts = list(mr_slice["test"]["text"])[:40]
     batch = fitted.predict_proba(texts)

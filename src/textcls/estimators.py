@@ -393,9 +393,7 @@ class TfidfEstimator(PresetEstimator):
         if hasattr(self.model_, "use_encoder"):
             from .text.embeddings import minilm_encoder
 
-            if self.preset.recipe.precision == "auto":
-                resolved = self.preset.recipe.resolve_precision("cpu").precision
-                self.preset = self.preset.with_overrides(precision=resolved)
+            self.preset = replace(self.preset, recipe=self.preset.recipe.resolve_precision("cpu"))
             self.precision = self.preset.recipe.precision
             self.model_.use_encoder(*minilm_encoder(self.model_.layers),
                                     bf16=self.precision == "bf16")
@@ -464,7 +462,8 @@ class EnsembleEstimator(PresetEstimator):
         small = self.preset.arch.get("small_corpus_members") or {}
         if not small:
             return self.preset
-        pieces = minilm_word_pieces(column_values(dataset["train"], "text"))
+        # Counted only until past the largest limit: a long corpus is over it after a few chunks.
+        pieces = minilm_word_pieces(column_values(dataset["train"], "text"), stop_above=max(small.values()))
         added = [name for name, limit in small.items() if pieces <= limit]
         self.small_corpus_ = {"word_pieces": pieces, "limits": dict(small), "added": added}
         return self.preset.with_overrides(members=[*self.preset.arch["members"], *added], small_corpus_members=None)

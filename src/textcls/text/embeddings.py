@@ -363,6 +363,7 @@ def static_sentence_vectors(source: str):
 # member, or a suite's runs in one process, read the 90 MB of weights once.
 _ENCODERS: dict[int, tuple] = {}
 MINILM_ENCODER_LAYERS = 6  # all-MiniLM-L6-v2's transformer layers
+_PIECE_COUNT_CHUNK = 2_000  # texts tokenised at a time while counting word pieces
 
 
 def _minilm_folder() -> Path:
@@ -387,11 +388,20 @@ def minilm_tokenizer():
     return tokenizer
 
 
-def minilm_word_pieces(texts: Sequence[str], max_seq_length: int = 256) -> int:
+def minilm_word_pieces(texts: Sequence[str], max_seq_length: int = 256, stop_above: int | None = None) -> int:
     """How many word pieces MiniLM reads of ``texts`` (``[CLS]`` and ``[SEP]`` included, each
-    text cut at ``max_seq_length``), distinct texts counted once: the work of encoding them."""
+    text cut at ``max_seq_length``), distinct texts counted once: the work of encoding them.
+    With ``stop_above``, counting stops once the count passes it (the answer is then some count
+    above it), as tokenising a whole long corpus only to learn that it is over a limit costs seconds."""
+    tokenizer = minilm_tokenizer()
     unique = list(dict.fromkeys(str(t) for t in texts))
-    return sum(min(len(e.ids), max_seq_length) for e in minilm_tokenizer().encode_batch_fast(unique))
+    total = 0
+    for start in range(0, len(unique), _PIECE_COUNT_CHUNK):
+        chunk = tokenizer.encode_batch_fast(unique[start:start + _PIECE_COUNT_CHUNK])
+        total += sum(min(len(e.ids), max_seq_length) for e in chunk)
+        if stop_above is not None and total > stop_above:
+            break
+    return total
 
 
 def minilm_encoder(layers: int = MINILM_ENCODER_LAYERS):
