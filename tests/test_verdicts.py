@@ -206,6 +206,34 @@ def test_average_over_datasets_pairs_the_datasets(tmp_path):
     assert "over datasets" in v.test and "n=4" in v.test
 
 
+def test_a_time_claim_compares_cpu_runs_only_and_falls_back_when_a_side_ran_on_a_gpu(tmp_path):
+    out = tmp_path / "results"
+    datasets = [f"fdu_mtl/d{i}" for i in range(4)]
+    full, small = [], []
+    for d in datasets:
+        # On the GPU the baseline's epoch takes 0.1 s, against the CPU model's 2 s: compared, it
+        # would contradict a claim that the CPU figures (2 s against 8 s) support.
+        gpu_baseline = _entry("lstm", d, [0.80, 0.81])
+        for run in gpu_baseline["runs"]:
+            run.update(epoch_seconds=0.1, device="cuda:0")
+        full += [_entry("fcsr", d, [0.85, 0.86]), gpu_baseline]
+        small += [_entry("fcsr", d, [0.85]), _entry("lstm", d, [0.80])]
+        for entry, seconds in ((full[-2], 2.0), (small[-2], 2.0), (small[-1], 8.0)):
+            for run in entry["runs"]:
+                run["epoch_seconds"] = seconds * (1.0 + 0.01 * datasets.index(d))
+    _write_suite(out, "fdu_full", full)
+    _write_suite(out, "fdu", small)
+    claim = _claim(suites=["fdu_full", "fdu"], unit="dataset", pairs=[["fcsr", "lstm"]], datasets=datasets,
+                   metric="epoch_seconds", better="lower", log=True)
+    v = _one(out, claim)
+    assert v.suite == "fdu" and v.verdict == SUPPORTED
+    assert any("fdu_full: no lstm on 4 datasets (CPU runs" in line for line in v.evidence)
+    # An accuracy claim on the same JSON still reads the GPU runs.
+    accuracy = _one(out, _claim(suites=["fdu_full", "fdu"], unit="dataset", pairs=[["fcsr", "lstm"]],
+                                datasets=datasets))
+    assert accuracy.suite == "fdu_full"
+
+
 def test_speed_claims_test_log_step_times(tmp_path):
     out = tmp_path / "results"
     out.mkdir()
