@@ -51,7 +51,7 @@ def test_bf16_and_fewer_layers_change_the_features_as_expected():
     np.testing.assert_allclose(bf16, full, **BF16)  # the same model, at bf16's precision
     assert np.abs(full - three).max() > 1e-2  # the later layers do something
     _, encoder, identity = minilm_encoder(3)
-    assert len(encoder.encoder.layer) == 3 and len(identity["weights_sha256"]) == 64
+    assert len(encoder.layers) == 3 and len(identity["weights_sha256"]) == 64
 
 
 def test_it_learns_trec_and_chooses_c_on_dev(fitted, trec_600):

@@ -34,9 +34,11 @@ Readings, where the peer and this preset differ:
   encoded alone (fp32 and bf16: 1.00000; ``benchmarks/results/minilm_member_cost.md``): a
   prediction that would depend on the other texts of the call.
 - ``C`` is chosen on dev from ``tfidf-lr``'s grid; the peer fixes ``C = 1``.
-- The peer encodes through sentence-transformers; this class calls the same BertModel through
-  ``transformers`` and pools as its pooling module does (mean over the real pieces, then L2),
-  so that sentence-transformers stays an optional (peer) dependency.
+- The peer encodes through sentence-transformers; this class runs the same weights through
+  ``text.bert.BertEncoder`` (torch's own transformer layers, the same arithmetic; importing
+  ``transformers`` took 2-3 s of every fit and prediction) and pools as its pooling module does
+  (mean over the real pieces, then L2), so that sentence-transformers stays an optional (peer)
+  dependency.
 
 The encoder comes from ``text/embeddings.minilm_encoder`` (read once per process): a model
 never reads files, so the estimator hands it over with ``use_encoder`` before ``fit`` and after
@@ -119,7 +121,7 @@ class MiniLMSentenceFeatures:
         ids = [e.ids[:self.max_seq_length - 1] + e.ids[-1:] if len(e.ids) > self.max_seq_length else e.ids
                for e in encodings]  # truncated as sentence-transformers does: [SEP] kept last
         order = np.argsort([-len(row) for row in ids], kind="stable")
-        out = np.zeros((len(ids), self.encoder.config.hidden_size), dtype=np.float64)
+        out = np.zeros((len(ids), self.encoder.hidden_size), dtype=np.float64)
         if not ids:
             return out
         from tqdm.auto import tqdm
@@ -131,11 +133,11 @@ class MiniLMSentenceFeatures:
                 chosen = order[start:start + self.batch]
                 width = max(len(ids[i]) for i in chosen)
                 input_ids = torch.zeros((len(chosen), width), dtype=torch.long)
-                mask = torch.zeros((len(chosen), width), dtype=torch.long)
+                mask = torch.zeros((len(chosen), width), dtype=torch.bool)
                 for row, i in enumerate(chosen):
                     input_ids[row, :len(ids[i])] = torch.tensor(ids[i])
-                    mask[row, :len(ids[i])] = 1
-                hidden = self.encoder(input_ids=input_ids, attention_mask=mask).last_hidden_state
+                    mask[row, :len(ids[i])] = True
+                hidden = self.encoder(input_ids, mask)
                 weights = mask.unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)
                 out[chosen] = torch.nn.functional.normalize(pooled.float(), dim=-1).double().numpy()
@@ -205,7 +207,8 @@ class MiniLMEncoderLRModel(TfidfModel):
 
     def embedding_parameters(self) -> int:
         encoder = getattr(self, "sentence_features", None)
-        return 0 if encoder is None else sum(p.numel() for p in encoder.encoder.embeddings.parameters())
+        return 0 if encoder is None else sum(p.numel() for module in encoder.encoder.embedding_modules()
+                                             for p in module.parameters())
 
     def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         self._check_fitted()

