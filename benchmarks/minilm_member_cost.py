@@ -5,8 +5,9 @@
 
 For each dataset (its seed-0 split, as the ensemble carves dev), in one process on one thread:
 
-- the first ``text.embeddings.minilm_encoder(3)`` call (importing ``transformers``, reading
-  the weights, hashing them) and a second one (cached);
+- the first ``text.embeddings.minilm_encoder(3)`` call (reading the weights into
+  ``text.bert.BertEncoder``, hashing them; until stop 33 it also imported ``transformers``) and a
+  second one (cached);
 - encoding the distinct training texts with ``minilm-encoder-lr-3l``'s features in fp32, in
   bf16 autocast (where the CPU has native bf16 matmul; the preset's choice) and with the
   linear layers in int8 (``quantize.quantize_model``, torch's dynamic quantisation), seconds;

@@ -73,3 +73,16 @@ def test_training_fasttext_bag_and_static_finetune_builds_no_torch_optimiser(sta
         "print(bag.evaluate(data['test'])['accuracy'], static.evaluate(data['test'])['accuracy'])")
     assert all(float(a) > 0.4 for a in printed.split()), printed  # both learnt: 6 classes, the largest 23 %
     assert "torch" in modules and _loaded(modules, ("torch._dynamo",)) == []
+
+
+def test_the_minilm_encoder_encodes_without_importing_transformers():
+    # Importing transformers' BertModel took 2-3 s, more than fastText's whole fit on trec; the
+    # ensemble's small-corpus member pays it on every fit and every prediction of its runs.
+    modules, printed = _modules_after(
+        "from textcls.models.minilm_encoder_lr import MiniLMSentenceFeatures\n"
+        "from textcls.text.embeddings import minilm_encoder\n"
+        "tokenizer, encoder, _ = minilm_encoder(2)\n"
+        "rows = MiniLMSentenceFeatures(tokenizer, encoder, max_seq_length=32, batch=8).transform(['a fine film', 'dull'])\n"
+        "print(rows.shape)")
+    assert printed.strip() == "(2, 384)"
+    assert _loaded(modules, ("transformers", "sentence_transformers", "sklearn", "datasets")) == []
