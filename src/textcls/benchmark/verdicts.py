@@ -1062,7 +1062,8 @@ Tests (scipy.stats' t distribution):
   differences per seed.
 - speed: Welch's t-test on the logarithms of the timed training steps of `textcls speed`
   (ratio above the claimed factor); O(m): the exponent of step time between two lengths,
-  below 1.5. Parameter counts are exact: no test.
+  below 1.5. Parameter counts are exact: no test. A claim on a suite's seconds (per epoch or
+  per document) reads only the runs made on the CPU: a run on a lent GPU counts as missing.
 - Seeds vary initialisation, dropout and the dev split; the test split is fixed, so the
   spread shown is training noise, not test-set sampling error.
 
