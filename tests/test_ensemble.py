@@ -147,6 +147,29 @@ def test_the_ensemble_learns_and_records_its_weights(fitted, mr_slice):
     np.testing.assert_allclose(fitted.predict_proba(texts), expected / expected.sum(1, keepdims=True), **KERNEL)
 
 
+def test_the_small_corpus_rule_counts_the_split_the_members_train_on(mr_slice):
+    # Without a dev split the ensemble carves one from train; the word pieces are counted after
+    # that carve, as when a caller (the benchmark runner) carves dev first, so that both paths
+    # choose the same members for the same data.
+    from dataclasses import replace
+
+    from datasets import DatasetDict
+
+    from textcls.data.splits import ensure_dev
+    from textcls.estimators import estimator_for
+    from textcls.text.embeddings import minilm_word_pieces
+
+    no_dev = replace(mr_slice, splits=DatasetDict(train=mr_slice["train"], test=mr_slice["test"]),
+                     split_notes={k: v for k, v in mr_slice.split_notes.items() if k != "dev"})
+    estimator = estimator_for(get_preset("ensemble").with_overrides(
+        members=["tfidf-nb"], small_corpus_members={"tfidf-lr": SMALL_CORPUS_PIECES}))
+    estimator.fit(no_dev)
+    carved = ensure_dev(no_dev, fraction=0.1, seed=0)["train"]["text"]
+    assert estimator.small_corpus_["word_pieces"] == minilm_word_pieces(carved)
+    assert minilm_word_pieces(carved) < minilm_word_pieces(no_dev["train"]["text"])
+    assert [m.preset.name for m in estimator.members_] == ["tfidf-nb", "tfidf-lr"]
+
+
 def test_a_small_corpus_member_joins_only_within_its_word_piece_limit(mr_slice):
     from textcls.estimators import estimator_for
 

@@ -430,12 +430,14 @@ class EnsembleEstimator(PresetEstimator):
         from .data.splits import ensure_dev
 
         self._learn_labels(dataset)
+        # The members' training split decides the small-corpus members: with a dev split carved
+        # here or by the caller (the benchmark runner carves its own), the same texts count.
+        dataset = ensure_dev(dataset, fraction=self.preset.recipe.dev_fraction, seed=self.preset.recipe.seed)
         self.preset = self._with_small_corpus_members(dataset)
         self.model_ = create_model(self.preset, num_classes=self.num_classes_)
         self.model_.check_recipe(self.preset.name, self.preset.recipe)
         self.model_.check_inputs(self.preset.name, self.preset.inputs)
         members = [estimator_for(preset) for preset in self._member_presets()]  # all checked before any trains
-        dataset = ensure_dev(dataset, fraction=self.preset.recipe.dev_fraction, seed=self.preset.recipe.seed)
         start = time.perf_counter()
         dev_texts, dev_probabilities = column_values(dataset["dev"], "text"), []
         for member in members:
