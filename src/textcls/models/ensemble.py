@@ -94,13 +94,13 @@ FAST_MEMBERS = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune")
 # and _longer.md) it lifted the ensemble on every short-text set tried: mpqa 87.37 -> 89.10,
 # trec 90.47 -> 93.73, sst2 84.53 -> 85.98, mr 78.29 -> 79.57, sst5 44.30 -> 45.97, and so did it
 # on halves of dev, which read no test label (+0.7 to +3.2). The limit is a time budget: about
-# 30 s of encoding at one thread, which takes in those five (mpqa 44,751 distinct pieces to mr's
-# 262,568) and leaves out ag_news (319,326), fine-food, reuters-single and the long-document sets
-# (20news: 2.6M, ~250 s for a member that alone scores 77 %). Just above the limit it still helps,
-# less: ag_news +0.49 and fine-food +0.86 on test, +0.93 and +0.09 on halves of dev, for about
-# 45 s of member time each (ensemble_members_minilm_encoder_news.md). It costs issue 19's time bar on the
-# short sets, whose fastText fits in 1-4 s (10x: 10-44 s); ``--set 'small_corpus_members={}'``
-# keeps the four members.
+# 30 s of encoding at one thread. Counted on the members' training split (after the dev carve;
+# the practitioner suite's seeds) it takes in those five (mpqa about 40,500 distinct pieces to
+# mr's 236,000) and ag_news (about 287,000: +0.49 on test and +0.93 on halves of dev, for about
+# 45 s of member time; ensemble_members_minilm_encoder_news.md), and leaves out fine-food (about
+# 325,000), reuters-single and the long-document sets (20news: 2.6M, ~250 s for a member that
+# alone scores 77 %). It costs issue 19's time bar on the short sets, whose fastText fits in 1-4 s
+# (10x: 10-44 s); ``--set 'small_corpus_members={}'`` keeps the four members.
 SMALL_CORPUS_PIECES = 300_000
 SMALL_CORPUS_MEMBERS = {"minilm-encoder-lr-3l": SMALL_CORPUS_PIECES}
 
