@@ -47,11 +47,13 @@ loading a saved run.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from ..data.padding import pad_flat
 from ..errors import CheckpointError, ConfigError
 from ..recipe import Recipe
 from ..validate import check_positive_int
@@ -120,10 +122,13 @@ class MiniLMSentenceFeatures:
         encodings = self.tokenizer.encode_batch_fast(texts)
         ids = [e.ids[:self.max_seq_length - 1] + e.ids[-1:] if len(e.ids) > self.max_seq_length else e.ids
                for e in encodings]  # truncated as sentence-transformers does: [SEP] kept last
-        order = np.argsort([-len(row) for row in ids], kind="stable")
+        lengths = np.array([len(row) for row in ids], dtype=np.int64)
+        order = np.argsort(-lengths, kind="stable")
         out = np.zeros((len(ids), self.encoder.hidden_size), dtype=np.float64)
         if not ids:
             return out
+        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+        offsets = np.cumsum(lengths) - lengths
         from tqdm.auto import tqdm
 
         starts = tqdm(range(0, len(ids), self.batch), desc="MiniLM encoding", unit="batch", leave=False,
@@ -131,12 +136,7 @@ class MiniLMSentenceFeatures:
         with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
             for start in starts:
                 chosen = order[start:start + self.batch]
-                width = max(len(ids[i]) for i in chosen)
-                input_ids = torch.zeros((len(chosen), width), dtype=torch.long)
-                mask = torch.zeros((len(chosen), width), dtype=torch.bool)
-                for row, i in enumerate(chosen):
-                    input_ids[row, :len(ids[i])] = torch.tensor(ids[i])
-                    mask[row, :len(ids[i])] = True
+                input_ids, mask = (torch.from_numpy(array) for array in pad_flat(flat, lengths, offsets, chosen))
                 hidden = self.encoder(input_ids, mask)
                 weights = mask.unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)
