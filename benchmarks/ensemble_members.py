@@ -110,6 +110,8 @@ SUBSETS = {
     "preset + minilm-encoder-lr, 2 layers": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune",
                                              "minilm-encoder-lr@layers=2"),
     "preset, minilm-encoder-lr for static-finetune": ("tfidf-lr", "tfidf-nb", "fasttext-bag", "minilm-encoder-lr"),
+    "preset, minilm-encoder-lr-3l for static-finetune": ("tfidf-lr", "tfidf-nb", "fasttext-bag",
+                                                         "minilm-encoder-lr-3l"),
 }
 # The combination rules compared on the preset's own members (models/ensemble.py): the
 # preset's (calibrated, log-linear; the subsets above use it too) and the ones before it.

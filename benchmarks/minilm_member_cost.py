@@ -15,6 +15,11 @@ For each dataset (its seed-0 split, as the ensemble carves dev), in one process 
   cosine between a text's two vectors, per arithmetic (1.0: the batch does not matter);
 - the logistic regression's C search on dev (``minilm-encoder-lr-3l``'s grid), seconds.
 
+With ``--batch-pieces 512 1024 2048 0`` it measures instead how the encoder's batches should be
+bounded: seconds to encode the distinct training texts and the dev texts, in bf16 where native,
+at 256 texts a batch and at most that many padded word pieces (0: no bound, the rule until stop
+34), the member's ``encode_pieces``.
+
 Issue 19's bar lets the default train in 10x fastText's time; these are the parts of the
 member that the default adds on small corpora (models/ensemble.py, SMALL_CORPUS_MEMBERS).
 Writes <output>.json and <output>.md.
@@ -37,10 +42,10 @@ from textcls.benchmark.report import run_datasets, script_header, start_script_r
 from textcls.data.prepare import column_values, label_targets
 from textcls.data.splits import ensure_dev
 from textcls.hardware import cpu_has_native_bf16
-from textcls.models.minilm_encoder_lr import MiniLMEncoderLRModel, MiniLMSentenceFeatures
+from textcls.models.minilm_encoder_lr import ENCODE_PIECES, MiniLMEncoderLRModel, MiniLMSentenceFeatures
 from textcls.models.registry import get_preset
 from textcls.quantize import quantize_model
-from textcls.text.embeddings import minilm_encoder
+from textcls.text.embeddings import minilm_encoder, minilm_word_pieces
 
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = 3
@@ -48,11 +53,48 @@ BATCH_SAMPLE = 64
 ARITHMETIC = ("fp32", "bf16", "int8")
 
 
-def _features(encoder, arithmetic: str) -> MiniLMSentenceFeatures:
+def _features(encoder, arithmetic: str, batch_pieces: int = ENCODE_PIECES) -> MiniLMSentenceFeatures:
     tokenizer = minilm_encoder(LAYERS)[0]
     if arithmetic == "int8":
         encoder = quantize_model(copy.deepcopy(encoder), "int8")
-    return MiniLMSentenceFeatures(tokenizer, encoder, max_seq_length=256, batch=256, bf16=arithmetic == "bf16")
+    return MiniLMSentenceFeatures(tokenizer, encoder, max_seq_length=256, batch=256, batch_pieces=batch_pieces,
+                                  bf16=arithmetic == "bf16")
+
+
+def run_batching(name: str, seed: int, budgets=(ENCODE_PIECES,)) -> dict:
+    """Encoding seconds of the distinct train and dev texts per bound on a batch's padded pieces."""
+    _, encoder, _ = minilm_encoder(LAYERS)
+    arithmetic = "bf16" if cpu_has_native_bf16() else "fp32"
+    dataset = ensure_dev(load_dataset(name), fraction=0.1, seed=seed)
+    out = {"arithmetic": arithmetic}
+    for split in ("train", "dev"):
+        texts = list(dict.fromkeys(str(t) for t in column_values(dataset[split], "text")))
+        out[f"{split} texts"], out[f"{split} pieces"] = len(texts), minilm_word_pieces(texts)
+        for budget in budgets:
+            features = _features(encoder, arithmetic, budget or 1 << 30)
+            start = time.perf_counter()
+            features.transform(texts)
+            key = f"{split} s at {budget or 'unbounded'}"
+            out[key] = time.perf_counter() - start
+            print(f"{name} {key}: {out[key]:.2f}", flush=True)
+    return out
+
+
+def _batching_markdown(result: dict) -> str:
+    lines = script_header("How the MiniLM member's encoder batches should be bounded (3 layers)", result)
+    budgets = [b or "unbounded" for b in result["batch_pieces"]]
+    lines += ["Seconds to encode the distinct texts of each split (256 texts a batch at most, and at most the "
+              "column's padded word pieces), and word pieces per second; the arithmetic: bf16 where the CPU has "
+              "native bf16 matmul, else fp32.", "",
+              "| dataset | split | texts | pieces | " + " | ".join(f"{b} s (pieces/s)" for b in budgets) + " |",
+              "|---|---|---:|---:|" + "---:|" * len(budgets)]
+    for name in result["datasets"]:
+        run = result["runs"][name]["0"]
+        for split in ("train", "dev"):
+            pieces = run[f"{split} pieces"]
+            cells = [f"{run[f'{split} s at {b}']:.2f} ({pieces / run[f'{split} s at {b}']:,.0f})" for b in budgets]
+            lines.append(f"| {name} | {split} | {run[f'{split} texts']:,} | {pieces:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def run_one(name: str, seed: int, arithmetic_kinds=ARITHMETIC) -> dict:
@@ -136,8 +178,15 @@ def main(argv=None) -> None:
     # int8 needs the encoder's fused-attention fast path off (its quantised linears hold no
     # weight tensor that the path's checks read); it was measured, and rejected, at ac9a9de.
     parser.add_argument("--arithmetic", nargs="+", choices=ARITHMETIC, default=list(ARITHMETIC))
+    parser.add_argument("--batch-pieces", nargs="+", type=int, metavar="PIECES",
+                        help="measure the encoder's batch bound instead (0: unbounded)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    if args.batch_pieces:
+        result = start_script_result(__file__, sys.argv[1:], seeds=[0], layers=LAYERS, batch_pieces=args.batch_pieces)
+        run_datasets(result, args.datasets, [0], functools.partial(run_batching, budgets=tuple(args.batch_pieces)),
+                     args.output, _batching_markdown)
+        return
     result = start_script_result(__file__, sys.argv[1:], seeds=[0], layers=LAYERS, arithmetic=args.arithmetic)
     run_datasets(result, args.datasets, [0], functools.partial(run_one, arithmetic_kinds=tuple(args.arithmetic)),
                  args.output, _markdown)

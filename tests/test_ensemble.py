@@ -101,6 +101,9 @@ def test_the_grid_covers_the_simplex():
     ({"members": ["tfidf-lr", "tfidf-nb"], "weight_step": 0.0}, "weight_step"),
     ({"members": ["tfidf-lr", "tfidf-nb"], "small_corpus_members": {"tfidf-nb": 10}}, "not among 'members'"),
     ({"small_corpus_members": {"minilm-encoder-lr-3l": 0}}, r"small_corpus_members\['minilm-encoder-lr-3l'\]"),
+    ({"small_corpus_replaces": ["tfidf-lr-chars"]}, "some of 'members'"),
+    ({"members": ["tfidf-lr", "tfidf-nb"], "small_corpus_replaces": ["tfidf-lr", "tfidf-nb"]}, "leaving at least one"),
+    ({"small_corpus_replaces": "static-finetune"}, "small_corpus_replaces"),
 ])
 def test_bad_parameters_are_one_clear_error(params, message):
     with pytest.raises(ConfigError, match=message):
@@ -136,12 +139,12 @@ def test_the_ensemble_learns_and_records_its_weights(fitted, mr_slice):
     assert accuracy > majority + 0.1  # MR is balanced: 0.5; these members reach 0.6-0.7 on 1,200 sentences
     weights = fitted.estimator_.weights()
     # 1,500 short reviews hold fewer word pieces than the limit: the small-corpus member joins.
-    assert list(weights) == ["tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune", "minilm-encoder-lr-3l"]
+    assert list(weights) == ["tfidf-lr", "tfidf-nb", "fasttext-bag", "minilm-encoder-lr-3l"]
     assert fitted.estimator_.small_corpus_["word_pieces"] <= SMALL_CORPUS_PIECES
     assert sum(weights.values()) == approx32(1.0)
     member_probs = [m.predict_proba(texts) for m in fitted.estimator_.members_]
     temperatures = fitted.estimator_.model_.temperatures_
-    assert temperatures.shape == (5,) and (temperatures > 0).all()
+    assert temperatures.shape == (4,) and (temperatures > 0).all()
     logits = sum(w * np.log(np.clip(p, 1e-12, 1)) / t for w, p, t in zip(weights.values(), member_probs, temperatures))
     expected = np.exp(logits - logits.max(1, keepdims=True))
     np.testing.assert_allclose(fitted.predict_proba(texts), expected / expected.sum(1, keepdims=True), **KERNEL)
@@ -180,8 +183,22 @@ def test_a_small_corpus_member_joins_only_within_its_word_piece_limit(mr_slice):
         return estimator._with_small_corpus_members(mr_slice).arch["members"], estimator.small_corpus_["word_pieces"]
 
     fewer, pieces = members(SMALL_CORPUS_PIECES)
-    assert fewer[-1] == "minilm-encoder-lr-3l" and 20_000 < pieces <= SMALL_CORPUS_PIECES  # 1,500 short reviews
+    assert 20_000 < pieces <= SMALL_CORPUS_PIECES  # 1,500 short reviews
+    # The MiniLM member joins in static-finetune's place (small_corpus_replaces).
+    assert fewer == ["tfidf-lr", "tfidf-nb", "fasttext-bag", "minilm-encoder-lr-3l"]
     assert members(pieces)[0] == fewer and members(pieces - 1)[0] == list(get_preset("ensemble").arch["members"])
+    assert "static-finetune" in members(pieces - 1)[0]
+
+
+def test_a_small_corpus_member_replaces_only_the_members_named(mr_slice):
+    from textcls.estimators import estimator_for
+
+    preset = get_preset("ensemble").with_overrides(small_corpus_replaces=None)
+    estimator = estimator_for(preset)
+    estimator._learn_labels(mr_slice)
+    assert estimator._with_small_corpus_members(mr_slice).arch["members"] == [
+        "tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune", "minilm-encoder-lr-3l"]
+    assert estimator.small_corpus_["added"] == ["minilm-encoder-lr-3l"] and estimator.small_corpus_["replaced"] == []
 
 
 def test_the_word_piece_count_stops_once_past_the_limit():
@@ -208,9 +225,10 @@ def test_save_and_load_round_trip(fitted, mr_slice, tmp_path):
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["kind"] == "ensemble"
     assert [m["preset"]["name"] for m in config["state"]["members"]] == ["tfidf-lr", "tfidf-nb", "fasttext-bag",
-                                                                         "static-finetune", "minilm-encoder-lr-3l"]
+                                                                         "minilm-encoder-lr-3l"]
     # The members it used, and no rule left to apply to another corpus.
     assert config["arch"]["members"][-1] == "minilm-encoder-lr-3l" and config["arch"]["small_corpus_members"] is None
+    assert config["arch"]["small_corpus_replaces"] is None
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["config.json", "model.safetensors"]
     loaded = Classifier.from_pretrained(tmp_path / "run")
     texts = list(mr_slice["test"]["text"])
@@ -273,7 +291,7 @@ def test_a_state_that_does_not_match_its_members_is_a_checkpoint_error(fitted, t
     config = json.loads(config_path.read_text())
     config["state"]["members"] = config["state"]["members"][:2]
     config_path.write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match="holds 2 members, 5 weights"):
+    with pytest.raises(CheckpointError, match="holds 2 members, 4 weights"):
         Classifier.from_pretrained(tmp_path / "run")
 
 

@@ -45,6 +45,27 @@ def test_a_padded_batch_gives_each_text_what_it_gets_alone(bf16, tolerance):
     np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, **KERNEL)
 
 
+def test_batches_bounded_in_word_pieces_give_what_unbounded_ones_give():
+    tokenizer, encoder, _ = minilm_encoder(3)
+    bounded = MiniLMSentenceFeatures(tokenizer, encoder, max_seq_length=256, batch=256, batch_pieces=16)
+    # 16 pieces: the 300-word text (256 pieces) and each question are batches of their own.
+    np.testing.assert_allclose(bounded.transform(TEXTS), _features(layers=3).transform(TEXTS), **KERNEL)
+
+
+def test_the_last_call_s_texts_are_not_encoded_again(monkeypatch):
+    features = _features(layers=3)
+    calls = []
+    encode = features._encode
+    monkeypatch.setattr(features, "_encode", lambda texts: calls.append(len(texts)) or encode(texts))
+    first = features.transform(TEXTS)
+    first[0] = 0.0  # a caller's change to what it got does not reach the next call
+    again = features.transform(list(TEXTS))
+    other = features.transform(TEXTS[:2])
+    assert calls == [len(TEXTS), 2]  # the same texts again: no encoding; other texts: encoded
+    np.testing.assert_allclose(again, _features(layers=3).transform(TEXTS), **KERNEL)
+    np.testing.assert_allclose(other, again[:2], **KERNEL)
+
+
 def test_bf16_and_fewer_layers_change_the_features_as_expected():
     full, three, bf16 = _features().transform(TEXTS), _features(layers=3).transform(TEXTS), \
         _features(bf16=True).transform(TEXTS)

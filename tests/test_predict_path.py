@@ -200,6 +200,16 @@ def test_sorted_batches_cover_every_document_once_shortest_first():
     assert [b.tolist() for b in batches] == [[1, 3, 5, 2], [0, 4]]
 
 
+def test_sorted_batches_bounded_in_padded_pieces_keep_a_long_document_alone():
+    lengths = np.array([5, 1, 3, 1, 9, 2, 0])
+    batches = sorted_batches(lengths, 4, max_pieces=6)
+    # Shortest first; a batch's rows times its longest (at least 1) stay within 6 pieces, and
+    # the 9-piece document, over the bound on its own, is a batch alone.
+    assert [b.tolist() for b in batches] == [[6, 1, 3], [5, 2], [0], [4]]
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(lengths)))
+    assert [b.tolist() for b in sorted_batches(lengths, 2, max_pieces=100)] == [[6, 1], [3, 5], [2, 0], [4]]
+
+
 def test_threshold_of_a_multi_label_run(tmp_path):
     config = {"model": "x", "label_names": ["a", "b", "c"], "multi_label": True, "threshold": 0.3}
     probs = np.array([[0.2, 0.35, 0.9]], dtype=np.float32)

@@ -456,7 +456,8 @@ class EnsembleEstimator(PresetEstimator):
 
     def _with_small_corpus_members(self, dataset) -> Preset:
         """The preset with its ``small_corpus_members`` decided for this training split: those
-        whose word-piece limit the split's texts stay within join ``members``; the saved run
+        whose word-piece limit the split's texts stay within join ``members``, in place of
+        ``small_corpus_replaces`` when any joins; the saved run
         records the members it used, and no rule left to apply."""
         from .data.prepare import column_values
         from .text.embeddings import minilm_word_pieces
@@ -467,8 +468,11 @@ class EnsembleEstimator(PresetEstimator):
         # Counted only until past the largest limit: a long corpus is over it after a few chunks.
         pieces = minilm_word_pieces(column_values(dataset["train"], "text"), stop_above=max(small.values()))
         added = [name for name, limit in small.items() if pieces <= limit]
-        self.small_corpus_ = {"word_pieces": pieces, "limits": dict(small), "added": added}
-        return self.preset.with_overrides(members=[*self.preset.arch["members"], *added], small_corpus_members=None)
+        replaced = list(self.preset.arch.get("small_corpus_replaces") or []) if added else []
+        self.small_corpus_ = {"word_pieces": pieces, "limits": dict(small), "added": added, "replaced": replaced}
+        kept = [name for name in self.preset.arch["members"] if name not in replaced]
+        return self.preset.with_overrides(members=[*kept, *added], small_corpus_members=None,
+                                          small_corpus_replaces=None)
 
     def _member_presets(self) -> list[Preset]:
         """Each member's registered preset with the ensemble's seed; an unknown name or a

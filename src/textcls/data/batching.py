@@ -41,7 +41,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from ..errors import ConfigError, DataError
 from ..validate import check_int
-from .padding import pad_flat  # noqa: F401  (re-exported: the batches' padding rule)
+from .padding import pad_flat, sorted_batches  # noqa: F401  (re-exported: the batches' padding rules)
 
 SHAPES = ("flat", "hierarchical")
 _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
@@ -497,13 +497,6 @@ class Collator:
 
 
 # --------------------------------------------------------------------------- prediction
-
-
-def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    """Document positions sorted by length (stable) and cut into batches of ``batch_size``,
-    so that each batch pads to its own longest document, not the longest of the call."""
-    order = np.argsort(np.asarray(lengths), kind="stable")
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 def flat_batches(ids: np.ndarray, lengths: np.ndarray, *, bigrams: np.ndarray | None = None,

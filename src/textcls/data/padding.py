@@ -22,3 +22,25 @@ def pad_flat(flat: np.ndarray, lengths: np.ndarray, starts: np.ndarray, rows: np
     out = np.full((len(rows), width), pad_id, dtype=np.int64)
     out[mask] = flat[(starts[rows][:, None] + np.arange(width))[mask]]
     return out, mask
+
+
+
+def sorted_batches(lengths: np.ndarray, batch_size: int, max_pieces: int | None = None) -> list[np.ndarray]:
+    """Document positions sorted by length (stable) and cut into batches of ``batch_size``,
+    so that each batch pads to its own longest document, not the longest of the call. With
+    ``max_pieces``, a batch also holds at most that many padded pieces (its rows times its
+    longest, at least 1; a longer document is a batch alone), so that a batch of long documents
+    stays as small in memory as one of short ones."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    if max_pieces is None:
+        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    # Shortest first, so the document that would join a batch is its longest so far.
+    widths = np.maximum(np.asarray(lengths)[order], 1)
+    batches, start = [], 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and end - start < batch_size and (end - start + 1) * widths[end] <= max_pieces:
+            end += 1
+        batches.append(order[start:end])
+        start = end
+    return batches

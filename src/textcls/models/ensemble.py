@@ -103,6 +103,10 @@ FAST_MEMBERS = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune")
 # (10x: 10-44 s); ``--set 'small_corpus_members={}'`` keeps the four members.
 SMALL_CORPUS_PIECES = 300_000
 SMALL_CORPUS_MEMBERS = {"minilm-encoder-lr-3l": SMALL_CORPUS_PIECES}
+# The member the MiniLM one joins in place of (stop 34): beside the contextual encoder the distilled
+# vectors of static-finetune added nothing (3 seeds on the six sets under the limit,
+# ensemble_members_minilm_replaces.md), and their fit was a fifth of the ensemble's time there.
+SMALL_CORPUS_REPLACES = ("static-finetune",)
 
 # The ensemble reads its training data once; its members train by their own recipes.
 ENSEMBLE_RECIPE = Recipe(epochs=1)
@@ -118,13 +122,13 @@ ENSEMBLE_PRESETS = [
         "ensemble",
         "ensemble",
         arch={"members": list(FAST_MEMBERS), "small_corpus_members": dict(SMALL_CORPUS_MEMBERS),
-              "pooling": "log-linear", "calibrate": True},
+              "small_corpus_replaces": list(SMALL_CORPUS_REPLACES), "pooling": "log-linear", "calibrate": True},
         recipe=ENSEMBLE_RECIPE,
         inputs=ENSEMBLE_INPUTS,
         kind="ensemble",
         description="TF-IDF + LR, TF-IDF + naive Bayes, fasttext-bag and static-finetune (distilled MiniLM "
                     "vectors fine-tuned with an MLP head) fitted on the same split (on a corpus of at most "
-                    "300,000 MiniLM word pieces, also minilm-encoder-lr-3l); their probabilities, each calibrated by a "
+                    "300,000 MiniLM word pieces, minilm-encoder-lr-3l in static-finetune's place); their probabilities, each calibrated by a "
                     "dev temperature, pooled log-linearly with weights "
                     "chosen on dev (log-loss, simplex grid of step 0.1).",
         paper="textcls practitioner default (issue 19); Caruana et al. 2004; Guo et al. 2017",
@@ -139,7 +143,8 @@ class ProbabilityEnsemble:
     ``members``: preset names (at least two, no ensemble among them); ``small_corpus_members``:
     ``{preset: word pieces}``, members added when the training split holds at most that many
     MiniLM word pieces (``text.embeddings.minilm_word_pieces``; the estimator decides when it
-    fits and saves the members it used); ``weight_step``: the simplex grid's step,
+    fits and saves the members it used); ``small_corpus_replaces``: members that leave when one
+    of those joins; ``weight_step``: the simplex grid's step,
     ``1 / weight_step`` a whole number of at most 100; ``pooling``: ``log-linear`` or
     ``linear``; ``calibrate``: a dev temperature per member first.
     """
@@ -147,7 +152,8 @@ class ProbabilityEnsemble:
     kind = "ensemble"
 
     def __init__(self, num_classes: int, *, members: Sequence[str] = FAST_MEMBERS,
-                 small_corpus_members: dict[str, int] | None = None, weight_step: float = 0.1,
+                 small_corpus_members: dict[str, int] | None = None,
+                 small_corpus_replaces: Sequence[str] | None = None, weight_step: float = 0.1,
                  pooling: str = "log-linear", calibrate: bool = True):
         check_positive_int("num_classes", num_classes)
         if isinstance(members, str) or len(members) < 2 or not all(isinstance(m, str) and m for m in members):
@@ -165,6 +171,11 @@ class ProbabilityEnsemble:
                               "among 'members' to word-piece counts")
         for name, pieces in small.items():
             check_positive_int(f"small_corpus_members['{name}']", pieces)
+        replaces = list(small_corpus_replaces or [])
+        if isinstance(small_corpus_replaces, str) or not set(replaces) <= set(members) \
+                or len(set(replaces)) >= len(set(members)):
+            raise ConfigError(f"parameter 'small_corpus_replaces' = {small_corpus_replaces!r} must list some of "
+                              f"'members' ({', '.join(members)}), leaving at least one")
         most = len(members) + len(small)
         points = math.comb(steps + most - 1, most - 1)
         if points > MAX_GRID_POINTS:
@@ -175,6 +186,7 @@ class ProbabilityEnsemble:
         self.num_classes = num_classes
         self.members = list(members)
         self.small_corpus_members = small
+        self.small_corpus_replaces = replaces
         self.weight_step = float(weight_step)
         self.pooling = pooling
         self.calibrate = bool(calibrate)

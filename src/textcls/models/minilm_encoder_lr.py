@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.padding import pad_flat
+from ..data.padding import pad_flat, sorted_batches
 from ..errors import CheckpointError, ConfigError
 from ..recipe import Recipe
 from ..validate import check_positive_int
@@ -63,6 +63,11 @@ from .tfidf import C_GRID, TfidfModel
 STATE_FORMAT = "textcls.minilm-encoder-lr/1"
 MAX_LAYERS = 6  # all-MiniLM-L6-v2
 MAX_PIECES = 512  # MiniLM's position table
+# Padded word pieces per encoder batch: at 256 texts a batch, ag_news' dev split (608 texts, 53
+# pieces on average) encoded at 2,600 pieces/s, its first batch padded to the longest text;
+# bounded at 1,024 pieces, 9,500/s, and trec's sentences 12,400/s against 10,600
+# (benchmarks/results/minilm_member_cost_batching.md, one Zen 4 thread, bf16).
+ENCODE_PIECES = 1024
 
 _MINILM_ENCODER_LR = Preset(
     "minilm-encoder-lr",
@@ -93,15 +98,21 @@ MINILM_ENCODER_LR_PRESETS = [
 
 class MiniLMSentenceFeatures:
     """Texts -> ``s(x)`` (see the module doc), ``[N, 384]`` float64. Texts are sorted by length
-    into batches of ``batch`` so that a batch pads to its own longest text; nothing is learned,
-    so the same object fits and transforms, as a scikit-learn vectorizer does for ``TfidfModel``."""
+    into batches of at most ``batch`` texts and ``batch_pieces`` padded word pieces
+    (``data/padding.sorted_batches``), so that a batch pads to its own longest text and
+    its activations stay in the core's caches; nothing is learned, so the same object fits and
+    transforms, as a scikit-learn vectorizer does for ``TfidfModel``."""
 
-    def __init__(self, tokenizer, encoder, *, max_seq_length: int, batch: int, bf16: bool = False):
+    def __init__(self, tokenizer, encoder, *, max_seq_length: int, batch: int, batch_pieces: int = 1 << 30,
+                 bf16: bool = False):
         self.tokenizer, self.encoder = tokenizer, encoder
-        self.max_seq_length, self.batch, self.bf16 = max_seq_length, batch, bf16
+        self.max_seq_length, self.batch, self.batch_pieces, self.bf16 = max_seq_length, batch, batch_pieces, bf16
         # A bar over the batches while a fit encodes its texts (tens of seconds on a few
         # thousand sentences at one thread); the estimator turns it on when asked for progress.
         self.progress = False
+        # The last call's distinct texts and their vectors: a fit encodes dev to choose C, and
+        # the ensemble then predicts the same dev texts (a tenth of the member's encoding time).
+        self._last: tuple[list[str], np.ndarray] | None = None
 
     def fit_transform(self, texts) -> np.ndarray:
         return self.transform(texts)
@@ -110,7 +121,11 @@ class MiniLMSentenceFeatures:
         # A text that occurs twice is encoded once (mpqa's 9,542 training phrases hold 7,491 distinct).
         texts = [str(t) for t in texts]
         unique = list(dict.fromkeys(texts))
-        rows = self._encode(unique)
+        if self._last is not None and self._last[0] == unique:
+            rows = self._last[1].copy()
+        else:
+            rows = self._encode(unique)
+            self._last = (unique, rows.copy())
         if len(unique) == len(texts):
             return rows
         position = {text: i for i, text in enumerate(unique)}
@@ -123,7 +138,6 @@ class MiniLMSentenceFeatures:
         ids = [e.ids[:self.max_seq_length - 1] + e.ids[-1:] if len(e.ids) > self.max_seq_length else e.ids
                for e in encodings]  # truncated as sentence-transformers does: [SEP] kept last
         lengths = np.array([len(row) for row in ids], dtype=np.int64)
-        order = np.argsort(-lengths, kind="stable")
         out = np.zeros((len(ids), self.encoder.hidden_size), dtype=np.float64)
         if not ids:
             return out
@@ -131,11 +145,11 @@ class MiniLMSentenceFeatures:
         offsets = np.cumsum(lengths) - lengths
         from tqdm.auto import tqdm
 
-        starts = tqdm(range(0, len(ids), self.batch), desc="MiniLM encoding", unit="batch", leave=False,
-                      disable=not self.progress, dynamic_ncols=True)
+        batches = tqdm(sorted_batches(lengths, self.batch, self.batch_pieces),
+                       desc="MiniLM encoding", unit="batch", leave=False, disable=not self.progress,
+                       dynamic_ncols=True)
         with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            for start in starts:
-                chosen = order[start:start + self.batch]
+            for chosen in batches:
                 input_ids, mask = (torch.from_numpy(array) for array in pad_flat(flat, lengths, offsets, chosen))
                 hidden = self.encoder(input_ids, mask)
                 weights = mask.unsqueeze(-1).to(hidden.dtype)
@@ -147,26 +161,27 @@ class MiniLMSentenceFeatures:
 @register_model("minilm-encoder-lr", presets=MINILM_ENCODER_LR_PRESETS)
 class MiniLMEncoderLRModel(TfidfModel):
     """Logistic regression over ``MiniLMSentenceFeatures`` (see the module doc). ``C``,
-    ``C_grid`` and ``max_iter`` are ``TfidfModel``'s; ``layers``, ``max_seq_length`` and
-    ``encode_batch`` set the encoder. Give the encoder with
+    ``C_grid`` and ``max_iter`` are ``TfidfModel``'s; ``layers``, ``max_seq_length``,
+    ``encode_batch`` (texts) and ``encode_pieces`` (padded word pieces) per batch set the encoder. Give the encoder with
     ``use_encoder`` before ``fit`` and after ``from_state``."""
 
     family_name = "minilm-encoder-lr"
 
     def __init__(self, num_classes: int, *, C: float = 1.0, C_grid: list[float] | None = None, max_iter: int = 1000,
                  layers: int = MAX_LAYERS, max_seq_length: int = 256,
-                 encode_batch: int = 256):
+                 encode_batch: int = 256, encode_pieces: int = ENCODE_PIECES):
         check_positive_int("layers", layers, MAX_LAYERS)
         check_positive_int("max_seq_length", max_seq_length, MAX_PIECES)
         check_positive_int("encode_batch", encode_batch, 1 << 16)
+        check_positive_int("encode_pieces", encode_pieces, 1 << 24)
         super().__init__(num_classes, classifier="lr", C=C, C_grid=C_grid, max_iter=max_iter)
         self.layers = layers
-        self.max_seq_length, self.encode_batch = max_seq_length, encode_batch
+        self.max_seq_length, self.encode_batch, self.encode_pieces = max_seq_length, encode_batch, encode_pieces
 
     def get_params(self) -> dict[str, Any]:
         return {"C": self.C, "C_grid": None if self.C_grid is None else list(self.C_grid), "max_iter": self.max_iter,
                 "layers": self.layers, "max_seq_length": self.max_seq_length,
-                "encode_batch": self.encode_batch}
+                "encode_batch": self.encode_batch, "encode_pieces": self.encode_pieces}
 
     def use_encoder(self, tokenizer, encoder, identity: dict, *, bf16: bool = False) -> "MiniLMEncoderLRModel":
         """Hand over the encoder (``text/embeddings.minilm_encoder``), its identity and whether
@@ -180,7 +195,8 @@ class MiniLMEncoderLRModel(TfidfModel):
                 f"{identity.get('version')} has weights {str(identity.get('weights_sha256'))[:12]}...; install "
                 f"{expected.get('package')}=={expected.get('version')} to load it")
         self.sentence_features = MiniLMSentenceFeatures(tokenizer, encoder, max_seq_length=self.max_seq_length,
-                                                        batch=self.encode_batch, bf16=bf16)
+                                                        batch=self.encode_batch, batch_pieces=self.encode_pieces,
+                                                        bf16=bf16)
         self.encoder_identity = dict(identity)
         if hasattr(self, "weights_"):
             self.vectorizer_ = self.sentence_features
