@@ -63,9 +63,10 @@ from .tfidf import C_GRID, TfidfModel
 STATE_FORMAT = "textcls.minilm-encoder-lr/1"
 MAX_LAYERS = 6  # all-MiniLM-L6-v2
 MAX_PIECES = 512  # MiniLM's position table
-# Padded word pieces per encoder batch: at 256 texts a batch, ag_news' dev split (608 texts, 53
-# pieces on average) encoded at 2,600 pieces/s, its first batch padded to the longest text;
-# bounded at 1,024 pieces, 9,500/s, and trec's sentences 12,400/s against 10,600
+# Padded word pieces per encoder batch. At 256 texts a batch, ag_news' dev split (608 texts, 53
+# pieces on average) encoded at 4,855 pieces/s, its first batches padded to their longest texts
+# and their activations out of cache; bounded at 1,024 pieces, 8,778/s (its training split 7,944
+# -> 8,973/s); on the short-text sets 512-2,048 pieces and no bound were within the run's noise
 # (benchmarks/results/minilm_member_cost_batching.md, one Zen 4 thread, bf16).
 ENCODE_PIECES = 1024
 
