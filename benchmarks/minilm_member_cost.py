@@ -20,6 +20,10 @@ bounded: seconds to encode the distinct training texts and the dev texts, in bf1
 at 256 texts a batch and at most that many padded word pieces (0: no bound, the rule until stop
 34), the member's ``encode_pieces``.
 
+With ``--c-search-dtypes float64 float32`` it measures the logistic regression's C search on the
+member's sentence vectors (encoded once, bf16 where native) held in each dtype: seconds, the C
+chosen, dev and test accuracy (float64 until stop 34).
+
 Issue 19's bar lets the default train in 10x fastText's time; these are the parts of the
 member that the default adds on small corpora (models/ensemble.py, SMALL_CORPUS_MEMBERS).
 Writes <output>.json and <output>.md.
@@ -136,6 +140,41 @@ def run_one(name: str, seed: int, arithmetic_kinds=ARITHMETIC) -> dict:
     return out
 
 
+def run_c_search(name: str, seed: int, dtypes=("float64", "float32")) -> dict:
+    """The C search's seconds and choice with the sentence vectors in each of ``dtypes``."""
+    _, encoder, _ = minilm_encoder(LAYERS)
+    dataset = ensure_dev(load_dataset(name), fraction=0.1, seed=seed)
+    texts = {s: [str(t) for t in column_values(dataset[s], "text")] for s in ("train", "dev", "test")}
+    labels = {s: np.asarray(label_targets(dataset[s], dataset.label_names, False, s)) for s in texts}
+    features = _features(encoder, "bf16" if cpu_has_native_bf16() else "fp32")
+    vectors = {s: features.transform(texts[s]) for s in texts}
+    out = {}
+    for dtype in dtypes:
+        model = MiniLMEncoderLRModel(len(dataset.label_names), **get_preset("minilm-encoder-lr-3l").arch)
+        model.sentence_features = _Cached(vectors["train"].astype(dtype), texts["train"])
+        for split in ("dev", "test"):
+            model.sentence_features.add(texts[split], vectors[split].astype(dtype))
+        start = time.perf_counter()
+        model.fit(texts["train"], labels["train"], dev_texts=texts["dev"], dev_y=labels["dev"])
+        out[f"{dtype} C search s"] = time.perf_counter() - start
+        out[f"{dtype} C"] = model.C
+        out[f"{dtype} dev accuracy"] = model.selection_["dev"][repr(float(model.C))]["score"]
+        out[f"{dtype} test accuracy"] = float((model.predict_proba(texts["test"]).argmax(1) == labels["test"]).mean())
+        print(f"{name} {dtype}: {out[f'{dtype} C search s']:.2f} s, C {model.C}", flush=True)
+    return out
+
+
+def _c_search_markdown(result: dict) -> str:
+    lines = script_header("The MiniLM member's C search, by the dtype of its sentence vectors (3 layers)", result)
+    keys = [f"{d} {k}" for d in result["c_search_dtypes"] for k in ("C search s", "C", "dev accuracy", "test accuracy")]
+    lines += ["| dataset | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
+    for name in result["datasets"]:
+        run = result["runs"][name]["0"]
+        lines.append(f"| {name} | " + " | ".join(f"{100 * run[k]:.2f}" if "accuracy" in k else f"{run[k]:.2f}"
+                                                 for k in keys) + " |")
+    return "\n".join(lines) + "\n"
+
+
 class _Cached:
     """Vectors already computed, looked up by text, so that the fit below times the C search alone."""
 
@@ -180,8 +219,16 @@ def main(argv=None) -> None:
     parser.add_argument("--arithmetic", nargs="+", choices=ARITHMETIC, default=list(ARITHMETIC))
     parser.add_argument("--batch-pieces", nargs="+", type=int, metavar="PIECES",
                         help="measure the encoder's batch bound instead (0: unbounded)")
+    parser.add_argument("--c-search-dtypes", nargs="+", choices=("float64", "float32"),
+                        help="measure the C search on the sentence vectors in these dtypes instead")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    if args.c_search_dtypes:
+        result = start_script_result(__file__, sys.argv[1:], seeds=[0], layers=LAYERS,
+                                     c_search_dtypes=args.c_search_dtypes)
+        run_datasets(result, args.datasets, [0], functools.partial(run_c_search, dtypes=tuple(args.c_search_dtypes)),
+                     args.output, _c_search_markdown)
+        return
     if args.batch_pieces:
         result = start_script_result(__file__, sys.argv[1:], seeds=[0], layers=LAYERS, batch_pieces=args.batch_pieces)
         run_datasets(result, args.datasets, [0], functools.partial(run_batching, budgets=tuple(args.batch_pieces)),

@@ -98,7 +98,9 @@ MINILM_ENCODER_LR_PRESETS = [
 
 
 class MiniLMSentenceFeatures:
-    """Texts -> ``s(x)`` (see the module doc), ``[N, 384]`` float64. Texts are sorted by length
+    """Texts -> ``s(x)`` (see the module doc), ``[N, 384]`` float32 (the encoder's precision; the
+    logistic regression's C search on float32 features took half the time of float64 on trec,
+    with the same choice: benchmarks/results/minilm_member_cost_float32.md). Texts are sorted by length
     into batches of at most ``batch`` texts and ``batch_pieces`` padded word pieces
     (``data/padding.sorted_batches``), so that a batch pads to its own longest text and
     its activations stay in the core's caches; nothing is learned, so the same object fits and
@@ -139,7 +141,7 @@ class MiniLMSentenceFeatures:
         ids = [e.ids[:self.max_seq_length - 1] + e.ids[-1:] if len(e.ids) > self.max_seq_length else e.ids
                for e in encodings]  # truncated as sentence-transformers does: [SEP] kept last
         lengths = np.array([len(row) for row in ids], dtype=np.int64)
-        out = np.zeros((len(ids), self.encoder.hidden_size), dtype=np.float64)
+        out = np.zeros((len(ids), self.encoder.hidden_size), dtype=np.float32)
         if not ids:
             return out
         flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
@@ -155,7 +157,7 @@ class MiniLMSentenceFeatures:
                 hidden = self.encoder(input_ids, mask)
                 weights = mask.unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)
-                out[chosen] = torch.nn.functional.normalize(pooled.float(), dim=-1).double().numpy()
+                out[chosen] = torch.nn.functional.normalize(pooled.float(), dim=-1).numpy()
         return out
 
 
