@@ -225,3 +225,22 @@ def test_confusion_plot_failure_leaves_old_file_and_no_temp(tmp_path, monkeypatc
 def test_confusion_plot_rejects_mismatched_names(tmp_path):
     with pytest.raises(DataError, match=r"shape \(2, 2\) but label_names has 3"):
         plot_confusion_matrix([[1, 0], [0, 1]], ["a", "b", "c"], tmp_path / "cm.png")
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_roc_aucs_equal_scikit_learn_s_with_ties_and_float32_scores(multi_label):
+    rng = np.random.default_rng(0)
+    # Scores rounded to one decimal: many ties, within and across classes.
+    probs = np.round(rng.random((300, 5)), 1).astype(np.float32)
+    if multi_label:
+        y = (rng.random((300, 5)) < 0.3).astype(np.int64)
+        indicator = y
+    else:
+        y = rng.integers(0, 5, 300)
+        indicator = np.eye(5, dtype=np.int64)[y]
+    m = compute_metrics(y, probs, list("abcde"), multi_label=multi_label)
+    # float64 sums of ranks against scikit-learn's trapezoids: a few ulps apart.
+    for k, name in enumerate("abcde"):
+        assert m["per_class"][name]["roc_auc"] == pytest.approx(roc_auc_score(indicator[:, k], probs[:, k]), rel=1e-12)
+    assert m["roc_auc_macro"] == pytest.approx(roc_auc_score(indicator, probs, average="macro"), rel=1e-12)
+    assert m["roc_auc_micro"] == pytest.approx(roc_auc_score(indicator, probs, average="micro"), rel=1e-12)

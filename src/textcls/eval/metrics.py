@@ -1,8 +1,13 @@
 """Classification metrics on top of scikit-learn, returned as a JSON-safe dict.
 
 ``compute_metrics`` is what the training engine (dev monitoring), ``textcls evaluate`` and
-``metrics.json`` use. Every number comes from ``sklearn.metrics``; this module only validates
-the inputs, decides what is undefined, and converts the result to plain Python values.
+``metrics.json`` use. Every number comes from ``sklearn.metrics`` but the ROC AUCs; this module
+validates the inputs, decides what is undefined, and converts the result to plain Python values.
+
+The ROC AUCs are the Mann-Whitney statistic on average ranks (``_binary_auc``), the number
+``roc_auc_score`` gives (tests hold them equal, ties included): the engine scores dev after every
+epoch, and ``roc_auc_score``'s input checks took about 5 ms a call, one call per class and one
+micro, so 0.7 s of fasttext-bag's 2.5 s fit on trec went to its 21 epochs' AUCs.
 
 Undefined values (the AUC of a class with no positive example, the precision of a class that
 is never predicted, ...) are ``None``, never NaN, and each one is explained in ``notes`` so
@@ -311,8 +316,6 @@ def _auc_per_class(
     indicator: np.ndarray, probs: np.ndarray, label_names: list[str], notes: list[str]
 ) -> list[float | None]:
     """One-vs-rest AUC per column; None where the column has no positive or no negative example."""
-    from sklearn.metrics import roc_auc_score
-
     n = indicator.shape[0]
     aucs: list[float | None] = []
     no_positive, no_negative = [], []
@@ -325,7 +328,7 @@ def _auc_per_class(
             no_negative.append(name)
             aucs.append(None)
         else:
-            aucs.append(float(roc_auc_score(indicator[:, k], probs[:, k])))
+            aucs.append(_binary_auc(indicator[:, k], probs[:, k]))
     if no_positive:
         notes.append(f"classes {_names(no_positive)} have no positive example in y_true; their ROC AUC is undefined (None)")
     if no_negative:
@@ -350,13 +353,24 @@ def _macro_auc(aucs: list[float | None], label_names: list[str], notes: list[str
 
 
 def _micro_auc(indicator: np.ndarray, probs: np.ndarray, notes: list[str]) -> float | None:
-    from sklearn.metrics import roc_auc_score
-
     total = int(indicator.sum())
     if total == 0 or total == indicator.size:
         notes.append("roc_auc_micro is undefined (None): y_true is all negative or all positive")
         return None
-    return float(roc_auc_score(indicator, probs, average="micro"))
+    return _binary_auc(indicator.ravel(), probs.ravel())
+
+
+def _binary_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """The ROC AUC of ``scores`` for 0/1 ``labels`` (both classes present): the probability that
+    a positive outranks a negative, ties counting one half (Mann-Whitney U over average ranks),
+    which is the area under the ROC curve's trapezoids that ``roc_auc_score`` computes."""
+    from scipy.stats import rankdata
+
+    positive = np.asarray(labels).astype(bool)
+    ranks = rankdata(np.asarray(scores, dtype=np.float64))
+    n_positive = int(positive.sum())
+    n_negative = positive.size - n_positive
+    return float((ranks[positive].sum() - n_positive * (n_positive + 1) / 2) / (n_positive * n_negative))
 
 
 def _names(names: list[str], limit: int = 10) -> str:
