@@ -129,9 +129,9 @@ ENSEMBLE_PRESETS = [
         kind="ensemble",
         description="TF-IDF + LR, TF-IDF + naive Bayes, fasttext-bag and static-finetune (distilled MiniLM "
                     "vectors fine-tuned with an MLP head) fitted on the same split (on a corpus of at most "
-                    "300,000 MiniLM word pieces, minilm-encoder-lr-3l in static-finetune's place); their probabilities, each calibrated by a "
-                    "dev temperature, pooled log-linearly with weights "
-                    "chosen on dev (log-loss, simplex grid of step 0.1).",
+                    "300,000 MiniLM word pieces, minilm-encoder-lr-3l in static-finetune's place); their "
+                    "probabilities, each calibrated by a dev temperature, pooled log-linearly with weights chosen on "
+                    "dev (log-loss, simplex grid of step 0.1).",
         paper="textcls practitioner default (issue 19); Caruana et al. 2004; Guo et al. 2017",
     ),
 ]
