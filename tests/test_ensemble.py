@@ -100,7 +100,7 @@ def test_the_grid_covers_the_simplex():
     ({"members": ["tfidf-lr", "tfidf-nb"], "weight_step": 0.3}, "equal"),
     ({"members": ["tfidf-lr", "tfidf-nb"], "weight_step": 0.0}, "weight_step"),
     ({"members": ["tfidf-lr", "tfidf-nb"], "small_corpus_members": {"tfidf-nb": 10}}, "not among 'members'"),
-    ({"small_corpus_members": {"minilm-encoder-lr-3l": 0}}, r"small_corpus_members\['minilm-encoder-lr-3l'\]"),
+    ({"small_corpus_members": {"minilm-encoder-lr-2l": 0}}, r"small_corpus_members\['minilm-encoder-lr-2l'\]"),
     ({"small_corpus_replaces": ["tfidf-lr-chars"]}, "some of 'members'"),
     ({"members": ["tfidf-lr", "tfidf-nb"], "small_corpus_replaces": ["tfidf-lr", "tfidf-nb"]}, "leaving at least one"),
     ({"small_corpus_replaces": "static-finetune"}, "small_corpus_replaces"),
@@ -139,7 +139,7 @@ def test_the_ensemble_learns_and_records_its_weights(fitted, mr_slice):
     assert accuracy > majority + 0.1  # MR is balanced: 0.5; these members reach 0.6-0.7 on 1,200 sentences
     weights = fitted.estimator_.weights()
     # 1,500 short reviews hold fewer word pieces than the limit: the small-corpus member joins.
-    assert list(weights) == ["tfidf-lr", "tfidf-nb", "fasttext-bag", "minilm-encoder-lr-3l"]
+    assert list(weights) == ["tfidf-lr", "tfidf-nb", "fasttext-bag", "minilm-encoder-lr-2l"]
     assert fitted.estimator_.small_corpus_["word_pieces"] <= SMALL_CORPUS_PIECES
     assert sum(weights.values()) == approx32(1.0)
     member_probs = [m.predict_proba(texts) for m in fitted.estimator_.members_]
@@ -177,7 +177,7 @@ def test_a_small_corpus_member_joins_only_within_its_word_piece_limit(mr_slice):
     from textcls.estimators import estimator_for
 
     def members(limit):
-        preset = get_preset("ensemble").with_overrides(small_corpus_members={"minilm-encoder-lr-3l": limit})
+        preset = get_preset("ensemble").with_overrides(small_corpus_members={"minilm-encoder-lr-2l": limit})
         estimator = estimator_for(preset)
         estimator._learn_labels(mr_slice)
         return estimator._with_small_corpus_members(mr_slice).arch["members"], estimator.small_corpus_["word_pieces"]
@@ -185,7 +185,7 @@ def test_a_small_corpus_member_joins_only_within_its_word_piece_limit(mr_slice):
     fewer, pieces = members(SMALL_CORPUS_PIECES)
     assert 20_000 < pieces <= SMALL_CORPUS_PIECES  # 1,500 short reviews
     # The MiniLM member joins in static-finetune's place (small_corpus_replaces).
-    assert fewer == ["tfidf-lr", "tfidf-nb", "fasttext-bag", "minilm-encoder-lr-3l"]
+    assert fewer == ["tfidf-lr", "tfidf-nb", "fasttext-bag", "minilm-encoder-lr-2l"]
     assert members(pieces)[0] == fewer and members(pieces - 1)[0] == list(get_preset("ensemble").arch["members"])
     assert "static-finetune" in members(pieces - 1)[0]
 
@@ -197,8 +197,8 @@ def test_a_small_corpus_member_replaces_only_the_members_named(mr_slice):
     estimator = estimator_for(preset)
     estimator._learn_labels(mr_slice)
     assert estimator._with_small_corpus_members(mr_slice).arch["members"] == [
-        "tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune", "minilm-encoder-lr-3l"]
-    assert estimator.small_corpus_["added"] == ["minilm-encoder-lr-3l"] and estimator.small_corpus_["replaced"] == []
+        "tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune", "minilm-encoder-lr-2l"]
+    assert estimator.small_corpus_["added"] == ["minilm-encoder-lr-2l"] and estimator.small_corpus_["replaced"] == []
 
 
 def test_the_word_piece_count_stops_once_past_the_limit():
@@ -225,9 +225,9 @@ def test_save_and_load_round_trip(fitted, mr_slice, tmp_path):
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["kind"] == "ensemble"
     assert [m["preset"]["name"] for m in config["state"]["members"]] == ["tfidf-lr", "tfidf-nb", "fasttext-bag",
-                                                                         "minilm-encoder-lr-3l"]
+                                                                         "minilm-encoder-lr-2l"]
     # The members it used, and no rule left to apply to another corpus.
-    assert config["arch"]["members"][-1] == "minilm-encoder-lr-3l" and config["arch"]["small_corpus_members"] is None
+    assert config["arch"]["members"][-1] == "minilm-encoder-lr-2l" and config["arch"]["small_corpus_members"] is None
     assert config["arch"]["small_corpus_replaces"] is None
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["config.json", "model.safetensors"]
     loaded = Classifier.from_pretrained(tmp_path / "run")

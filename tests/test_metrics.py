@@ -244,3 +244,28 @@ def test_roc_aucs_equal_scikit_learn_s_with_ties_and_float32_scores(multi_label)
         assert m["per_class"][name]["roc_auc"] == pytest.approx(roc_auc_score(indicator[:, k], probs[:, k]), rel=1e-12)
     assert m["roc_auc_macro"] == pytest.approx(roc_auc_score(indicator, probs, average="macro"), rel=1e-12)
     assert m["roc_auc_micro"] == pytest.approx(roc_auc_score(indicator, probs, average="micro"), rel=1e-12)
+
+
+def test_single_label_counts_equal_scikit_learn_s_with_absent_and_unpredicted_classes():
+    from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
+
+    rng = np.random.default_rng(1)
+    # Six classes: class 4 never in y_true, class 5 in neither y_true nor the predictions.
+    y = rng.choice([0, 1, 2, 3], 200)
+    probs = rng.random((200, 6))
+    probs[:, 5] = 0.0
+    probs[:3, 4] = 2.0  # predicted three times, never true
+    m = compute_metrics(y, probs, list("abcdef"))
+    pred = probs.argmax(1)
+    assert m["accuracy"] == pytest.approx(accuracy_score(y, pred), rel=1e-12)
+    assert m["macro_f1"] == pytest.approx(f1_score(y, pred, average="macro", zero_division=0), rel=1e-12)
+    assert m["weighted_f1"] == pytest.approx(f1_score(y, pred, average="weighted", zero_division=0), rel=1e-12)
+    assert m["confusion_matrix"] == confusion_matrix(y, pred, labels=list(range(6))).tolist()
+    precision, recall, f1, support = precision_recall_fscore_support(y, pred, labels=list(range(6)), zero_division=0)
+    for k, name in enumerate("abcd"):
+        row = m["per_class"][name]
+        assert (row["precision"], row["recall"], row["f1"]) == pytest.approx((precision[k], recall[k], f1[k]), rel=1e-12)
+        assert row["support"] == support[k]
+    assert m["per_class"]["e"]["recall"] is None and m["per_class"]["e"]["precision"] == 0.0
+    assert m["per_class"]["f"] == {"precision": None, "recall": None, "f1": None, "support": 0, "roc_auc": None}
+    assert any("'f'" in note and "neither in y_true nor among the predictions" in note for note in m["notes"])

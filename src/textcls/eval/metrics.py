@@ -1,13 +1,17 @@
 """Classification metrics on top of scikit-learn, returned as a JSON-safe dict.
 
 ``compute_metrics`` is what the training engine (dev monitoring), ``textcls evaluate`` and
-``metrics.json`` use. Every number comes from ``sklearn.metrics`` but the ROC AUCs; this module
-validates the inputs, decides what is undefined, and converts the result to plain Python values.
+``metrics.json`` use. This module validates the inputs, decides what is undefined, and converts
+the result to plain Python values.
 
-The ROC AUCs are the Mann-Whitney statistic on average ranks (``_binary_auc``), the number
-``roc_auc_score`` gives (tests hold them equal, ties included): the engine scores dev after every
-epoch, and ``roc_auc_score``'s input checks took about 5 ms a call, one call per class and one
-micro, so 0.7 s of fasttext-bag's 2.5 s fit on trec went to its 21 epochs' AUCs.
+The single-label counts (confusion matrix, accuracy, per-class precision, recall and F1, macro
+and weighted F1) and every ROC AUC (the Mann-Whitney statistic on average ranks,
+``_binary_auc``) are computed here from a ``bincount`` confusion matrix and ranks, the numbers
+``sklearn.metrics`` gives (tests hold them equal on random data, ties included); the multi-label
+averages are ``sklearn.metrics``' own. Why: the engine scores dev after every epoch, and each
+``sklearn.metrics`` call spends a few milliseconds checking its inputs. On trec's 545 dev
+questions the 21 epochs of fasttext-bag spent 1.7 s in them, more than its epochs themselves
+(``benchmarks/results/ensemble_fit_profile.md``).
 
 Undefined values (the AUC of a class with no positive example, the precision of a class that
 is never predicted, ...) are ``None``, never NaN, and each one is explained in ``notes`` so
@@ -183,28 +187,27 @@ def _check_multi_hot(y_true: np.ndarray, probs: np.ndarray) -> np.ndarray:
 
 
 def _single_label_metrics(y_true: np.ndarray, probs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
-    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
-
     n, c = probs.shape
     notes: list[str] = []
     y_pred = probs.argmax(axis=1)
-    one_hot = np.eye(c, dtype=np.int64)[y_true]
+    # Rows: true class; columns: predicted class.
+    confusion = np.bincount(y_true * c + y_pred, minlength=c * c).reshape(c, c)
+    true_positives, support, predicted = np.diag(confusion), confusion.sum(axis=1), confusion.sum(axis=0)
 
-    present = set(np.unique(y_true).tolist()) | set(np.unique(y_pred).tolist())
-    unseen = [label_names[k] for k in range(c) if k not in present]
-    if unseen:
+    present = (support > 0) | (predicted > 0)
+    if not present.all():
+        unseen = [label_names[k] for k in range(c) if not present[k]]
         notes.append(
             f"classes {_names(unseen)} appear neither in y_true nor among the predictions; macro_f1 and "
-            f"weighted_f1 average over the {len(present)} classes that do (as scikit-learn does)"
+            f"weighted_f1 average over the {int(present.sum())} classes that do (as scikit-learn does)"
         )
-    with warnings.catch_warnings():
-        # Undefined precision/recall are reported through `notes` and None cells instead.
-        warnings.simplefilter("ignore")
-        # labels=None: scikit-learn's default average over the classes seen in y_true or y_pred.
-        macro_f1 = f1_score(y_true, y_pred, average="macro", zero_division=0)
-        weighted_f1 = f1_score(y_true, y_pred, average="weighted", zero_division=0)
+    f1 = _f1(true_positives, support, predicted)
+    # scikit-learn's default (labels=None): the classes seen in y_true or y_pred.
+    macro_f1 = float(f1[present].mean())
+    weighted_f1 = float((f1 * support).sum() / support.sum())
 
-    per_class = _per_class(one_hot, np.eye(c, dtype=np.int64)[y_pred], label_names, notes)
+    per_class = _per_class(true_positives, support, predicted, label_names, notes)
+    one_hot = np.eye(c, dtype=np.int64)[y_true]
     auc_per_class = _auc_per_class(one_hot, probs, label_names, notes)
     for name, auc in zip(label_names, auc_per_class):
         per_class[name]["roc_auc"] = auc
@@ -219,13 +222,13 @@ def _single_label_metrics(y_true: np.ndarray, probs: np.ndarray, label_names: li
         "multi_label": False,
         "n": int(n),
         "label_names": label_names,
-        "accuracy": float(accuracy_score(y_true, y_pred)),
-        "macro_f1": float(macro_f1),
-        "weighted_f1": float(weighted_f1),
+        "accuracy": float(true_positives.sum() / n),
+        "macro_f1": macro_f1,
+        "weighted_f1": weighted_f1,
         "roc_auc_macro": roc_auc_macro,
         "roc_auc_micro": roc_auc_micro,
         "per_class": per_class,
-        "confusion_matrix": confusion_matrix(y_true, y_pred, labels=list(range(c))).tolist(),
+        "confusion_matrix": confusion.tolist(),
         "notes": notes,
     }
 
@@ -258,7 +261,7 @@ def _multi_label_metrics(
             for average in ("micro", "macro", "weighted", "samples")
         }
 
-    per_class = _per_class(y_true, y_pred, label_names, notes)
+    per_class = _per_class((y_true & y_pred).sum(axis=0), y_true.sum(axis=0), y_pred.sum(axis=0), label_names, notes)
     auc_per_class = _auc_per_class(y_true, probs, label_names, notes)
     for name, auc in zip(label_names, auc_per_class):
         per_class[name]["roc_auc"] = auc
@@ -282,18 +285,18 @@ def _multi_label_metrics(
     }
 
 
-def _per_class(
-    truth: np.ndarray, pred: np.ndarray, label_names: list[str], notes: list[str]
-) -> dict[str, dict[str, Any]]:
-    """precision/recall/f1/support per class from indicator matrices; undefined cells -> None."""
-    from sklearn.metrics import precision_recall_fscore_support
+def _f1(true_positives: np.ndarray, support: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """Per-class F1 = 2tp / (2tp + fp + fn) = 2tp / (support + predicted); 0 where both are 0
+    (scikit-learn's zero_division=0)."""
+    denominator = support + predicted
+    return np.where(denominator > 0, 2 * true_positives / np.maximum(denominator, 1), 0.0)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        precision, recall, f1, support = precision_recall_fscore_support(
-            truth, pred, average=None, labels=list(range(len(label_names))), zero_division=0
-        )
-    predicted = pred.sum(axis=0)
+
+def _per_class(
+    true_positives: np.ndarray, support: np.ndarray, predicted: np.ndarray, label_names: list[str], notes: list[str]
+) -> dict[str, dict[str, Any]]:
+    """precision/recall/f1/support per class from its counts; undefined cells -> None."""
+    f1 = _f1(true_positives, support, predicted)
     never_predicted = [label_names[k] for k in range(len(label_names)) if predicted[k] == 0]
     no_support = [label_names[k] for k in range(len(label_names)) if support[k] == 0]
     if never_predicted:
@@ -303,9 +306,9 @@ def _per_class(
     table = {}
     for k, name in enumerate(label_names):
         table[name] = {
-            "precision": None if predicted[k] == 0 else float(precision[k]),
-            "recall": None if support[k] == 0 else float(recall[k]),
-            # F1 = 2tp / (2tp + fp + fn) is only undefined when the class is absent from both sides.
+            "precision": None if predicted[k] == 0 else float(true_positives[k] / predicted[k]),
+            "recall": None if support[k] == 0 else float(true_positives[k] / support[k]),
+            # F1 is only undefined when the class is absent from both sides.
             "f1": None if predicted[k] == 0 and support[k] == 0 else float(f1[k]),
             "support": int(support[k]),
         }
