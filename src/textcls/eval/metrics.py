@@ -9,9 +9,10 @@ and weighted F1) and every ROC AUC (the Mann-Whitney statistic on average ranks,
 ``_binary_auc``) are computed here from a ``bincount`` confusion matrix and ranks, the numbers
 ``sklearn.metrics`` gives (tests hold them equal on random data, ties included); the multi-label
 averages are ``sklearn.metrics``' own. Why: the engine scores dev after every epoch, and each
-``sklearn.metrics`` call spends a few milliseconds checking its inputs. On trec's 545 dev
-questions the 21 epochs of fasttext-bag spent 1.7 s in them, more than its epochs themselves
-(``benchmarks/results/ensemble_fit_profile.md``).
+``sklearn.metrics`` call spends milliseconds checking its inputs: on trec's 545 dev questions
+the 21 dev scorings of fasttext-bag's fit took 1.11 s (0.65 s in ``roc_auc_score``), and take
+0.05 s here (``benchmarks/ensemble_fit_profile.py``: ``ensemble_fit_profile_before_metrics.md``
+at b046ddc, ``ensemble_fit_profile.md`` after).
 
 Undefined values (the AUC of a class with no positive example, the precision of a class that
 is never predicted, ...) are ``None``, never NaN, and each one is explained in ``notes`` so
