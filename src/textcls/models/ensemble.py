@@ -101,7 +101,7 @@ FAST_MEMBERS = ("tfidf-lr", "tfidf-nb", "fasttext-bag", "static-finetune")
 # (about 325,000), reuters-single and the long-document sets (20news: 2.6M, ~250 s for a member
 # that alone scores 77 %). Issue 19 lets the default train in 10x fastText's time, which fits
 # these sets in 1-4 s: with 3 layers (and static-finetune's place, stop 34) the default took
-# 10.6x on trec and 10.8x on ag_news (practitioner.json at 8baafe8), so the member has 2 layers
+# 10.65x on trec and 10.77x on ag_news (practitioner_minilm_3l/, at 8baafe8), so the member has 2 layers
 # (SMALL_CORPUS_MEMBERS' preset, minilm_encoder_lr.py). ``--set 'small_corpus_members={}'`` keeps
 # the four members; ``--set 'small_corpus_members={"minilm-encoder-lr-3l": 300000}'`` takes the
 # 3-layer member (0.6 points more on those six sets, for 1.4x the encoding).

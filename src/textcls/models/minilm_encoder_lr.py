@@ -98,7 +98,8 @@ MINILM_ENCODER_LR_PRESETS = [
     # static-finetune's place on the six small-corpus sets (3 seeds,
     # ensemble_members_minilm_2layers.md) 2 layers gave the ensemble 79.93 % on average against 3
     # layers' 80.52 (dev halves 79.15 against 79.81) for two thirds of the encoding; with 3 layers
-    # the default took 10.6-11.8x fastText's training time on trec and ag_news.
+    # the default took 10.65x and 10.77x fastText's training time on trec and ag_news (stop 34,
+    # practitioner_minilm_3l/practitioner.json).
     replace(_MINILM_ENCODER_LR, name="minilm-encoder-lr-2l", arch={"C_grid": list(C_GRID), "layers": 2},
             description="minilm-encoder-lr on MiniLM's first 2 transformer layers (of 6): a third of the encoding "
                         "time; the default ensemble's member on small corpora.",
