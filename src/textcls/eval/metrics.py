@@ -1,4 +1,4 @@
-"""Classification metrics on top of scikit-learn, returned as a JSON-safe dict.
+"""Classification metrics (scikit-learn's definitions), returned as a JSON-safe dict.
 
 ``compute_metrics`` is what the training engine (dev monitoring), ``textcls evaluate`` and
 ``metrics.json`` use. This module validates the inputs, decides what is undefined, and converts
