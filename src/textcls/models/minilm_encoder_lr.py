@@ -135,8 +135,9 @@ class MiniLMSentenceFeatures:
         # A text that occurs twice is encoded once (mpqa's 9,542 training phrases hold 7,491 distinct).
         texts = [str(t) for t in texts]
         unique = list(dict.fromkeys(texts))
-        if self._last is not None and self._last[0] == unique:
-            rows = self._last[1].copy()
+        last = self._last  # read once: a server may call from several threads
+        if last is not None and last[0] == unique:
+            rows = last[1].copy()
         else:
             rows = self._encode(unique)
             self._last = (unique, rows.copy())
