@@ -61,3 +61,17 @@ def test_no_complete_dataset_is_not_a_pass(bar_module):
     data["entries"] = [e for e in data["entries"] if e["name"] != bar_module.DEFAULT]
     bar = bar_module.check_bar(data)
     assert not bar["met"] and bar["datasets"] == []
+
+
+def test_the_cpu_second_ratio_is_shown_where_both_runs_recorded_cpu_seconds(bar_module):
+    shared = result(bar_module, [0.82, 0.83, 0.84], [0.80, 0.81, 0.82], datasets=("a",))
+    for item in shared["entries"]:
+        cpu = 4.0 if item["name"] == bar_module.DEFAULT else 0.5  # wall 5 s and 1 s: waited on a core
+        for run in item["runs"]:
+            run["train_cpu_seconds"] = cpu
+    bar = bar_module.check_bar(shared)
+    assert bar["datasets"][0]["cpu_time_ratio"] == pytest.approx(8.0)
+    assert bar["datasets"][0]["time_ratio"] == pytest.approx(5.0)  # the bar still reads wall seconds
+    assert "| 8.0 |" in bar_module.format_markdown(bar, "x.json")
+    missing = bar_module.check_bar(result(bar_module, [0.82, 0.83, 0.84], [0.80, 0.81, 0.82], datasets=("a",)))
+    assert missing["datasets"][0]["cpu_time_ratio"] is None
