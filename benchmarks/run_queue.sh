@@ -18,6 +18,9 @@
 # comes after it: packages carried to a GPU machine, say). PYTHON picks the interpreter, and
 # RUN_ARGS adds options to every run, e.g. RUN_ARGS="--device cuda" on a GPU machine, where
 # several workers can share one queue and one GPU.
+# A run longer than a sitting keeps its epochs with RUN_ARGS="--checkpoint-dir ROOT-checkpoints"
+# (outside ROOT, so that ROOT/*/ stays the finished reports): a run cut off is then made again
+# from its last finished epoch instead of from the start.
 #
 #   benchmarks/run_queue.sh --pending SUITE QUEUE_FILE OUTPUT_ROOT
 #

@@ -635,3 +635,49 @@ def test_a_report_names_the_cli_command_however_the_cli_was_started(monkeypatch,
     assert _command_line("tiny") == "textcls benchmark --suite tiny --only trec:tfidf-lr"
     monkeypatch.setattr(sys, "argv", ["/usr/lib/python3/pytest"])
     assert _command_line("tiny") == "textcls.benchmark.run_suite('tiny')"
+
+
+def test_a_run_cut_off_resumes_from_its_checkpoint_as_if_never_stopped(tmp_path):
+    """--checkpoint-dir: a run whose checkpoint holds epoch 1 of 2 (as a process killed after
+    its first epoch leaves it) finishes from there with the uninterrupted run's accuracy,
+    records what it resumed from, and leaves no checkpoint behind; a model without epochs
+    (TF-IDF) writes none."""
+    from textcls.benchmark.runner import create_estimator, run_checkpoint_dir
+    from textcls.data.splits import ensure_dev
+
+    suite_file = tmp_path / "resume.toml"
+    suite_file.write_text(
+        '[suite]\nname = "resume"\n\n[defaults]\nseeds = [0]\nmax_per_split = 200\n\n'
+        '[[entry]]\ndataset = "trec"\nmodel = "kim-cnn-rand"\noverrides = { epochs = 2, embedding_dim = 20 }\n\n'
+        '[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\n', encoding="utf-8")
+    whole = run_suite(suite_file, output_dir=tmp_path / "whole", progress=False, threads=1)["entries"][0]["runs"][0]
+    assert "resumed" not in whole and whole["epochs_run"] == 2
+
+    checkpoints = tmp_path / "checkpoints"
+    cut_off = run_checkpoint_dir(checkpoints, "trec:kim-cnn-rand", 0)
+    dataset = load_dataset("trec", max_per_split=200)
+    first_epoch = create_estimator("kim-cnn-rand", seed=0, overrides={"epochs": 1, "embedding_dim": 20})
+    first_epoch.fit(ensure_dev(dataset, fraction=first_epoch.dev_fraction, seed=0), run_dir=cut_off)
+    assert (cut_off / "checkpoint" / "state.json").is_file()
+
+    result = run_suite(suite_file, output_dir=tmp_path / "resumed", progress=False, threads=1,
+                       checkpoint_dir=checkpoints)
+    resumed, tfidf = (entry["runs"][0] for entry in result["entries"])
+    assert resumed["status"] == "ok" and resumed["epochs_run"] == 2
+    assert resumed["resumed"]["from_epoch"] == 1 and resumed["resumed"]["seconds_before"] > 0
+    assert resumed["train_seconds"] > resumed["resumed"]["seconds_before"]
+    assert resumed["accuracy"] == whole["accuracy"] and resumed["best_epoch"] == whole["best_epoch"]
+    assert "resumed" not in tfidf and tfidf["status"] == "ok"
+    assert list(checkpoints.iterdir()) == []  # the finished run's folder is removed; TF-IDF made none
+    raw = json.loads((tmp_path / "resumed" / "resume.json").read_text(encoding="utf-8"))
+    assert raw["entries"][0]["runs"][0]["resumed"]["from_epoch"] == 1
+
+
+def test_a_checkpoint_folder_that_is_a_file_is_refused_before_any_run(tmp_path):
+    suite_file = tmp_path / "s.toml"
+    suite_file.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\n', encoding="utf-8")
+    taken = tmp_path / "taken"
+    taken.write_text("x", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"--checkpoint-dir .*taken is a file; name a folder"):
+        run_suite(suite_file, output_dir=tmp_path / "out", progress=False, checkpoint_dir=taken)
+    assert not (tmp_path / "out").exists()

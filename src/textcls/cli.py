@@ -697,6 +697,10 @@ def benchmark(
     render: bool = typer.Option(False, "--render", help="Run nothing: rewrite <suite>.md and .png from the <suite>.json in --output-dir."),
     seeds: List[int] = typer.Option([], "--seed", help="Run only this seed of each chosen entry (repeatable); with --merge it fills in that seed's run."),
     device: str = typer.Option("cpu", "--device", help="Where the neural models train and predict: cpu or cuda (every run records it)."),
+    checkpoint_dir: Optional[Path] = typer.Option(
+        None, "--checkpoint-dir",
+        help="Checkpoint every epoch of each neural run into a folder per entry and seed here, and resume a run "
+             "cut off from its last epoch (the run records it); a run's folder is removed when it succeeds."),
     merge_from: List[Path] = typer.Option([], "--merge-from", help="Run nothing: merge these reports (JSON files or folders of them, e.g. one per --only/--seed run) into the suite's report in --output-dir."),
     verdicts: bool = typer.Option(False, "--verdicts", help="Run nothing: test every claim of benchmarks/claims.toml against "
                                   "the JSON in --output-dir (default benchmarks/results) and write REPRODUCTION.md beside that folder."),
@@ -741,7 +745,8 @@ def benchmark(
     if output_dir is None:
         output_dir = fresh_output_dir(suite)
     result = run_suite(suite, output_dir=output_dir, data_dir=data_dir, only=list(only) or None,
-                       progress=progress, threads=threads, merge=merge, seeds=list(seeds) or None, device=device)
+                       progress=progress, threads=threads, merge=merge, seeds=list(seeds) or None, device=device,
+                       checkpoint_dir=checkpoint_dir)
     typer.echo(format_tables(result))
     files = result["files"]
     typer.echo(f"wrote {files['json']}, {files['markdown']} and {files['plot']}")

@@ -66,6 +66,9 @@ class Estimator(ABC):
     ALLOW_INF: tuple[str, ...] = ()
     # The arithmetic predict_proba runs in, as the benchmark reports it.
     precision = "fp32"
+    # Whether fit(run_dir=...) writes a checkpoint after every epoch that fit(resume=True)
+    # continues: only the engine's trainings, whose long runs may span sessions.
+    resumable = False
 
     best_epoch_: int | None = None
     embeddings_info_: dict | None = None
@@ -176,6 +179,7 @@ class NeuralEstimator(PresetEstimator):
     """A ``TextModel`` behind its text pipeline, trained by the engine."""
 
     FILES = (artifacts.TOKENIZER,)
+    resumable = True
 
     @property
     def precision(self) -> str:

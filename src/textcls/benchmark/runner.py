@@ -45,6 +45,7 @@ import math
 import multiprocessing
 import os
 import shlex
+import shutil
 import sys
 import time
 import tomllib
@@ -53,6 +54,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from .. import artifacts
 from ..errors import ConfigError, TextclsError, close_names
 from ..validate import check_int
 from . import system
@@ -424,14 +426,19 @@ def _run_job(job: dict) -> dict:
     dataset = ensure_dev(dataset, fraction=estimator.dev_fraction, seed=seed)
     record["dataset"] = dataset.summary()
     record["train_documents"] = len(dataset["train"])
+    fit_args, resumed = _resume_args(estimator, job.get("checkpoint_dir"), entry.id, seed)
     start, cpu_start = time.perf_counter(), time.process_time()
     device = job.get("device", "cpu")
     record["device"] = system.device_name(device)
-    estimator.fit(dataset, device=device)
-    record["train_seconds"] = time.perf_counter() - start
-    # The fit's CPU seconds over every thread of the run's process: on a machine shared with
-    # other jobs, wall seconds grow with their load and CPU seconds much less, so ratios of
-    # CPU seconds compare runs that ran at different loads.
+    estimator.fit(dataset, device=device, **fit_args)
+    # A resumed run adds the seconds its checkpointed epochs took (their training and dev
+    # passes; not the earlier processes' data preparation).
+    record["train_seconds"] = time.perf_counter() - start + (resumed["seconds_before"] if resumed else 0.0)
+    if resumed:
+        record["resumed"] = resumed
+    # The fit's CPU seconds over every thread of the run's process (of this process alone when
+    # it resumed): on a machine shared with other jobs, wall seconds grow with their load and
+    # CPU seconds much less, so ratios of CPU seconds compare runs that ran at different loads.
     record["train_cpu_seconds"] = time.process_time() - cpu_start
     report = estimator.fit_report()
     record.update({key: report[key] for key in ("train_loop_seconds", "epochs_run", "best_epoch", "embeddings",
@@ -451,6 +458,25 @@ def _run_job(job: dict) -> dict:
     record["peak_rss_mb"] = system.peak_rss_mb()
     record["status"] = "ok"
     return record
+
+
+def run_checkpoint_dir(checkpoint_dir: str | os.PathLike, entry_id: str, seed: int) -> Path:
+    """The folder under ``checkpoint_dir`` where one (entry, seed) run keeps its checkpoint."""
+    return Path(checkpoint_dir) / f"{entry_id.replace('/', '_').replace(':', '_')}_s{seed}"
+
+
+def _resume_args(estimator, checkpoint_dir, entry_id: str, seed: int) -> tuple[dict, dict | None]:
+    """The fit's ``run_dir`` and ``resume`` under a checkpoint folder (none for a model that
+    trains without epochs), and, when the run resumes, the epochs it has behind it."""
+    if checkpoint_dir is None or not estimator.resumable:
+        return {}, None
+    from ..train.checkpoint import checkpointed_epochs
+
+    run_dir = run_checkpoint_dir(checkpoint_dir, entry_id, seed)
+    if not artifacts.is_resumable(run_dir):
+        return {"run_dir": run_dir}, None
+    epochs, seconds = checkpointed_epochs(run_dir / artifacts.CHECKPOINT_DIR)
+    return {"run_dir": run_dir, "resume": True}, {"from_epoch": epochs, "seconds_before": seconds}
 
 
 def _load_job_dataset(entry: Entry, job: dict, record: dict):
@@ -663,6 +689,7 @@ def run_suite(
     merge: bool = False,
     seeds: Sequence[int] | None = None,
     device: str = "cpu",
+    checkpoint_dir: str | os.PathLike | None = None,
 ) -> dict:
     """Run a suite and write ``<output_dir>/<suite>.json``, ``.md`` and ``.png``.
 
@@ -678,6 +705,10 @@ def run_suite(
     into its entry by seed).
     ``device``: where the neural models train and predict (``"cuda"`` on a GPU machine; every
     run records it, and its speed figures are then not comparable with the CPU runs).
+    ``checkpoint_dir``: each neural run checkpoints every epoch into
+    ``run_checkpoint_dir(checkpoint_dir, entry id, seed)`` and, when that holds a checkpoint
+    (a run cut off), resumes from its last epoch (the run records ``resumed``); the folder is
+    removed when the run succeeds. Runs longer than a sitting need it.
     Returns the result dict (what the JSON holds); ``result["failed"]`` counts entries with
     a failed run, and the caller should exit non-zero when it is not 0.
     """
@@ -690,6 +721,8 @@ def run_suite(
         raise ConfigError("--merge puts the rerun into an existing full report, so it needs --output-dir: the "
                           "folder holding <suite>.json (e.g. --output-dir benchmarks/results)")
     entries = _select_seeds(_select_entries(suite, only), seeds)
+    if checkpoint_dir is not None and Path(checkpoint_dir).exists() and not Path(checkpoint_dir).is_dir():
+        raise ConfigError(f"--checkpoint-dir {checkpoint_dir} is a file; name a folder (it is made when missing)")
     threads = int(threads) if threads else system.available_cpus()
     if threads < 1:
         raise ConfigError(f"parameter 'threads' = {threads} must be at least 1")
@@ -702,7 +735,8 @@ def run_suite(
         result["report_name"] = _report_name(suite.name, only, seeds)
     counter = {"done": 0, "total": sum(len(e.seeds) for e in entries)}
     for entry in entries:
-        job = {"data_dir": data_dir, "threads": threads, "infer_b1": suite.infer_b1, "device": device}
+        job = {"data_dir": data_dir, "threads": threads, "infer_b1": suite.infer_b1, "device": device,
+               "checkpoint_dir": str(checkpoint_dir) if checkpoint_dir is not None else None}
         _run_entry(entry, job, result, counter, progress=progress,
                    save=lambda: _checkpoint(result, output_dir, write, wall))
     result["failed"] = sum(1 for e in result["entries"] if e["status"] != "ok")
@@ -797,6 +831,9 @@ def _run_entry(entry: Entry, job: dict, result: dict, counter: dict, *, progress
             _progress(progress, f"{where}: FAILED ({run['error']})")
         result["entries"][-1] = _entry_result(entry, kind, runs)
         save()
+        if run["status"] == "ok" and job.get("checkpoint_dir"):
+            # Recorded, so nothing is left to resume; a failed run keeps its checkpoint.
+            shutil.rmtree(run_checkpoint_dir(job["checkpoint_dir"], entry.id, seed), ignore_errors=True)
 
 
 def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike) -> dict:

@@ -33,7 +33,7 @@ from ..recipe import Recipe
 from . import distributed
 
 __all__ = ["CHECKPOINT_DIR", "STATE_FILE", "CHECKPOINT_FORMAT", "RESUMABLE_CHANGES", "Progress", "Position",
-           "save_checkpoint", "load_checkpoint"]
+           "save_checkpoint", "load_checkpoint", "checkpointed_epochs"]
 
 CHECKPOINT_DIR = artifacts.CHECKPOINT_DIR
 STATE_FILE = artifacts.CHECKPOINT_STATE
@@ -161,6 +161,18 @@ def save_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe,
         if (_TENSOR_FILE.match(path.name) and path.name not in keep) or artifacts.is_temporary(path.name):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+
+
+def checkpointed_epochs(ckpt_dir: Path) -> tuple[int, float]:
+    """The epochs a checkpoint has completed and their seconds (training and dev passes, as
+    the history records them), read without a model: what a resumed run has behind it."""
+    state_path = Path(ckpt_dir) / STATE_FILE
+    try:
+        history = json.loads(state_path.read_text(encoding="utf-8"))["progress"]["history"]
+        return len(history), float(sum(row.get("seconds", 0.0) for row in history))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+        raise CheckpointError(f"{state_path} is corrupt or not a textcls checkpoint ({err}); "
+                              f"delete {ckpt_dir} to start over") from None
 
 
 def load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe, task: dict):
