@@ -13,7 +13,8 @@ import pytest
 from scipy import stats
 
 from textcls.benchmark.verdicts import (CONTRADICTED, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Claim, evaluate_claims,
-                                        format_reproduction, load_claims, planned_suites, write_reproduction)
+                                        format_reproduction, load_claims, planned_suites)
+from textcls.benchmark.reproduction import write_reproduction
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "benchmarks" / "claims.toml"
@@ -272,7 +273,11 @@ def test_the_markdown_has_the_rule_a_row_per_claim_and_is_deterministic(results,
     again = tmp_path / "again.md"
     write_reproduction(results, again, claims)
     assert again.read_bytes() == out.read_bytes()
-    assert format_reproduction(evaluate_claims(results, claims)) == text
+    from textcls.benchmark.gaps import format_gaps, load_diagnoses
+
+    verdicts = evaluate_claims(results, claims)
+    assert format_reproduction(verdicts, format_gaps(verdicts, results, load_diagnoses())) == text
+    assert text.rstrip().endswith("|") and "## Gaps of more than 2 points" in text
 
 
 # --------------------------------------------------------------------------- the claims table
@@ -340,7 +345,6 @@ def test_the_committed_reproduction_page_is_what_the_command_writes(tmp_path, ca
     """benchmarks/REPRODUCTION.md is generated from the committed JSON by
     `textcls benchmark --verdicts` (write_reproduction with its defaults, from the repository
     root), never edited by hand."""
-    from textcls.benchmark.verdicts import write_reproduction
     from textcls.cli import main
 
     repo = Path(__file__).resolve().parents[1]

@@ -713,7 +713,7 @@ def benchmark(
     if verdicts:
         if suite or only or merge or render:
             raise ConfigError("--verdicts reads every suite's committed JSON and runs nothing; drop --suite, --only, --merge and --render")
-        from .benchmark.verdicts import write_reproduction
+        from .benchmark.reproduction import write_reproduction
 
         results_dir = output_dir or Path("benchmarks/results")
         if not results_dir.is_dir():

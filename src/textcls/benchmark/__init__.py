@@ -7,8 +7,9 @@ process) and writes ``quick.{json,md,png}`` into a fresh ``runs/benchmarks/quick
 (``--render --output-dir DIR``) rewrites the Markdown and plot from the JSON without running
 anything. Peers (fastText, MiniLM + logistic regression) live in
 ``peers``; the machine and version stamp in ``system``; tables and plots in ``report``;
-``write_reproduction`` (``verdicts``) checks every claim of the papers against the committed
-JSON and writes ``benchmarks/REPRODUCTION.md``.
+``write_reproduction`` (``reproduction``) checks every claim of the papers against the committed
+JSON and writes ``benchmarks/REPRODUCTION.md``, with the gaps to the papers and the
+experiments on them (``gaps``).
 """
 
 from .. import lazy_attributes
@@ -23,7 +24,7 @@ _LAZY = {
     "run_suite": "runner",
     "evaluate_claims": "verdicts",
     "load_claims": "verdicts",
-    "write_reproduction": "verdicts",
+    "write_reproduction": "reproduction",
 }
 
 __all__ = sorted(_LAZY)

@@ -6,7 +6,7 @@ and the paper's figures. :func:`evaluate_claims` computes, for each claim and fr
 JSON alone, our figure (mean ± std over seeds), the paper's, the peers' (fastText, TF-IDF + LR,
 MiniLM + LR and Model2Vec where they ran, in the same suite and dataset), a statistical test
 and a verdict;
-:func:`write_reproduction` writes them to ``benchmarks/REPRODUCTION.md``. Nothing is written
+``reproduction.write_reproduction`` writes them to ``benchmarks/REPRODUCTION.md``. Nothing is written
 by hand, and the output depends only on the claims and the JSON (no clock, no machine).
 
 Verdicts (``ALPHA`` = 0.05):
@@ -46,7 +46,7 @@ from typing import Iterable, Sequence
 
 from .report import vectors_without_info
 
-__all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction", "write_reproduction",
+__all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction",
            "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS"]
 
 SUPPORTED = "supported"
@@ -1117,12 +1117,13 @@ def update_readme_summary(readme: str | Path, verdicts: Sequence[Verdict]) -> bo
     return True
 
 
-def format_reproduction(verdicts: Sequence[Verdict]) -> str:
-    """REPRODUCTION.md's text for these verdicts."""
+def format_reproduction(verdicts: Sequence[Verdict], gaps: Sequence[str] = ()) -> str:
+    """REPRODUCTION.md's text for these verdicts, ending with ``gaps`` (``gaps.format_gaps``'
+    lines) when given."""
     counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in VERDICTS}
     lines = ["# Reproduction: a verdict for every claim", "",
              "Generated from `benchmarks/claims.toml` and `benchmarks/results/*.json` by "
-             "`textcls.benchmark.verdicts.write_reproduction()`; do not edit by hand. To regenerate:",
+             "`textcls.benchmark.reproduction.write_reproduction()`; do not edit by hand. To regenerate:",
              "", "```", "textcls benchmark --verdicts   # from the repository root",
              "```", "",
              f"{len(verdicts)} claims: " + ", ".join(f"{counts[k]} {k}" for k in VERDICTS) + ".", "",
@@ -1150,6 +1151,8 @@ def format_reproduction(verdicts: Sequence[Verdict]) -> str:
             if v in figures:
                 continue
             lines += _claim_section(v)
+    if gaps:
+        lines += [""] + list(gaps)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -1244,24 +1247,6 @@ def _claim_section(v: Verdict) -> list[str]:
                                                                s.get("reason") or DASH)) + " |")
     lines.append("")
     return lines
-
-
-def write_reproduction(results_dir: str | Path = Path("benchmarks/results"),
-                       out: str | Path = Path("benchmarks/REPRODUCTION.md"),
-                       claims: str | Path | Sequence[Claim] | None = None,
-                       suites_dir: str | Path | None = None, readme: str | Path | None = None) -> Path:
-    """Evaluate every claim against the JSON in ``results_dir`` and write the Markdown to
-    ``out`` (atomically), and the per-paper table into ``readme``'s marked block when given;
-    returns ``out``. Deterministic: the same claims and JSON give the
-    same bytes."""
-    from ..artifacts import atomic_write_bytes
-
-    verdicts = evaluate_claims(results_dir, claims, suites_dir=suites_dir)
-    out = Path(out)
-    atomic_write_bytes(out, format_reproduction(verdicts).encode("utf-8"))
-    if readme is not None:
-        update_readme_summary(readme, verdicts)
-    return out
 
 
 # The tests a claim over paired seeds runs, by its kind (``within`` checks a paper's figure instead).

@@ -1,0 +1,286 @@
+"""Where our figures miss the papers' by more than 2 points, and the experiments on why.
+
+``benchmarks/diagnoses.toml`` lists the experiments as data (its header gives the fields): each
+changes one thing about a model (its vectors, tokeniser, stopping rule, epoch cap, optimiser)
+on the same splits and seeds as the model it is paired with, or sets a model against another
+published figure. This module measures each from the committed results JSON alone, and
+``format_gaps`` writes REPRODUCTION.md's last section: every ``within`` claim whose mean misses
+the paper's figure by more than 2 points, with the experiments that bear on it, then every
+experiment's rows. Nothing in it is a reading written by hand: the question and the change
+come from the file, the differences and p-values are computed here.
+
+Tests: paired rows, a paired t over the seeds both sides ran (two-sided; ``scipy.stats.ttest_rel``
+gives the same p); reference rows, a one-sample t of the seeds against the figure (two-sided),
+with the TOST p of lying within ±2 points of it; ``unit = "dataset"``, a paired t over the
+datasets of each one's mean difference over the seeds both ran there. When every unit gives
+the same difference, t is undefined and no p is shown.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Sequence
+
+from .verdicts import (DASH, UNTESTABLE, Verdict, _cell, _fmt, _fmt_p, _fmt_series, _mean, _one_sample, _paired,
+                       _Results, _series, _T)
+
+DEFAULT_DIAGNOSES = Path("benchmarks/diagnoses.toml")
+GAP = 2.0  # points: the issue's bar for a gap that needs an experiment
+WITHIN = 2.0  # points: the TOST margin of a reference row
+
+
+@dataclass
+class Diagnosis:
+    """One experiment of ``benchmarks/diagnoses.toml`` (see its header)."""
+
+    id: str
+    question: str
+    change: str
+    suite: str
+    variant: str
+    datasets: list
+    baseline: str | None = None
+    baseline_suite: str | None = None
+    reference: dict = field(default_factory=dict)
+    reference_source: str | None = None
+    unit: str = "seed"
+    bears_on: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if (self.baseline is None) == (not self.reference):
+            raise ValueError(f"diagnosis {self.id}: give a baseline or a reference, one of the two")
+        if self.reference and set(self.datasets) - set(self.reference):
+            raise ValueError(f"diagnosis {self.id}: no reference figure for {sorted(set(self.datasets) - set(self.reference))}")
+        if self.unit not in ("seed", "dataset"):
+            raise ValueError(f"diagnosis {self.id}: unit must be 'seed' or 'dataset', not {self.unit!r}")
+        if self.unit == "dataset" and self.reference:
+            raise ValueError(f"diagnosis {self.id}: a reference is per dataset; use unit = 'seed'")
+        if not self.datasets:
+            raise ValueError(f"diagnosis {self.id}: no datasets")
+
+    def bears_on_claim(self, claim_id: str, dataset: str | None) -> bool:
+        """Whether this experiment is about ``claim_id`` (on ``dataset``: a figures block's claim)."""
+        return claim_id in self.bears_on or (dataset is not None and any(
+            claim_id == f"{b}.{dataset}" for b in self.bears_on))
+
+    @property
+    def command(self) -> str:
+        suites = [self.suite] + ([self.baseline_suite] if self.baseline_suite else [])
+        return "; ".join(f"textcls benchmark --suite {s} --output-dir benchmarks/results" for s in suites)
+
+
+@dataclass
+class Row:
+    """One dataset of a diagnosis (or, with unit = dataset, all of them): its cells and test."""
+
+    diagnosis: Diagnosis
+    dataset: str
+    baseline: str = DASH
+    variant: str = DASH
+    delta: float | None = None
+    se: float | None = None
+    n: int = 0
+    p: float | None = None
+    p_within: float | None = None
+    missing: str | None = None
+
+    def short(self) -> str:
+        """``Δ +1.50 (p 0.004, n=5)``, or why there is none."""
+        if self.missing:
+            return f"not run yet ({self.missing})"
+        against = "" if self.diagnosis.baseline else " against the published figure"
+        if self.delta is None:
+            return DASH
+        p = f"p {_fmt_p(self.p)}" if self.p is not None else "no test"
+        return f"Δ {_fmt(self.delta, signed=True)}{against} ({p}, n={self.n})"
+
+
+_KEYS = {f.name for f in fields(Diagnosis)}
+
+
+def load_diagnoses(path: str | Path | None = None) -> list[Diagnosis]:
+    """The experiments of a diagnoses TOML file (default ``benchmarks/diagnoses.toml``)."""
+    path = Path(path) if path is not None else _default_path()
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    diagnoses = []
+    for block in data.get("diagnosis", []):
+        unknown = set(block) - _KEYS
+        if unknown:
+            raise ValueError(f"{path}: diagnosis {block.get('id')}: unknown keys {sorted(unknown)}")
+        diagnoses.append(Diagnosis(**block))
+    ids = [d.id for d in diagnoses]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ValueError(f"{path}: diagnosis id {twice[0]} appears twice")
+    return diagnoses
+
+
+def _default_path() -> Path:
+    if DEFAULT_DIAGNOSES.is_file():
+        return DEFAULT_DIAGNOSES
+    # A source checkout: <repo>/src/textcls/benchmark/gaps.py -> <repo>/benchmarks/diagnoses.toml
+    return Path(__file__).resolve().parents[3] / DEFAULT_DIAGNOSES
+
+
+def _two_sided(t: _T, center: float = 0.0) -> float | None:
+    if t.se == 0:
+        return None  # the same difference on every unit: t is undefined
+    return min(1.0, 2 * min(t.p_greater(center), t.p_less(center)))
+
+
+def measure(diagnosis: Diagnosis, results: _Results) -> list[Row]:
+    """The diagnosis's rows: one per dataset, or one over all its datasets with unit = dataset."""
+    variant_result = results.get(diagnosis.suite)
+    baseline_result = results.get(diagnosis.baseline_suite or diagnosis.suite)
+    if diagnosis.unit == "dataset":
+        return [_over_datasets(diagnosis, baseline_result, variant_result)]
+    return [_one_dataset(diagnosis, dataset, baseline_result, variant_result) for dataset in diagnosis.datasets]
+
+
+def _missing(suite: str, result: dict | None, name: str, dataset: str) -> str:
+    return f"`{suite}` has no results JSON" if result is None else f"`{suite}` has no {name} on {dataset}"
+
+
+def _one_dataset(d: Diagnosis, dataset: str, baseline_result, variant_result) -> Row:
+    row = Row(d, dataset)
+    variant = _series(variant_result, d.variant, dataset, "accuracy") if variant_result else None
+    if variant is None:
+        row.missing = _missing(d.suite, variant_result, d.variant, dataset)
+        return row
+    row.variant = _fmt_series(variant)
+    if d.reference:
+        figure = float(d.reference[dataset])
+        row.baseline = f"{_fmt(figure)} (published)"
+        values = list(variant.values.values())
+        row.delta, row.n = variant.mean - figure, len(values)
+        if len(values) >= 2:
+            t = _one_sample(values, "one-sample")
+            row.se, row.p = t.se, _two_sided(t, figure)
+            row.p_within = t.tost(WITHIN, center=figure)[0] if t.se else None
+        return row
+    baseline = _series(baseline_result, d.baseline, dataset, "accuracy") if baseline_result else None
+    if baseline is None:
+        row.missing = _missing(d.baseline_suite or d.suite, baseline_result, d.baseline, dataset)
+        return row
+    row.baseline = _fmt_series(baseline)
+    seeds = sorted(set(baseline.values) & set(variant.values))
+    if not seeds:
+        row.missing = f"no seed that both {d.baseline} and {d.variant} ran on {dataset}"
+        return row
+    diffs = [variant.values[s] - baseline.values[s] for s in seeds]
+    row.delta, row.n = _mean(diffs), len(seeds)
+    if len(seeds) >= 2:
+        t = _paired(diffs, "paired over seeds")
+        row.se, row.p = t.se, _two_sided(t)
+    return row
+
+
+def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
+    row = Row(d, f"{len(d.datasets)} datasets (average)")
+    base_means, variant_means, diffs, seed_counts, missing = [], [], [], [], []
+    for dataset in d.datasets:
+        variant = _series(variant_result, d.variant, dataset, "accuracy") if variant_result else None
+        baseline = _series(baseline_result, d.baseline, dataset, "accuracy") if baseline_result else None
+        seeds = sorted(set(baseline.values) & set(variant.values)) if variant and baseline else []
+        if not seeds:
+            missing.append(dataset)
+            continue
+        base_means.append(_mean([baseline.values[s] for s in seeds]))
+        variant_means.append(_mean([variant.values[s] for s in seeds]))
+        diffs.append(variant_means[-1] - base_means[-1])
+        seed_counts.append(len(seeds))
+    if missing:
+        row.missing = (f"{len(missing)} of {len(d.datasets)} datasets lack a seed both ran "
+                       f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''})")
+        return row
+    shown = "/".join(str(c) for c in sorted(set(seed_counts)))
+    row.baseline = f"{_fmt(_mean(base_means))} ({shown} seed(s) a dataset)"
+    row.variant = f"{_fmt(_mean(variant_means))} (the same seeds)"
+    row.delta, row.n = _mean(diffs), len(diffs)
+    t = _paired(diffs, "paired over datasets")
+    row.se, row.p = t.se, _two_sided(t)
+    return row
+
+
+@dataclass
+class Gap:
+    """A ``within`` claim whose figure misses the paper's by more than ``GAP`` points."""
+
+    verdict: Verdict
+    dataset: str | None  # None: an average over datasets
+    ours: float
+    paper: float
+    rows: list = field(default_factory=list)
+
+
+def find_gaps(verdicts: Sequence[Verdict], results: _Results, rows: Sequence[Row]) -> list[Gap]:
+    """The tested ``within`` claims more than ``GAP`` points from the paper, each with the rows
+    of the experiments that bear on it (on its dataset)."""
+    gaps = []
+    for v in verdicts:
+        claim = v.claim
+        if claim.kind != "within" or v.verdict == UNTESTABLE or v.suite is None:
+            continue
+        result = results.get(v.suite)
+        if claim.unit == "dataset":
+            series = [_series(result, claim.model, d, claim.metric) for d in claim.datasets]
+            ours, dataset = _mean([s.mean for s in series]), None
+            paper = (claim.paper_figure if claim.paper_figure is not None
+                     else _mean([claim.paper_figures[d] for d in claim.datasets]))
+        else:
+            dataset = claim.datasets[0]
+            ours, paper = _series(result, claim.model, dataset, claim.metric).mean, claim.paper_figure
+        if abs(ours - paper) <= GAP:
+            continue
+        mine = [r for r in rows if r.diagnosis.bears_on_claim(claim.id, dataset)
+                and (dataset is None or r.dataset == dataset)]
+        gaps.append(Gap(v, dataset, ours, paper, mine))
+    return gaps
+
+
+def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
+                diagnoses: Sequence[Diagnosis]) -> list[str]:
+    """REPRODUCTION.md's section on the gaps and the experiments on them (Markdown lines)."""
+    results = _Results(Path(results_dir))
+    rows = [row for d in diagnoses for row in measure(d, results)]
+    gaps = find_gaps(verdicts, results, rows)
+    lines = ["## Gaps of more than 2 points, and the experiments on them", "",
+             "Generated with the verdicts from `benchmarks/diagnoses.toml` (the experiments, as data) and the "
+             "same JSON. Each experiment changes one thing on the same splits and seeds as the model it is "
+             "paired with (Δ = the change minus the model, paired t over seeds, two-sided), or sets a model "
+             "against a published figure (one-sample t, two-sided, and the TOST p of lying within "
+             f"±{WITHIN:g} points). An experiment is listed under a gap when it is about that model and "
+             "dataset; Δs of different experiments do not add up.", "",
+             f"{len(gaps)} of our figures miss the paper's by more than {GAP:g} points; "
+             f"{sum(1 for g in gaps if any(not r.missing for r in g.rows))} have an experiment on them.", "",
+             "| claim id | ours | paper | Δ | experiments on it |", "|---|---|---|---|---|"]
+    for g in gaps:
+        tried = "; ".join(f"`{r.diagnosis.id}`: {r.short()}" for r in g.rows) or "none yet"
+        lines.append("| " + " | ".join(_cell(c) for c in (
+            f"`{g.verdict.claim.id}`", _fmt(g.ours), _fmt(g.paper), _fmt(g.ours - g.paper, signed=True), tried)) + " |")
+    lines += ["", "### The experiments", ""]
+    for d in diagnoses:
+        mine = [r for r in rows if r.diagnosis is d]
+        against = "published figure" if d.reference else f"{d.baseline} (baseline)"
+        lines += [f"#### `{d.id}`", "", _cell(d.question), "",
+                  f"- change: {_cell(d.change)}",
+                  f"- variant: {d.variant} in `{d.suite}`; against: "
+                  + (f"{_cell(d.reference_source or 'a published figure')}" if d.reference
+                     else f"{d.baseline} in `{d.baseline_suite or d.suite}`"),
+                  f"- bears on: {', '.join(f'`{b}`' for b in d.bears_on) or DASH}",
+                  f"- rerun: `{d.command}`", "",
+                  f"| dataset | {against} | {d.variant} | Δ ± s.e. | n | p (two-sided) |"
+                  + (f" p (within ±{WITHIN:g}) |" if d.reference else ""),
+                  "|---|---|---|---|---|---|" + ("---|" if d.reference else "")]
+        for r in mine:
+            if r.missing:
+                cells = [r.dataset, f"not run yet: {r.missing}", DASH, DASH, DASH, DASH] + ([DASH] if d.reference else [])
+            else:
+                spread = f" ± {_fmt(r.se)}" if r.se is not None else ""
+                cells = [r.dataset, r.baseline, r.variant, f"{_fmt(r.delta, signed=True)}{spread}", str(r.n),
+                         _fmt_p(r.p)] + ([_fmt_p(r.p_within)] if d.reference else [])
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("")
+    return lines

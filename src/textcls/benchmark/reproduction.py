@@ -1,0 +1,35 @@
+"""REPRODUCTION.md: every claim's verdict (``verdicts``), then the gaps to the papers and the
+experiments on them (``gaps``), written from the committed JSON alone by ``textcls benchmark
+--verdicts``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from ..artifacts import atomic_write_bytes
+from .gaps import format_gaps, load_diagnoses
+from .verdicts import Claim, evaluate_claims, format_reproduction, update_readme_summary
+
+__all__ = ["write_reproduction"]
+
+
+def write_reproduction(results_dir: str | Path = Path("benchmarks/results"),
+                       out: str | Path = Path("benchmarks/REPRODUCTION.md"),
+                       claims: str | Path | Sequence[Claim] | None = None,
+                       suites_dir: str | Path | None = None, readme: str | Path | None = None,
+                       diagnoses: str | Path | Sequence | None = None) -> Path:
+    """Evaluate every claim against the JSON in ``results_dir`` and write the Markdown to
+    ``out`` (atomically), and the per-paper table into ``readme``'s marked block when given;
+    returns ``out``. ``diagnoses``: the experiments on the gaps (``gaps.Diagnosis`` objects or
+    their TOML file; default ``benchmarks/diagnoses.toml``), measured in the page's last
+    section. Deterministic: the same claims and JSON give the same bytes."""
+    verdicts = evaluate_claims(results_dir, claims, suites_dir=suites_dir)
+    if diagnoses is None or isinstance(diagnoses, (str, Path)):
+        diagnoses = load_diagnoses(diagnoses)
+    out = Path(out)
+    text = format_reproduction(verdicts, format_gaps(verdicts, results_dir, diagnoses))
+    atomic_write_bytes(out, text.encode("utf-8"))
+    if readme is not None:
+        update_readme_summary(readme, verdicts)
+    return out

@@ -1,0 +1,161 @@
+"""The gaps to the papers and the experiments on them (textcls.benchmark.gaps) on small hand-made
+results JSON, and benchmarks/diagnoses.toml against the suites and claims it names."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+from textcls.benchmark.gaps import Diagnosis, format_gaps, load_diagnoses, measure
+from textcls.benchmark.verdicts import Claim, _Results, evaluate_claims, load_claims
+from tolerance import approx32
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITES = ROOT / "benchmarks" / "suites"
+
+BASE = [0.801, 0.815, 0.806, 0.799, 0.812]
+CHANGED = [0.821, 0.829, 0.831, 0.815, 0.830]  # about 2 points above BASE, seed by seed
+
+
+def _entry(name, dataset, accuracies, seeds=None):
+    seeds = seeds if seeds is not None else list(range(len(accuracies)))
+    return {"id": f"{dataset}:{name}", "dataset": dataset, "model": name, "name": name, "status": "ok",
+            "max_per_split": None, "seeds": seeds,
+            "runs": [{"seed": s, "status": "ok", "accuracy": a} for s, a in zip(seeds, accuracies)]}
+
+
+def _write(results_dir: Path, suite: str, entries: list[dict]) -> None:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (results_dir / f"{suite}.json").write_text(json.dumps({"suite": suite, "entries": entries}), encoding="utf-8")
+
+
+@pytest.fixture
+def results(tmp_path):
+    out = tmp_path / "results"
+    _write(out, "toy", [
+        _entry("model", "mr", BASE), _entry("model-changed", "mr", CHANGED),
+        _entry("model", "trec", [0.90, 0.91, 0.92]), _entry("model-same", "trec", [0.91, 0.92, 0.93]),
+        _entry("model", "d1", [0.70, 0.72]), _entry("model-changed", "d1", [0.74, 0.75]),
+        _entry("model", "d2", [0.60]), _entry("model-changed", "d2", [0.61]),
+    ])
+    _write(out, "later", [_entry("model", "mr", [0.83, 0.84, 0.85], seeds=[0, 1, 7])])
+    return out
+
+
+def _diagnosis(**kw) -> Diagnosis:
+    base = dict(id="toy", question="q?", change="c", suite="toy", variant="model-changed", baseline="model",
+                datasets=["mr"], bears_on=["toy.figure"])
+    base.update(kw)
+    return Diagnosis(**base)
+
+
+def test_a_paired_change_is_the_mean_difference_with_the_two_sided_paired_t(results):
+    [row] = measure(_diagnosis(), _Results(results))
+    assert row.delta == approx32(100 * (sum(CHANGED) - sum(BASE)) / 5) and row.n == 5
+    assert row.p == approx32(stats.ttest_rel(CHANGED, BASE).pvalue)
+    assert row.missing is None and row.short().startswith("Δ +1.86 (p <0.001, n=5)")
+
+
+def test_a_change_on_another_suite_pairs_only_the_seeds_both_ran(results):
+    [row] = measure(_diagnosis(suite="later", variant="model", baseline_suite="toy"), _Results(results))
+    later, base = [83, 84], [100 * a for a in BASE[:2]]
+    assert row.n == 2 and row.delta == approx32((later[0] - base[0] + later[1] - base[1]) / 2)
+    assert row.p == approx32(stats.ttest_rel(later, base).pvalue)
+
+
+def test_the_same_difference_on_every_seed_has_no_p(results):
+    [row] = measure(_diagnosis(variant="model-same", datasets=["trec"]), _Results(results))
+    assert row.delta == approx32(1.0) and row.p is None and "no test" in row.short()
+
+
+def test_a_reference_row_tests_the_seeds_against_the_published_figure(results):
+    [row] = measure(_diagnosis(baseline=None, variant="model", reference={"mr": 79.0}), _Results(results))
+    values = [100 * a for a in BASE]
+    assert row.delta == approx32(sum(values) / 5 - 79.0)
+    assert row.p == approx32(stats.ttest_1samp(values, 79.0).pvalue)
+    below = stats.ttest_1samp(values, 79.0 - 2, alternative="greater").pvalue
+    above = stats.ttest_1samp(values, 79.0 + 2, alternative="less").pvalue
+    assert row.p_within == approx32(max(below, above))
+    assert "against the published figure" in row.short()
+
+
+def test_unit_dataset_pairs_the_datasets_means_over_their_shared_seeds(results):
+    [row] = measure(_diagnosis(datasets=["d1", "d2"], unit="dataset"), _Results(results))
+    diffs = [(74 + 75) / 2 - (70 + 72) / 2, 61 - 60]
+    assert row.n == 2 and row.delta == approx32(sum(diffs) / 2)
+    assert row.p == approx32(stats.ttest_1samp(diffs, 0).pvalue)
+
+
+def test_what_has_not_run_is_named_not_skipped(results):
+    results_ = _Results(results)
+    [no_json] = measure(_diagnosis(suite="nowhere"), results_)
+    assert no_json.missing == "`nowhere` has no results JSON" and no_json.short().startswith("not run yet")
+    [no_entry] = measure(_diagnosis(datasets=["imdb"]), results_)
+    assert no_entry.missing == "`toy` has no model-changed on imdb"
+    [partly] = measure(_diagnosis(datasets=["d1", "imdb"], unit="dataset"), results_)
+    assert partly.missing.startswith("1 of 2 datasets lack a seed both ran (imdb")
+
+
+def test_the_gap_table_lists_figures_more_than_two_points_off_with_the_experiments_on_them(results):
+    claims = [Claim(id="toy.figure.mr", paper="spe_cnn", source="T", claim="c", kind="within", suites=["toy"],
+                    datasets=["mr"], model="model", paper_figure=84.0),
+              Claim(id="toy.close.mr", paper="spe_cnn", source="T", claim="c", kind="within", suites=["toy"],
+                    datasets=["mr"], model="model", paper_figure=81.5)]
+    verdicts = evaluate_claims(results, claims)
+    diagnoses = [_diagnosis(), _diagnosis(id="elsewhere", bears_on=["toy.other"]),
+                 _diagnosis(id="later-run", suite="nowhere", bears_on=["toy.figure"])]
+    lines = format_gaps(verdicts, results, diagnoses)
+    rows = [line for line in lines if line.startswith("| `toy.")]
+    assert len(rows) == 1 and rows[0].startswith("| `toy.figure.mr` | 80.66 | 84.00 | -3.34 |")
+    assert "`toy`: Δ +1.86 (p <0.001, n=5)" in rows[0] and "`elsewhere`" not in rows[0]
+    assert "`later-run`: not run yet (`nowhere` has no results JSON)" in rows[0]
+    assert "1 of our figures miss the paper's by more than 2 points; 1 have an experiment on them." in lines
+    assert "#### `elsewhere`" in lines  # every experiment has its section, on a gap or not
+
+
+@pytest.mark.parametrize("body, message", [
+    ('id = "x"\nquestion = "q"\nchange = "c"\nsuite = "s"\nvariant = "v"\ndatasets = ["mr"]\n', "a baseline or a reference"),
+    ('id = "x"\nquestion = "q"\nchange = "c"\nsuite = "s"\nvariant = "v"\nbaseline = "b"\ndatasets = ["mr"]\n'
+     'baslines = 1\n', "unknown keys \\['baslines'\\]"),
+    ('id = "x"\nquestion = "q"\nchange = "c"\nsuite = "s"\nvariant = "v"\nreference = { mr = 1.0 }\n'
+     'datasets = ["mr", "trec"]\n', "no reference figure for \\['trec'\\]"),
+    ('id = "x"\nquestion = "q"\nchange = "c"\nsuite = "s"\nvariant = "v"\nbaseline = "b"\ndatasets = ["mr"]\n'
+     'unit = "domain"\n', "unit must be"),
+])
+def test_bad_diagnoses_are_refused_with_the_reason(tmp_path, body, message):
+    path = tmp_path / "diagnoses.toml"
+    path.write_text("[[diagnosis]]\n" + body, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        load_diagnoses(path)
+
+
+def _suite_entries(suite: str) -> set[tuple[str, str]]:
+    """(entry name, dataset) of every entry a suite file defines."""
+    data = tomllib.loads((SUITES / f"{suite}.toml").read_text(encoding="utf-8"))
+    pairs = set()
+    for entry in data.get("entry", []):
+        models = entry.get("models") or [entry.get("model")]
+        names = [entry["name"]] if entry.get("name") else models
+        datasets = entry.get("datasets") or [entry.get("dataset")]
+        pairs.update((n, d) for n in names for d in datasets)
+    return pairs
+
+
+def test_every_shipped_experiment_names_entries_its_suites_define_and_claims_that_exist():
+    claims = load_claims()
+    ids = {c.id for c in claims} | {c.id.rsplit(".", 1)[0] for c in claims}
+    diagnoses = load_diagnoses()
+    assert diagnoses
+    for d in diagnoses:
+        entries = _suite_entries(d.suite)
+        for dataset in d.datasets:
+            parent = dataset.split("/")[0]  # an fdu_mtl domain is an entry of its own or a task of fdu_mtl
+            assert (d.variant, dataset) in entries or (d.variant, parent) in entries, (d.id, d.variant, dataset)
+            if d.baseline:
+                base = _suite_entries(d.baseline_suite or d.suite)
+                assert (d.baseline, dataset) in base or (d.baseline, parent) in base, (d.id, d.baseline, dataset)
+        assert d.bears_on and set(d.bears_on) <= ids, (d.id, sorted(set(d.bears_on) - ids))
