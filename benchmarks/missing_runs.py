@@ -1,11 +1,14 @@
 """The (entry, seed) runs a suite still lacks in its committed report, as a queue for
 benchmarks/run_queue.sh, so that a long suite is picked up where the last session stopped.
 
-    python benchmarks/missing_runs.py SUITE [--results benchmarks/results] [--only SUBSTRING ...] > queue.txt
+    python benchmarks/missing_runs.py SUITE [--results benchmarks/results] [--only SUBSTRING ...]
+        [--checkpoints ROOT-checkpoints] > queue.txt
 
 One "ENTRY_ID SEED" a line, seed-major (every entry's next seed before any entry's later one),
 in the suite file's entry order; --only keeps the entries whose id contains one of the strings.
-A run counts as present when its record in <results>/<suite>.json has an accuracy.
+A run counts as present when its record in <results>/<suite>.json has an accuracy. With
+--checkpoints (the folder a queue's RUN_ARGS="--checkpoint-dir ..." named), the runs cut off
+with a checkpoint there come first, each with a comment saying after which epoch it resumes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import argparse
 import json
 from pathlib import Path
 
-from textcls.benchmark.runner import load_suite
+from textcls import artifacts
+from textcls.benchmark.runner import load_suite, run_checkpoint_dir
+from textcls.train.checkpoint import checkpointed_epochs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,14 +37,26 @@ def missing_runs(suite: str, results: Path, only: list[str] | None = None) -> li
     return sorted(runs, key=lambda run: (run[1], order[run[0]]))
 
 
+def resumable_epochs(checkpoints: Path, entry: str, seed: int) -> int | None:
+    """The epochs a cut-off run has checkpointed under ``checkpoints``, or None without one."""
+    folder = run_checkpoint_dir(checkpoints, entry, seed)
+    if not artifacts.is_resumable(folder):
+        return None
+    return checkpointed_epochs(folder / artifacts.CHECKPOINT_DIR)[0]
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suite")
     parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results")
     parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--checkpoints", type=Path, default=None)
     args = parser.parse_args(argv)
-    for entry, seed in missing_runs(args.suite, args.results, args.only):
-        print(f"{entry} {seed}")
+    runs = missing_runs(args.suite, args.results, args.only)
+    epochs = {run: resumable_epochs(args.checkpoints, *run) for run in runs} if args.checkpoints else {}
+    for entry, seed in sorted(runs, key=lambda run: epochs.get(run) is None):  # stable: the order above otherwise
+        done = epochs.get((entry, seed))
+        print(f"{entry} {seed}" + (f"  # resumes after epoch {done}" if done is not None else ""))
 
 
 if __name__ == "__main__":

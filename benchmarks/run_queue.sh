@@ -20,7 +20,8 @@
 # several workers can share one queue and one GPU.
 # A run longer than a sitting keeps its epochs with RUN_ARGS="--checkpoint-dir ROOT-checkpoints"
 # (outside ROOT, so that ROOT/*/ stays the finished reports): a run cut off is then made again
-# from its last finished epoch instead of from the start.
+# from its last finished epoch instead of from the start (`missing_runs.py --checkpoints` puts
+# such runs first in a new queue).
 #
 #   benchmarks/run_queue.sh --pending SUITE QUEUE_FILE OUTPUT_ROOT
 #

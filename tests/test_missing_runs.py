@@ -27,3 +27,19 @@ def test_lists_the_missing_seeds_seed_major_in_suite_order(tmp_path):
         ("mr:fasttext-bag", 0), ("mr:fasttext-bag", 1), ("mr:fasttext-bag", 2)]
     # no report yet: every run of every entry
     assert len(script.missing_runs(str(suite), tmp_path / "none")) == 9
+
+
+def test_runs_cut_off_with_a_checkpoint_come_first_and_say_where_they_resume(tmp_path, capsys):
+    suite = tmp_path / "toy.toml"
+    suite.write_text('[suite]\nname = "toy"\ndescription = "t"\n[defaults]\nseeds = [0, 1]\n'
+                     '[[entry]]\ndataset = "fdu_mtl/books"\nmodels = ["fcsr", "bilstm"]\n', encoding="utf-8")
+    checkpoints = tmp_path / "runs-checkpoints"
+    state = checkpoints / "fdu_mtl_books_bilstm_s1" / "checkpoint" / "state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"progress": {"history": [{"seconds": 2.0}, {"seconds": 3.0}]}}), encoding="utf-8")
+    (checkpoints / "fdu_mtl_books_fcsr_s0").mkdir()  # cut off before its first epoch: nothing to resume
+    script = load_benchmark_script("missing_runs")
+    script.main([str(suite), "--results", str(tmp_path / "none"), "--checkpoints", str(checkpoints)])
+    assert capsys.readouterr().out.splitlines() == [
+        "fdu_mtl/books:bilstm 1  # resumes after epoch 2", "fdu_mtl/books:fcsr 0", "fdu_mtl/books:bilstm 0",
+        "fdu_mtl/books:fcsr 1"]

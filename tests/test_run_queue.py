@@ -33,7 +33,7 @@ def test_two_workers_make_every_run_once_and_skip_finished_ones(tmp_path):
     fake.write_text(FAKE_PYTHON)
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     queue = tmp_path / "queue.txt"
-    queue.write_text("# a comment\nsst2:fcsr 0\nmr:fcsr 0\n\nfdu_mtl/apparel:fcsr 1\nmr:bilstm 2\n")
+    queue.write_text("# a comment\nsst2:fcsr 0  # resumes after epoch 3\nmr:fcsr 0\n\nfdu_mtl/apparel:fcsr 1\nmr:bilstm 2\n")
     root = tmp_path / "runs"
     (root / "mr_bilstm_s2").mkdir(parents=True)  # a run cut off: a folder without a report
     (root / "mr_bilstm_s2" / "partial.txt").write_text("x")
