@@ -681,3 +681,57 @@ def test_a_checkpoint_folder_that_is_a_file_is_refused_before_any_run(tmp_path):
     with pytest.raises(ConfigError, match=r"--checkpoint-dir .*taken is a file; name a folder"):
         run_suite(suite_file, output_dir=tmp_path / "out", progress=False, checkpoint_dir=taken)
     assert not (tmp_path / "out").exists()
+
+
+def _children(pid: int, marker: str) -> list[int]:
+    """Live processes whose parent is ``pid`` and whose command line holds ``marker`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] not in "ZX" and marker in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_killing_a_benchmark_kills_the_run_it_was_making(tmp_path):
+    """A run's child dies with the benchmark process: an orphan would go on training, holding a
+    core and writing the checkpoint that the run made again resumes from."""
+    import subprocess
+    import time
+
+    suite_file = tmp_path / "long.toml"
+    suite_file.write_text('[suite]\nname = "long"\n[[entry]]\ndataset = "trec"\nmodel = "kim-cnn-rand"\n'
+                          'max_per_split = 300\noverrides = { epochs = 500, patience = 500, embedding_dim = 20 }\n',
+                          encoding="utf-8")
+    script = (f"from textcls.benchmark import run_suite; run_suite({str(suite_file)!r}, "
+              f"output_dir={str(tmp_path / 'out')!r}, progress=False, threads=1, "
+              f"checkpoint_dir={str(tmp_path / 'checkpoints')!r})")
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline, children = time.monotonic() + 120, []
+        while not children and time.monotonic() < deadline and parent.poll() is None:
+            time.sleep(0.2)
+            children = _children(parent.pid, "spawn_main")
+        assert children, "the benchmark started no run"
+        # Killed once the run trains (its first checkpoint), as a session's end kills it.
+        while not list((tmp_path / "checkpoints").glob("*/checkpoint/state.json")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 20
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in children), "the run's child outlived the benchmark"

@@ -541,6 +541,8 @@ def _test_record(estimator, dataset, infer_b1: int, device: str = "cpu") -> dict
 
 
 def _child_main(job: dict, conn) -> None:
+    if job.get("parent_pid") is not None:
+        system.die_with_parent(job["parent_pid"])
     try:
         result = _run_job(job)
     except BaseException as exc:  # noqa: BLE001 -- every failure becomes this run's error record
@@ -560,6 +562,7 @@ def _run_in_child(job: dict) -> dict:
     """Run ``_run_job`` in a fresh spawned process; a dead child becomes an error record."""
     ctx = multiprocessing.get_context("spawn")
     parent_conn, child_conn = ctx.Pipe(duplex=False)
+    job = {**job, "parent_pid": os.getpid()}
     process = ctx.Process(target=_child_main, args=(job, child_conn), daemon=True)
     process.start()
     child_conn.close()  # so that recv() sees EOF if the child dies without answering
