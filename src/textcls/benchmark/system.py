@@ -149,7 +149,8 @@ def die_with_parent(parent_pid: int) -> None:
     ``PR_SET_PDEATHSIG``; elsewhere nothing), so that a benchmark stopped by killing its
     process leaves no run training on: an orphan would hold a core and keep writing the
     checkpoint that the run made again resumes from. SIGKILL, as a checkpoint is written
-    atomically and needs no cleanup."""
+    atomically and needs no cleanup. The kernel watches the thread that started the child,
+    which must outlive it (``runner._run_in_child`` waits for the child in that thread)."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
