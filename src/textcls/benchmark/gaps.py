@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
 
+# The verdicts' own series, statistics and cell formats, so that the two sections read alike.
 from .verdicts import (DASH, UNTESTABLE, Verdict, _cell, _fmt, _fmt_p, _fmt_series, _mean, _one_sample, _paired,
                        _Results, _series, _T)
 
