@@ -362,9 +362,10 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             assert entry.paper is None
             continue
         if entry.model == "kim-cnn-rand":  # issue 15's vectors diagnosis: no pretrained vectors, 300-d or 50-d
-            assert entry.dataset == "mr" and entry.paper is None, entry.id
-            assert entry.overrides == ({"max_length": 3000, "embedding_dim": 50} if entry.name == "kim-cnn-rand-50d"
-                                       else {"max_length": 3000}), entry.id
+            assert entry.paper is None, entry.id
+            twins = {"kim-cnn-rand-50d": {"embedding_dim": 50}, "kim-cnn-rand-all-epochs": {"patience": 25}}
+            assert entry.dataset in (("mr",) if entry.name == "kim-cnn-rand-50d" else ("mr", "mpqa", "trec")), entry.id
+            assert entry.overrides == {"max_length": 3000, **twins.get(entry.name, {})}, entry.id
             continue
         if entry.model in ("single-cnn-bow", "spe-cnn-bow"):  # Table 4: one-hot vectors, the presets' recipe
             assert entry.dataset in ("mr", "trec") and entry.overrides == {"max_length": 3000}, entry.id
@@ -372,11 +373,13 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             continue
         assert entry.model in neural
         if entry.name.endswith("-clitics"):  # issue 15's tokeniser diagnosis: a mr row's twin, clitics split
+            assert entry.model in ("spe-cnn", "single-cnn-static", "single-cnn-nonstatic"), entry.id
             assert entry.dataset == "mr" and entry.overrides == {"max_length": 3000, "clitics": True}, entry.id
             assert entry.paper is None, entry.id
             continue
-        if entry.name.endswith("-minilm"):  # issue 15's vectors diagnosis: a frozen row's twin, distilled vectors
-            assert entry.model in ("spe-cnn", "single-cnn-static") and entry.paper is None, entry.id
+        if entry.name.endswith("-minilm"):  # issue 15's vectors diagnosis: a row's twin, distilled vectors
+            assert entry.model in ("spe-cnn", "single-cnn-static", "single-cnn-nonstatic", "kim-cnn-nonstatic"), entry.id
+            assert entry.dataset in ("mr", "mpqa", "trec") and entry.paper is None, entry.id
             assert entry.overrides == {"max_length": 3000, "embeddings": "minilm-static"}, entry.id
             continue
         if entry.name.endswith("-stop-accuracy"):  # issue 15's stopping diagnosis: best dev accuracy, patience 20
