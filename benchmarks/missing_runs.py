@@ -19,6 +19,7 @@ from pathlib import Path
 
 from textcls import artifacts
 from textcls.benchmark.runner import load_suite, run_checkpoint_dir
+from textcls.errors import CheckpointError
 from textcls.train.checkpoint import checkpointed_epochs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +54,10 @@ def main(argv=None) -> None:
     parser.add_argument("--checkpoints", type=Path, default=None)
     args = parser.parse_args(argv)
     runs = missing_runs(args.suite, args.results, args.only)
-    epochs = {run: resumable_epochs(args.checkpoints, *run) for run in runs} if args.checkpoints else {}
+    try:
+        epochs = {run: resumable_epochs(args.checkpoints, *run) for run in runs} if args.checkpoints else {}
+    except CheckpointError as exc:
+        raise SystemExit(f"error: {exc}") from None
     for entry, seed in sorted(runs, key=lambda run: epochs.get(run) is None):  # stable: the order above otherwise
         done = epochs.get((entry, seed))
         print(f"{entry} {seed}" + (f"  # resumes after epoch {done}" if done is not None else ""))

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from conftest import load_benchmark_script
 
 
@@ -43,3 +45,6 @@ def test_runs_cut_off_with_a_checkpoint_come_first_and_say_where_they_resume(tmp
     assert capsys.readouterr().out.splitlines() == [
         "fdu_mtl/books:bilstm 1  # resumes after epoch 2", "fdu_mtl/books:fcsr 0", "fdu_mtl/books:bilstm 0",
         "fdu_mtl/books:fcsr 1"]
+    state.write_text("{not json", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"error: .*state.json is corrupt or not a textcls checkpoint"):
+        script.main([str(suite), "--results", str(tmp_path / "none"), "--checkpoints", str(checkpoints)])
