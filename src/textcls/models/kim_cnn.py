@@ -50,8 +50,8 @@ KIM_UNIFORM_RANGE = 0.25
 # Kim 3.1: Adadelta (the engine uses rho=0.95, eps=1e-6, as Kim's code), mini-batches of 50.
 # Kim's code trains 25 epochs and keeps the best-on-dev model; we also stop after 5 epochs
 # without a dev improvement, which keeps CPU runs short and changed little where measured:
-# kim-cnn-rand with patience 25 scored +0.15 on mpqa and +0.40 on trec over 5 seeds (p 0.20,
-# 0.19; spe_cnn_full's kim-cnn-rand-all-epochs rows, REPRODUCTION.md's gap section).
+# kim-cnn-rand with patience 25 scored -0.22 on mr, +0.15 on mpqa and +0.40 on trec over 5 seeds
+# (p 0.74, 0.20, 0.19; spe_cnn_full's kim-cnn-rand-all-epochs rows, REPRODUCTION.md's gap section).
 KIM_RECIPE = Recipe(optimizer="adadelta", lr=1.0, batch_size=50, epochs=25, patience=5, monitor="accuracy")
 # Kim's clean_str lowercases (all but TREC) and keeps whole sentences.
 _KIM_INPUTS = {"shape": "flat", "lowercase": True, "min_freq": 1}
