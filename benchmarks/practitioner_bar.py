@@ -90,17 +90,23 @@ def _dataset_row(dataset: str, entries: dict[str, dict]) -> dict:
     seeds = {name: per_seed(entries[name], "accuracy") for name in (DEFAULT, best)}
     default_s, reference_s = per_seed(entries[DEFAULT], "train_seconds"), per_seed(entries[TIME_REFERENCE], "train_seconds")
     ratios = [default_s[s] / reference_s[s] for s in sorted(set(default_s) & set(reference_s)) if reference_s[s] > 0]
-    shared = sorted(set(default_s) & set(reference_s))
-    mean_ratio = (statistics.mean(default_s[s] for s in shared) / statistics.mean(reference_s[s] for s in shared)
-                  if shared and sum(reference_s[s] for s in shared) > 0 else math.inf)
-    default_cpu, reference_cpu = (per_seed(entries[name], "train_cpu_seconds") for name in (DEFAULT, TIME_REFERENCE))
-    shared_cpu = sorted(set(default_cpu) & set(reference_cpu))
-    cpu_ratio = (statistics.mean(default_cpu[s] for s in shared_cpu) / statistics.mean(reference_cpu[s] for s in shared_cpu)
-                 if shared_cpu and sum(reference_cpu[s] for s in shared_cpu) > 0 else None)
+    mean_ratio = _mean_ratio(default_s, reference_s)
+    cpu_ratio = _mean_ratio(per_seed(entries[DEFAULT], "train_cpu_seconds"),
+                            per_seed(entries[TIME_REFERENCE], "train_cpu_seconds"))
     return {"dataset": dataset, "accuracy": accuracy, "best_peer": best, "cpu_time_ratio": cpu_ratio,
             "difference": accuracy[DEFAULT] - accuracy[best], "worst_loss": accuracy[best] - accuracy[DEFAULT],
             "paired_p": paired_p(seeds[DEFAULT], seeds[best]), "seeds": len(seeds[DEFAULT]),
-            "time_ratio": mean_ratio, "time_ratios": ratios, "time_ratio_max": max(ratios) if ratios else math.inf}
+            "time_ratio": math.inf if mean_ratio is None else mean_ratio, "time_ratios": ratios,
+            "time_ratio_max": max(ratios) if ratios else math.inf}
+
+
+def _mean_ratio(default: dict, reference: dict) -> float | None:
+    """The default's mean seconds over the reference's, on the seeds both recorded (None: none
+    shared, or the reference took no time)."""
+    shared = sorted(set(default) & set(reference))
+    if not shared or sum(reference[s] for s in shared) <= 0:
+        return None
+    return statistics.mean(default[s] for s in shared) / statistics.mean(reference[s] for s in shared)
 
 
 def format_markdown(bar: dict, source: str) -> str:
