@@ -17,10 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from textcls import artifacts
-from textcls.benchmark.runner import load_suite, run_checkpoint_dir
+from textcls.benchmark.runner import checkpointed_run, load_suite
 from textcls.errors import CheckpointError
-from textcls.train.checkpoint import checkpointed_epochs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,10 +38,8 @@ def missing_runs(suite: str, results: Path, only: list[str] | None = None) -> li
 
 def resumable_epochs(checkpoints: Path, entry: str, seed: int) -> int | None:
     """The epochs a cut-off run has checkpointed under ``checkpoints``, or None without one."""
-    folder = run_checkpoint_dir(checkpoints, entry, seed)
-    if not artifacts.is_resumable(folder):
-        return None
-    return checkpointed_epochs(folder / artifacts.CHECKPOINT_DIR)[0]
+    behind = checkpointed_run(checkpoints, entry, seed)
+    return None if behind is None else behind["from_epoch"]
 
 
 def main(argv=None) -> None:

@@ -92,8 +92,6 @@ class Row:
         if self.missing:
             return f"not run yet ({self.missing})"
         against = "" if self.diagnosis.baseline else " against the published figure"
-        if self.delta is None:
-            return DASH
         p = f"p {_fmt_p(self.p)}" if self.p is not None else "no test"
         return f"Δ {_fmt(self.delta, signed=True)}{against} ({p}, n={self.n})"
 

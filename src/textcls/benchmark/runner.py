@@ -465,18 +465,26 @@ def run_checkpoint_dir(checkpoint_dir: str | os.PathLike, entry_id: str, seed: i
     return Path(checkpoint_dir) / f"{entry_id.replace('/', '_').replace(':', '_')}_s{seed}"
 
 
+def checkpointed_run(checkpoint_dir: str | os.PathLike, entry_id: str, seed: int) -> dict | None:
+    """What a cut-off run has behind it under ``checkpoint_dir`` (``from_epoch``: the epochs
+    checkpointed, ``seconds_before``: their seconds), or None when it left no checkpoint."""
+    run_dir = run_checkpoint_dir(checkpoint_dir, entry_id, seed)
+    if not artifacts.is_resumable(run_dir):
+        return None
+    from ..train.checkpoint import checkpointed_epochs
+
+    epochs, seconds = checkpointed_epochs(run_dir / artifacts.CHECKPOINT_DIR)
+    return {"from_epoch": epochs, "seconds_before": seconds}
+
+
 def _resume_args(estimator, checkpoint_dir, entry_id: str, seed: int) -> tuple[dict, dict | None]:
     """The fit's ``run_dir`` and ``resume`` under a checkpoint folder (none for a model that
     trains without epochs), and, when the run resumes, the epochs it has behind it."""
     if checkpoint_dir is None or not estimator.resumable:
         return {}, None
-    from ..train.checkpoint import checkpointed_epochs
-
     run_dir = run_checkpoint_dir(checkpoint_dir, entry_id, seed)
-    if not artifacts.is_resumable(run_dir):
-        return {"run_dir": run_dir}, None
-    epochs, seconds = checkpointed_epochs(run_dir / artifacts.CHECKPOINT_DIR)
-    return {"run_dir": run_dir, "resume": True}, {"from_epoch": epochs, "seconds_before": seconds}
+    resumed = checkpointed_run(checkpoint_dir, entry_id, seed)
+    return ({"run_dir": run_dir, "resume": True} if resumed else {"run_dir": run_dir}), resumed
 
 
 def _load_job_dataset(entry: Entry, job: dict, record: dict):
