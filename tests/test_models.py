@@ -192,6 +192,38 @@ def test_kim_cnn_short_document_is_read_as_padded_with_zero_vectors():
         torch.testing.assert_close(logits, model.output(pooled), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("mode", ["rand", "multichannel"])
+def test_kim_cnn_with_kim_code_borders_gives_a_padded_batch_the_logits_of_each_document_alone(mode):
+    model = _kim(mode, embedding_dim=50 if mode == "multichannel" else 300, pad_borders=True).eval()
+    docs = _docs([11, 2, 6, 5, 1], seed=1)
+    ids = _pad(docs, length=14)
+    with torch.no_grad():
+        batched = model({"input_ids": ids, "mask": ids > 0}).logits
+        for row, doc in enumerate(docs):
+            alone_ids = torch.tensor([doc])
+            alone = model({"input_ids": alone_ids, "mask": alone_ids > 0}).logits
+            torch.testing.assert_close(batched[row : row + 1], alone, atol=1e-5, rtol=0)
+
+
+def test_kim_cnn_with_kim_code_borders_max_pools_every_window_of_kims_zero_padded_row():
+    """Kim's get_idx_from_sent: 4 zero vectors, the sentence, zeros up to the longest sentence
+    plus 4; the max runs over every window of that row (zeros alone included)."""
+    model = _kim("rand", pad_borders=True).eval()
+    with torch.no_grad():
+        for conv in model.convs:  # biases that matter: some maps' f(b) beats every window
+            conv.bias.copy_(torch.linspace(-0.3, 0.3, conv.bias.numel()))
+        doc, longest = [5, 9, 14, 3, 7, 2], 9
+        ids = torch.tensor([doc])
+        logits = model({"input_ids": ids, "mask": ids > 0}).logits
+        row = torch.zeros(1, 300, 4 + longest + 4)
+        row[0, :, 4 : 4 + len(doc)] = model.embedding.weight[doc].T
+        pooled = torch.cat([torch.relu(conv(row)).amax(dim=-1) for conv in model.convs], dim=-1)
+        torch.testing.assert_close(logits, model.output(pooled), atol=1e-5, rtol=0)
+        narrow = _kim("rand").eval()
+        narrow.load_state_dict(model.state_dict())
+        assert not torch.allclose(narrow({"input_ids": ids, "mask": ids > 0}).logits, logits, atol=1e-4)
+
+
 def _adadelta_step(model):
     ids = _pad(_docs([8, 6, 3], seed=2))
     optimizer = torch.optim.Adadelta([p for p in model.parameters() if p.requires_grad], rho=0.95, eps=1e-6)

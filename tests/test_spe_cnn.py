@@ -363,7 +363,11 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             continue
         if entry.model == "kim-cnn-rand":  # issue 15's vectors diagnosis: no pretrained vectors, 300-d or 50-d
             assert entry.paper is None, entry.id
-            twins = {"kim-cnn-rand-50d": {"embedding_dim": 50}, "kim-cnn-rand-all-epochs": {"patience": 25}}
+            # Kim's code (stop 36): its clean_str keeps TREC's case.
+            clean_str = {"charset": "kim", "clitics": True, **({"lowercase": False} if entry.dataset == "trec" else {})}
+            twins = {"kim-cnn-rand-50d": {"embedding_dim": 50}, "kim-cnn-rand-all-epochs": {"patience": 25},
+                     "kim-cnn-rand-wide": {"pad_borders": True}, "kim-cnn-rand-clean-str": clean_str,
+                     "kim-cnn-rand-kim-code": {"pad_borders": True, **clean_str}}
             assert entry.dataset in (("mr",) if entry.name == "kim-cnn-rand-50d" else ("mr", "mpqa", "trec")), entry.id
             assert entry.overrides == {"max_length": 3000, **twins.get(entry.name, {})}, entry.id
             continue

@@ -222,6 +222,12 @@ class KimCNNForward:
         self.output_bias = np.asarray(arrays["output.bias"], dtype=np.float32)
 
     @staticmethod
+    def handles(arch: dict) -> bool:
+        """Whether the tables read this architecture: eq. 3's windows, not the border windows
+        of Kim's code (``pad_borders``, which predicts through torch)."""
+        return not arch.get("pad_borders", False)
+
+    @staticmethod
     def table_bytes(arrays: dict[str, np.ndarray]) -> int:
         widths = [a.shape[0] * a.shape[2] for n, a in arrays.items() if n.startswith("convs.") and a.ndim == 3]
         return arrays["embedding.weight"].shape[0] * sum(widths) * 4
@@ -393,8 +399,12 @@ FORWARDS = {"fasttext-bag": FastTextBagForward, "kim-cnn": KimCNNForward, "spe-c
 
 def build_forward(family: str, arrays: dict[str, np.ndarray], arch: dict | None = None):
     """The NumPy forward pass of a run of ``family`` from its weights, or None when its
-    inference tables would exceed ``TABLE_CAP_BYTES`` (then it predicts through torch)."""
+    inference tables would exceed ``TABLE_CAP_BYTES`` or the pass does not handle the run's
+    architecture (then it predicts through torch)."""
     forward = FORWARDS[family]
+    handles = getattr(forward, "handles", None)
+    if handles is not None and not handles(arch or {}):
+        return None
     table_bytes = getattr(forward, "table_bytes", None)
     if table_bytes is not None:
         try:

@@ -22,6 +22,16 @@ Masking: a document shorter than the widest window is read as padded with zero v
 that window (Kim's code pads every sentence with zero vectors), and windows starting at or
 after ``max(n - h + 1, 1)`` are left out of max-pooling, so batch padding never changes a
 document's logits.
+
+``pad_borders=True`` (off in every preset; a diagnostic of the gap to Kim's figures) reads a
+sentence as Kim's released code does rather than as eq. 3 writes it. ``get_idx_from_sent`` in
+``process_data.py``/``conv_net_sentence.py`` puts ``h_max - 1`` zero vectors (``h_max`` the
+widest window, 4 for 3/4/5) before every sentence and zero vectors after it up to the longest
+sentence plus ``h_max - 1``, and the max-pool runs over every window of that row: windows that
+hang over either border (a wide convolution, ``n + 2(h_max - 1) - h + 1`` windows for a width
+``h``), and windows of zeros alone, each worth ``f(b)``. Here each width's windows are those
+that touch the sentence, and ``f(b)`` joins the max for every sentence, as it does for every
+sentence of Kim's but the longest of the corpus; batch padding still changes nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ from torch import Tensor, nn
 
 from ..errors import ConfigError
 from ..recipe import Recipe
-from ..validate import check_choice, check_positive_int, check_probability, range_check
+from ..validate import check_choice, check_flag, check_positive_int, check_probability, range_check
 from .base import Output, TextModel
 from .layers import DerivedTable, build_embedding, lookup_table_usable, masked_max, window_lookup_sum
 from .registry import Preset, register_model
@@ -114,6 +124,7 @@ class KimCNN(TextModel):
         feature_maps: int = 100,
         dropout: float = 0.5,
         max_norm: float | None = 3.0,
+        pad_borders: bool = False,
     ):
         super().__init__()
         check_choice("embedding_mode", embedding_mode, EMBEDDING_MODES)
@@ -129,6 +140,8 @@ class KimCNN(TextModel):
         self.embedding_mode = embedding_mode
         self.windows = [int(w) for w in windows]
         self.max_norm = max_norm
+        check_flag("pad_borders", pad_borders)
+        self.pad_borders = pad_borders
         frozen = embedding_mode == "static"
         if embedding_mode == "rand" and embeddings is not None:
             raise ConfigError(
@@ -164,16 +177,26 @@ class KimCNN(TextModel):
         words = words * mask.unsqueeze(-1).to(words.dtype)
 
         widest = max(self.windows)
-        if words.size(1) < widest:
-            words = F.pad(words, (0, 0, 0, widest - words.size(1)))
         lengths = mask.sum(dim=1)
+        border = widest - 1 if self.pad_borders else 0
+        if border:
+            words = F.pad(words, (0, 0, border, border))
+        elif words.size(1) < widest:
+            words = F.pad(words, (0, 0, 0, widest - words.size(1)))
         channels_first = words.transpose(1, 2)  # [B, d, L]
         pooled = []
         for width, conv in zip(self.windows, self.convs):
             feature_map = torch.relu(conv(channels_first))  # [B, maps, L - width + 1]
             starts = torch.arange(feature_map.size(-1), device=ids.device)
-            valid = starts.unsqueeze(0) < (lengths - width + 1).clamp_min(1).unsqueeze(1)
-            pooled.append(masked_max(feature_map, valid.unsqueeze(1), dim=-1))
+            if border:
+                # The sentence fills padded positions border .. border + n - 1; the windows of
+                # zeros alone on either side add f(b), below, for every sentence.
+                starts = starts.unsqueeze(0)
+                valid = (starts >= border - width + 1) & (starts < (lengths + border).unsqueeze(1))
+            else:
+                valid = starts.unsqueeze(0) < (lengths - width + 1).clamp_min(1).unsqueeze(1)
+            best = masked_max(feature_map, valid.unsqueeze(1), dim=-1)
+            pooled.append(torch.maximum(best, torch.relu(conv.bias)) if border else best)
         features = self.dropout(torch.cat(pooled, dim=-1))
         return Output(logits=self.output(features))
 
@@ -192,7 +215,8 @@ class KimCNN(TextModel):
         return super().train(mode)
 
     def _uses_table(self) -> bool:
-        return lookup_table_usable(self, self.embedding, sum(self.windows) * self.feature_maps)
+        # The table reads eq. 3's windows; Kim's code's border windows are convolved.
+        return not self.pad_borders and lookup_table_usable(self, self.embedding, sum(self.windows) * self.feature_maps)
 
     def _table_sources(self) -> list[Tensor]:
         sources = [self.embedding.weight] + [conv.weight for conv in self.convs]

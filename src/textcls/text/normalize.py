@@ -12,6 +12,14 @@ Four options compose in a fixed order (each is off unless asked for):
    and remove non-alphanumerics other than periods, exclamation marks, and question marks"):
    every character that is not a Unicode letter, a Unicode digit/number or one of ``. ! ?``
    becomes a space.
+   ``charset="kim"``: the character rule of Kim's ``clean_str`` (Kim 2014's released code,
+   ``process_data.py``, its first substitution): every character that is not an ASCII letter
+   or digit or one of ``( ) , ! ? '`` and the backtick becomes a space, then each of
+   ``( ) , ! ?`` is set apart by spaces, as its later substitutions do ("!!" is two tokens).
+   Its clitic step (``'s``, ``n't`` ... as tokens of their own) is ``TextPipeline(clitics=True)``'s
+   pre-tokeniser, and its lowercasing is ``lowercase`` (Kim's code lowercases every dataset but
+   TREC). One difference is left: an apostrophe outside a clitic ("rock'n'roll") splits the
+   word here and stays inside it there.
 
 Steps 2-4 are a Hugging Face ``tokenizers`` normaliser, so the ``tokenizer.json`` of a
 pipeline describes them itself, and ``normalize()`` runs that very normaliser: the text a
@@ -26,7 +34,7 @@ from tokenizers import Regex, normalizers
 
 from ..errors import ConfigError, DataError, close_names
 
-CHARSETS = ("hcan",)
+CHARSETS = ("hcan", "kim")
 SETTING_NAMES = ("lowercase", "strip_html", "charset", "newsgroups")
 
 # A tag starts with a letter (or "/" and a letter) right after "<", so that "a < b" and
@@ -35,6 +43,14 @@ HTML_TAG = r"</?[A-Za-z][^<>]*>"
 # \p{L}: any letter, \p{N}: any number; HCAN kept "alphanumerics", and non-English corpora
 # should keep their letters too.
 HCAN_REMOVED = r"[^\p{L}\p{N}.!?]"
+# ASCII only, as Kim's regex: an accented letter becomes a space there too.
+KIM_REMOVED = r"[^A-Za-z0-9(),!?'`]"
+KIM_SET_APART = "(),!?"
+# Each charset's (pattern, replacement) steps, in order; a str pattern is literal.
+CHARSET_STEPS = {
+    "hcan": [(Regex(HCAN_REMOVED), " ")],
+    "kim": [(Regex(KIM_REMOVED), " ")] + [(mark, f" {mark} ") for mark in KIM_SET_APART],
+}
 
 
 def check_settings(lowercase=False, strip_html=False, charset=None, newsgroups=False) -> None:
@@ -54,8 +70,8 @@ def build_normalizer(lowercase=False, strip_html=False, charset=None) -> normali
         steps.append(normalizers.Replace(Regex(HTML_TAG), " "))
     if lowercase:
         steps.append(normalizers.Lowercase())
-    if charset == "hcan":
-        steps.append(normalizers.Replace(Regex(HCAN_REMOVED), " "))
+    if charset is not None:
+        steps.extend(normalizers.Replace(pattern, content) for pattern, content in CHARSET_STEPS[charset])
     if not steps:
         return None
     return normalizers.Sequence(steps)
