@@ -85,6 +85,18 @@ def test_padding_never_changes_a_document(runs, texts, preset):
     np.testing.assert_allclose(predictor.predict_proba(pair[::-1]), alone[[0, 3]], **KERNEL)
 
 
+def test_a_run_with_kims_code_borders_and_clean_str_predicts_through_torch_as_it_trained(mr, texts, tmp_path):
+    """The tables read eq. 3's windows only, so a ``pad_borders`` run must not take the NumPy
+    pass; it loads with its Kim tokenisation and gives the trained model's probabilities."""
+    params = {"feature_maps": 6, "embedding_dim": 12, "pad_borders": True, "charset": "kim"}
+    clf = Classifier("kim-cnn-rand", epochs=1, params=params).fit(list(mr["train"]["text"]), list(mr["train"]["label"]))
+    clf.save_pretrained(tmp_path)
+    predictor = Predictor.load(tmp_path)
+    assert predictor.backend == "estimator"
+    np.testing.assert_allclose(predictor.predict_proba(texts), clf.predict_proba(texts), **KERNEL)
+    assert json.loads((tmp_path / "config.json").read_text())["arch"]["pad_borders"] is True
+
+
 def test_documents_shorter_than_the_window_are_read_as_zero_padded(runs):
     """Kim's widest window is 5 and SPE's is 3: one- and two-word documents have one window,
     their missing words zero vectors (and, with SPE, no position vectors)."""

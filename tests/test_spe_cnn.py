@@ -364,7 +364,7 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
         if entry.model == "kim-cnn-rand":  # issue 15's vectors diagnosis: no pretrained vectors, 300-d or 50-d
             assert entry.paper is None, entry.id
             # Kim's code (stop 36): its clean_str keeps TREC's case.
-            clean_str = {"charset": "kim", "clitics": True, **({"lowercase": False} if entry.dataset == "trec" else {})}
+            clean_str = {"charset": "kim", **({"lowercase": False} if entry.dataset == "trec" else {})}
             twins = {"kim-cnn-rand-50d": {"embedding_dim": 50}, "kim-cnn-rand-all-epochs": {"patience": 25},
                      "kim-cnn-rand-wide": {"pad_borders": True}, "kim-cnn-rand-clean-str": clean_str,
                      "kim-cnn-rand-kim-code": {"pad_borders": True, **clean_str}}

@@ -1,5 +1,6 @@
 import gzip
 import json
+import re
 
 import pytest
 
@@ -31,6 +32,35 @@ def test_strip_html_tags_become_spaces_but_comparisons_stay():
 def test_hcan_charset_keeps_letters_digits_and_sentence_marks():
     text = "It's $4.95, (really)! Über-cool? ok_x 3½"
     assert normalize(text, lowercase=True, charset="hcan") == "it s  4.95   really ! über cool? ok x 3½"
+
+
+def _kims_clean_str(string: str, trec: bool = False) -> str:
+    """Kim 2014's released clean_str (CNN_sentence, process_data.py), as written there, except
+    that "(" and ")" become themselves: his replacement strings " \\( " keep the backslash."""
+    string = re.sub(r"[^A-Za-z0-9(),!?\'\`]", " ", string)
+    for clitic in ("'s", "'ve", "n't", "'re", "'d", "'ll"):
+        string = string.replace(clitic, " " + clitic)
+    for mark in ",!()?":
+        string = string.replace(mark, f" {mark} ")
+    string = re.sub(r"\s{2,}", " ", string)
+    return string.strip() if trec else string.strip().lower()
+
+
+def test_kim_charset_with_clitics_tokenises_real_mr_sentences_as_kims_clean_str():
+    from textcls import load_dataset
+
+    texts = list(load_dataset("mr")["train"]["text"])
+    ours = TextPipeline(lowercase=True, charset="kim").tokenize(texts)
+    kims = [_kims_clean_str(text).split() for text in texts]
+    mismatched = [i for i, tokens in enumerate(kims) if ours[i] != tokens]
+    assert mismatched == [], (texts[mismatched[0]], ours[mismatched[0]], kims[mismatched[0]])
+    assert ["it", "'s", "so", "laddish"] == ours[0][:4]
+    # TREC keeps its case in Kim's code: lowercase=False.
+    question = "What's the capital of Côte d'Ivoire (in 1990)?"
+    assert TextPipeline(lowercase=False, charset="kim").tokenize([question])[0] == [
+        "What", "'s", "the", "capital", "of", "C", "te", "d'Ivoire", "(", "in", "1990", ")", "?"]
+    with pytest.raises(ConfigError, match="'clitics' = True is not for charset 'kim'"):
+        TextPipeline(charset="kim", clitics=True)
 
 
 def test_settings_compose_html_before_charset():
@@ -230,7 +260,7 @@ def test_pipeline_bigrams_follow_the_truncated_ids():
         ({"max_sentence_length": 1.5}, r"'max_sentence_length' = 1.5 is outside"),
         ({"bigram_buckets": -1}, r"'bigram_buckets' = -1 is outside its allowed range \[0, "),
         ({"min_freq": True}, r"'min_freq' = True is outside"),
-        ({"charset": "ascii"}, r"'charset' = 'ascii' is not one of: none, hcan"),
+        ({"charset": "ascii"}, r"'charset' = 'ascii' is not one of: none, hcan, kim"),
         ({"lowercase": "yes"}, r"'lowercase' = 'yes' must be true or false"),
     ],
 )

@@ -12,14 +12,13 @@ Four options compose in a fixed order (each is off unless asked for):
    and remove non-alphanumerics other than periods, exclamation marks, and question marks"):
    every character that is not a Unicode letter, a Unicode digit/number or one of ``. ! ?``
    becomes a space.
-   ``charset="kim"``: the character rule of Kim's ``clean_str`` (Kim 2014's released code,
-   ``process_data.py``, its first substitution): every character that is not an ASCII letter
-   or digit or one of ``( ) , ! ? '`` and the backtick becomes a space, then each of
-   ``( ) , ! ?`` is set apart by spaces, as its later substitutions do ("!!" is two tokens).
-   Its clitic step (``'s``, ``n't`` ... as tokens of their own) is ``TextPipeline(clitics=True)``'s
-   pre-tokeniser, and its lowercasing is ``lowercase`` (Kim's code lowercases every dataset but
-   TREC). One difference is left: an apostrophe outside a clitic ("rock'n'roll") splits the
-   word here and stays inside it there.
+   ``charset="kim"``: Kim's ``clean_str`` (Kim 2014's released code, ``process_data.py``), its
+   substitutions in its order: every character that is not an ASCII letter or digit or one of
+   ``( ) , ! ? '`` and the backtick becomes a space; a space goes before each ``'s 've n't 're
+   'd 'll`` (wherever it stands, as there); each of ``, ! ( ) ?`` is set apart by spaces. Its
+   lowercasing is ``lowercase`` (Kim's code lowercases every dataset but TREC), and a pipeline
+   with this charset splits words at whitespace alone, as Kim's ``split()``: "'the" and "i'm"
+   stay one token each.
 
 Steps 2-4 are a Hugging Face ``tokenizers`` normaliser, so the ``tokenizer.json`` of a
 pipeline describes them itself, and ``normalize()`` runs that very normaliser: the text a
@@ -45,11 +44,12 @@ HTML_TAG = r"</?[A-Za-z][^<>]*>"
 HCAN_REMOVED = r"[^\p{L}\p{N}.!?]"
 # ASCII only, as Kim's regex: an accented letter becomes a space there too.
 KIM_REMOVED = r"[^A-Za-z0-9(),!?'`]"
-KIM_SET_APART = "(),!?"
+KIM_CLITICS = ("'s", "'ve", "n't", "'re", "'d", "'ll")
 # Each charset's (pattern, replacement) steps, in order; a str pattern is literal.
 CHARSET_STEPS = {
     "hcan": [(Regex(HCAN_REMOVED), " ")],
-    "kim": [(Regex(KIM_REMOVED), " ")] + [(mark, f" {mark} ") for mark in KIM_SET_APART],
+    "kim": [(Regex(KIM_REMOVED), " ")] + [(clitic, f" {clitic}") for clitic in KIM_CLITICS]
+    + [(mark, f" {mark} ") for mark in ",!()?"],
 }
 
 

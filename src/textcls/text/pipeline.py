@@ -223,6 +223,9 @@ class TextPipeline:
         )
         self.bigram_buckets = check_int("bigram_buckets", bigram_buckets, 0, MAX_INT)
         check_flag("clitics", clitics)
+        if clitics and charset == "kim":
+            raise ConfigError("parameter 'clitics' = True is not for charset 'kim', which splits Kim's clitics "
+                              "itself (clean_str); drop clitics")
         self.clitics = clitics
         check_flag("end_token", end_token)
         self.end_token = end_token
@@ -298,8 +301,12 @@ class TextPipeline:
         normalizer = build_normalizer(lowercase=self.lowercase, strip_html=self.strip_html, charset=self.charset)
         if normalizer is not None:
             tokenizer.normalizer = normalizer
-        tokenizer.pre_tokenizer = (pre_tokenizers.Split(Regex(CLITIC_PATTERN), behavior="removed", invert=True)
-                                   if self.clitics else pre_tokenizers.Whitespace())
+        if self.charset == "kim":  # clean_str set its tokens apart with spaces; Kim's code splits at them
+            tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        elif self.clitics:
+            tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(CLITIC_PATTERN), behavior="removed", invert=True)
+        else:
+            tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
         return tokenizer
 
     def _prepare(self, texts: Iterable[str]) -> list[str]:
