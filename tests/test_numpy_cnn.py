@@ -85,16 +85,23 @@ def test_padding_never_changes_a_document(runs, texts, preset):
     np.testing.assert_allclose(predictor.predict_proba(pair[::-1]), alone[[0, 3]], **KERNEL)
 
 
-def test_a_run_with_kims_code_borders_and_clean_str_predicts_through_torch_as_it_trained(mr, texts, tmp_path):
-    """The tables read eq. 3's windows only, so a ``pad_borders`` run must not take the NumPy
-    pass; it loads with its Kim tokenisation and gives the trained model's probabilities."""
-    params = {"feature_maps": 6, "embedding_dim": 12, "pad_borders": True, "charset": "kim"}
-    clf = Classifier("kim-cnn-rand", epochs=1, params=params).fit(list(mr["train"]["text"]), list(mr["train"]["label"]))
+@pytest.mark.parametrize("preset, params", [
+    ("kim-cnn-rand", {"feature_maps": 6, "embedding_dim": 12, "pad_borders": True}),
+    ("spe-cnn", {"filters": 12, "kim_row_length": 64, "max_length": 56}),
+])
+def test_a_run_read_as_kims_code_reads_predicts_through_torch_as_it_trained(mr, texts, tmp_path, preset, params):
+    """The tables read eq. 3's windows within a document only, so a run with Kim's code's borders
+    (``pad_borders``) or rows (``kim_row_length``) must not take the NumPy pass; it loads with
+    its Kim tokenisation and gives the trained model's probabilities."""
+    params = {**params, "charset": "kim"}
+    clf = Classifier(preset, epochs=1, params=params).fit(list(mr["train"]["text"]), list(mr["train"]["label"]))
     clf.save_pretrained(tmp_path)
     predictor = Predictor.load(tmp_path)
     assert predictor.backend == "estimator"
     np.testing.assert_allclose(predictor.predict_proba(texts), clf.predict_proba(texts), **KERNEL)
-    assert json.loads((tmp_path / "config.json").read_text())["arch"]["pad_borders"] is True
+    arch = json.loads((tmp_path / "config.json").read_text())["arch"]
+    assert {key: arch[key] for key in ("pad_borders", "kim_row_length") if key in params} == {
+        key: params[key] for key in ("pad_borders", "kim_row_length") if key in params}
 
 
 def test_documents_shorter_than_the_window_are_read_as_zero_padded(runs):

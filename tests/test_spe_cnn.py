@@ -219,6 +219,49 @@ def test_a_document_shorter_than_the_window_is_read_with_zero_vectors_after_it()
         torch.testing.assert_close(logits, expected, atol=1e-5, rtol=0)
 
 
+# ---------------------------------------------------------------- Kim's rows (kim_row_length, a diagnostic)
+
+
+@pytest.mark.parametrize("name", ["spe-cnn", "single-cnn-static"])
+def test_kim_rows_give_a_padded_batch_the_logits_of_each_document_alone(name):
+    model = _model(name, kim_row_length=20).eval()
+    docs = _docs([11, 2, 6, 3, 1, 12], seed=1)
+    ids = _pad(docs, length=15)
+    with torch.no_grad():
+        batched = model(_batch(ids)).logits
+        for row, doc in enumerate(docs):
+            alone = model(_batch(torch.tensor([doc]))).logits
+            torch.testing.assert_close(batched[row : row + 1], alone, atol=1e-5, rtol=0)
+
+
+def test_kim_rows_are_four_zeros_the_words_and_zeros_with_positions_over_the_whole_row():
+    model = _model("spe-cnn", kim_row_length=14).eval()
+    doc = [4, 8, 15, 16, 23]
+    with torch.no_grad():
+        logits = model(_batch(_pad([doc], length=9))).logits[0]
+        row = torch.zeros(14, 8)
+        row[4:9] = model.embedding.weight[doc]
+        row = row + sinusoidal_encoding(14, 8)  # the zeros get positions too
+        feature_map = model.norm(model.conv(row.T.unsqueeze(0))[0].T)  # all 12 windows
+        expected = model.output(torch.cat([feature_map.max(dim=0).values, feature_map.mean(dim=0)]))
+        torch.testing.assert_close(logits, expected, atol=1e-5, rtol=0)
+        plain = _model("spe-cnn").eval()
+        plain.load_state_dict(model.state_dict())
+        assert (plain(_batch(torch.tensor([doc]))).logits[0] - logits).abs().max() > 1e-3
+
+
+def test_kim_rows_refuse_a_document_longer_than_the_row_and_bad_settings():
+    from textcls.errors import DataError
+
+    model = _model("spe-cnn", kim_row_length=14).eval()
+    with pytest.raises(DataError, match="a document of 7 tokens does not fit kim_row_length = 14 .* set max_length = 6"):
+        model(_batch(torch.tensor([_docs([7])[0]])))
+    with pytest.raises(ConfigError, match="'kim_row_length' = 8 leaves no room for a word"):
+        _model("spe-cnn", kim_row_length=8)
+    with pytest.raises(ConfigError, match="'kim_row_length' is not for embedding_mode 'one-hot'"):
+        _model("spe-cnn-bow", kim_row_length=20)
+
+
 # ---------------------------------------------------------------- one-hot (Table 4)
 
 
@@ -391,6 +434,13 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             assert entry.dataset in ("mr", "mpqa", "trec"), entry.id
             assert entry.overrides == {"max_length": 3000, "pad_borders": True, "charset": "kim"}, entry.id
             continue
+        if entry.name.endswith(("-clean-str", "-kim-rows")):  # issue 15's Kim's-data diagnosis (SingleCNN)
+            assert entry.model in ("spe-cnn", "single-cnn-static") and entry.paper is None, entry.id
+            longest = {"mr": 56, "mpqa": 36, "trec": 37}[entry.dataset]  # clean_str's, over the whole set
+            rows = {"max_length": longest, "kim_row_length": longest + 8}
+            assert entry.overrides == {"charset": "kim", **(rows if entry.name.endswith("-kim-rows") else
+                                                              {"max_length": 3000})}, entry.id
+            continue
         if entry.name.endswith("-stop-accuracy"):  # issue 15's stopping diagnosis: best dev accuracy, patience 20
             assert entry.model in ("spe-cnn", "single-cnn-static") and entry.paper is None, entry.id
             assert entry.overrides == {"max_length": 3000, "monitor": "accuracy", "patience": 20}, entry.id
@@ -405,7 +455,8 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
     # The paper's figures, as in the 30-minute suite (Table 3).
     budget = {(e.dataset, e.model): e.paper for e in load_suite("spe_cnn").entries if e.paper is not None}
     for entry in full.entries:
-        if (entry.dataset, entry.model) in budget and not entry.name.endswith(("-clitics", "-minilm", "-stop-accuracy", "-kim-code")):
+        if (entry.dataset, entry.model) in budget and not entry.name.endswith(
+                ("-clitics", "-minilm", "-stop-accuracy", "-kim-code", "-clean-str", "-kim-rows")):
             assert entry.paper == budget[(entry.dataset, entry.model)], entry.id
     scaled = {e.dataset: e.paper for e in full.entries if e.model == "spe-cnn-pe-scaled"}
     assert scaled == {e.dataset: e.paper for e in full.entries if e.name == "spe-cnn"}

@@ -299,6 +299,12 @@ class SpeCNNForward:
     linear too: every table row is stored minus its own mean, so the gathered sum is already
     centred and the normalisation is a scale by ``1 / sqrt(var + eps)``."""
 
+    @staticmethod
+    def handles(arch: dict) -> bool:
+        """Whether the tables read this architecture: not Kim's padded rows (``kim_row_length``,
+        whose zeros carry positions and enter both pools; it predicts through torch)."""
+        return arch.get("kim_row_length") is None
+
     def __init__(self, arrays: dict[str, np.ndarray], arch: dict | None = None):
         arch = arch or {}
         one_hot = "conv_table.weight" in arrays

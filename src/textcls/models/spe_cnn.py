@@ -57,6 +57,18 @@ Readings of the ambiguous passages (each is also commented at its line):
   ``|V|``-dimensional too. A convolution over one-hot vectors is a lookup of its weights,
   computed as such (an ``[|V|, 3*128]`` table) instead of materialising ``[B, L, |V|]``.
 
+``kim_row_length=R`` (off in every preset; a diagnostic of the gaps to Table 3) reads a document
+as a row of Kim's data code, which the paper's data went through: its Table 1 vocabularies of
+MR and MPQA (18,764 and 6,246) are those of Kim's ``clean_str`` (``charset="kim"``: 18,765 and
+6,246; tests/test_text.py). Kim's ``make_idx_data_cv`` turns a sentence into 4 zero vectors,
+its words, and zero vectors up to ``R = max_l + 8`` (``max_l`` the corpus's longest sentence).
+Read as a model fed those rows would read them, the positions ``p_t`` of eq. 3 are added over
+the whole row (``t = 0 .. R - 1``, the zeros included), eq. 5's windows are all ``R - j + 1``
+windows of the row, and both pools run over all of them: the average then depends on the
+document's length, and the border windows hold partial words. Every document has the same
+row, so batch padding still changes nothing; one longer than ``R - 8`` tokens is refused
+(``max_length = R - 8`` truncates it first). Not for the one-hot mode.
+
 Offline we have GloVe 6B 50-d, not the paper's GloVe 840B 300-d: the pretrained presets use
 ``embeddings="glove-6b-50d"``, ``embedding_dim=50``. Override ``embeddings="word2vec",
 embedding_dim=300`` for corpus-trained 300-d vectors.
@@ -71,7 +83,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..recipe import Recipe
 from ..validate import check_choice, check_flag, check_positive_int, check_probability, range_check
 from .base import Output, TextModel
@@ -88,6 +100,8 @@ from .layers import (
 from .registry import Preset, register_model
 
 EMBEDDING_MODES = ("static", "nonstatic", "one-hot")
+# Kim's make_idx_data_cv pads with filter_h - 1 zeros, filter_h = 5 by default (kim_row_length).
+KIM_ROW_BORDER = 4
 # The inference table (see SpeCNN.fast_predict) is vocab x window x filters floats: 1.5 KiB a
 # word at the paper's 3 x 128, 25.6 MB for MR's 16,661 words (layers.FAST_TABLE_BYTES caps it).
 # Only used when no pretrained matrix is given (weights about to come from a checkpoint):
@@ -213,6 +227,7 @@ class SpeCNN(TextModel):
         layer_norm_eps: float = 1e-6,
         dropout: float = 0.1,
         position_scale: float = 1.0,
+        kim_row_length: int | None = None,
     ):
         super().__init__()
         check_choice("embedding_mode", embedding_mode, EMBEDDING_MODES)
@@ -224,6 +239,16 @@ class SpeCNN(TextModel):
         range_check("layer_norm_eps", layer_norm_eps, 0.0, 1.0, low_open=True)
         check_probability("dropout", dropout)
         range_check("position_scale", position_scale, 0.0, 100.0)
+        if kim_row_length is not None:
+            check_positive_int("kim_row_length", kim_row_length, 1 << 20)
+            if kim_row_length < 2 * KIM_ROW_BORDER + 1:
+                raise ConfigError(f"parameter 'kim_row_length' = {kim_row_length} leaves no room for a word "
+                                  f"between Kim's two borders of {KIM_ROW_BORDER} zeros; use at least "
+                                  f"{2 * KIM_ROW_BORDER + 1}")
+            if embedding_mode == "one-hot":
+                raise ConfigError("parameter 'kim_row_length' is not for embedding_mode 'one-hot'; "
+                                  "use 'static' or 'nonstatic', or drop kim_row_length")
+        self.kim_row_length = kim_row_length
 
         self.embedding_mode = embedding_mode
         self.position_encoding = position_encoding
@@ -286,6 +311,8 @@ class SpeCNN(TextModel):
 
     def forward(self, batch: dict[str, Tensor]) -> Output:
         ids, mask = batch["input_ids"], batch["mask"].bool()
+        if self.kim_row_length is not None:
+            return self._kim_row_forward(ids, mask)
         if self.embedding_mode == "one-hot":
             feature_map = self._one_hot_feature_map(ids, mask)
         elif self._uses_table():
@@ -299,6 +326,20 @@ class SpeCNN(TextModel):
         # shorter than the window keeps its first window (its words then zero vectors).
         valid = starts.unsqueeze(0) < (lengths - self.window + 1).clamp_min(1).unsqueeze(1)
         pooled = torch.cat([masked_max(feature_map, valid, dim=1), masked_mean(feature_map, valid, dim=1)], dim=-1)
+        return Output(logits=self.output(self.dropout(pooled)))
+
+    def _kim_row_forward(self, ids: Tensor, mask: Tensor) -> Output:
+        """Eq. 3-7 over Kim's zero-padded rows (``kim_row_length``, module docstring)."""
+        row, longest = self.kim_row_length, int(mask.sum(dim=1).max())
+        if longest > row - 2 * KIM_ROW_BORDER:
+            raise DataError(f"a document of {longest} tokens does not fit kim_row_length = {row} (Kim's rows hold "
+                            f"at most {row - 2 * KIM_ROW_BORDER} words); set max_length = {row - 2 * KIM_ROW_BORDER}")
+        words = self.embedding(ids[:, :longest]) * mask[:, :longest].unsqueeze(-1).to(self.embedding.weight.dtype)
+        words = F.pad(words, (0, 0, KIM_ROW_BORDER, row - KIM_ROW_BORDER - longest))
+        if self.position_encoding:
+            words = words + self.positions(row, words.device).to(words.dtype)
+        feature_map = self.norm(self.conv(words.transpose(1, 2)).transpose(1, 2))  # [B, R - j + 1, filters]
+        pooled = torch.cat([feature_map.amax(dim=1), feature_map.mean(dim=1)], dim=-1)
         return Output(logits=self.output(self.dropout(pooled)))
 
     def _dense_feature_map(self, ids: Tensor, mask: Tensor) -> Tensor:
