@@ -164,9 +164,10 @@ def test_kim_cnn_output_shapes():
     assert model.num_parameters(trainable_only=True) == 100 * 12 * 50 + 300 + 300 * 4 + 4 + VOCAB * 50
 
 
+@pytest.mark.parametrize("pad_borders", [False, True])  # True: Kim's code's zero-padded row
 @pytest.mark.parametrize("mode", ["rand", "multichannel"])
-def test_kim_cnn_padded_batch_gives_the_same_logits_as_each_document_alone(mode):
-    model = _kim(mode, embedding_dim=50 if mode == "multichannel" else 300).eval()
+def test_kim_cnn_padded_batch_gives_the_same_logits_as_each_document_alone(mode, pad_borders):
+    model = _kim(mode, embedding_dim=50 if mode == "multichannel" else 300, pad_borders=pad_borders).eval()
     # Document of length 2 is shorter than the widest window (5); length 1 even more so.
     docs = _docs([11, 2, 6, 5, 1], seed=1)
     ids = _pad(docs, length=14)  # extra padding beyond the longest document too
@@ -190,19 +191,6 @@ def test_kim_cnn_short_document_is_read_as_padded_with_zero_vectors():
         words[0, :, :2] = model.embedding.weight[doc].T
         pooled = torch.cat([torch.relu(conv(words))[..., 0] for conv in model.convs], dim=-1)
         torch.testing.assert_close(logits, model.output(pooled), atol=1e-5, rtol=0)
-
-
-@pytest.mark.parametrize("mode", ["rand", "multichannel"])
-def test_kim_cnn_with_kim_code_borders_gives_a_padded_batch_the_logits_of_each_document_alone(mode):
-    model = _kim(mode, embedding_dim=50 if mode == "multichannel" else 300, pad_borders=True).eval()
-    docs = _docs([11, 2, 6, 5, 1], seed=1)
-    ids = _pad(docs, length=14)
-    with torch.no_grad():
-        batched = model({"input_ids": ids, "mask": ids > 0}).logits
-        for row, doc in enumerate(docs):
-            alone_ids = torch.tensor([doc])
-            alone = model({"input_ids": alone_ids, "mask": alone_ids > 0}).logits
-            torch.testing.assert_close(batched[row : row + 1], alone, atol=1e-5, rtol=0)
 
 
 def test_kim_cnn_with_kim_code_borders_max_pools_every_window_of_kims_zero_padded_row():
