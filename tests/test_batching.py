@@ -492,3 +492,32 @@ def test_prepare_reads_a_column_at_once_in_the_rows_order():
     assert column_values(split, "text") == [row["text"] for row in split]
     assert column_values(split, "label") == [row["label"] for row in split]
     assert column_values({"text": ["a", "b"]}, "text") == ["a", "b"]  # not a datasets split
+
+
+def test_prepare_builds_the_vocabulary_from_train_unless_every_split_is_asked_for():
+    """vocab_splits="all" (Kim's process_data.py): a word that only the test split holds gets its
+    own id and its GloVe vector instead of [UNK]; no label of dev or test is read for it."""
+    import datasets as hf
+
+    from textcls.data.prepare import prepare
+    from textcls.data.records import TextDataset
+    from textcls.text import UNK_ID
+
+    splits = hf.DatasetDict({
+        "train": hf.Dataset.from_dict({"text": ["a good film", "a bad film"], "label": ["pos", "neg"]}),
+        "dev": hf.Dataset.from_dict({"text": ["a dull film"], "label": ["neg"]}),
+        "test": hf.Dataset.from_dict({"text": ["a masterful film"], "label": ["pos"]}),
+    })
+    dataset = TextDataset("toy", splits, ["neg", "pos"])
+    inputs = {"shape": "flat", "lowercase": True, "embeddings": "glove-6b-50d", "embedding_dim": 50}
+    train_only = prepare(dataset, inputs)
+    assert "masterful" not in train_only.pipeline.vocab
+    assert UNK_ID in train_only.pipeline.encode(["a masterful film"]).ids[0]
+    every = prepare(dataset, {**inputs, "vocab_splits": "all"})
+    vocab = every.pipeline.vocab
+    assert {"masterful", "dull"} <= set(vocab) and UNK_ID not in every.pipeline.encode(["a masterful film"]).ids[0]
+    glove = prepare(TextDataset("toy", hf.DatasetDict({"train": splits["test"]}), ["neg", "pos"]), inputs)
+    np.testing.assert_array_equal(every.embeddings.matrix[vocab.index("masterful")],
+                                  glove.embeddings.matrix[glove.pipeline.vocab.index("masterful")])
+    with pytest.raises(ConfigError, match="'vocab_splits' = 'test' is not one of train, all"):
+        prepare(dataset, {**inputs, "vocab_splits": "test"})

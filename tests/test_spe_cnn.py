@@ -418,6 +418,11 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             assert entry.dataset in ("mr", "mpqa", "trec") and entry.paper is None, entry.id
             assert entry.overrides == {"max_length": 3000, "embeddings": "minilm-static"}, entry.id
             continue
+        if entry.name.endswith("-kim-vocab"):  # issue 15's Kim's-vocabulary diagnosis: every split's words
+            assert entry.model in ("spe-cnn", "single-cnn-static", "kim-cnn-static") and entry.paper is None, entry.id
+            assert entry.dataset in ("mr", "mpqa", "trec"), entry.id
+            assert entry.overrides == {"max_length": 3000, "charset": "kim", "vocab_splits": "all"}, entry.id
+            continue
         if entry.name.endswith("-kim-code"):  # issue 15's Kim's-code diagnosis: a Kim row's twin, as his code reads
             assert entry.model in ("kim-cnn-static", "kim-cnn-nonstatic") and entry.paper is None, entry.id
             assert entry.dataset in ("mr", "mpqa", "trec"), entry.id
@@ -445,7 +450,7 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
     budget = {(e.dataset, e.model): e.paper for e in load_suite("spe_cnn").entries if e.paper is not None}
     for entry in full.entries:
         if (entry.dataset, entry.model) in budget and not entry.name.endswith(
-                ("-clitics", "-minilm", "-stop-accuracy", "-kim-code", "-clean-str", "-kim-rows")):
+                ("-clitics", "-minilm", "-stop-accuracy", "-kim-code", "-clean-str", "-kim-rows", "-kim-vocab")):
             assert entry.paper == budget[(entry.dataset, entry.model)], entry.id
     scaled = {e.dataset: e.paper for e in full.entries if e.model == "spe-cnn-pe-scaled"}
     assert scaled == {e.dataset: e.paper for e in full.entries if e.name == "spe-cnn"}

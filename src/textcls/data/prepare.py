@@ -1,7 +1,8 @@
 """One call from a dataset to padded, masked batches: records -> text pipeline -> loaders.
 
 ``prepare(dataset, inputs)`` fits the text pipeline on the training split only (the
-vocabulary, Word2Vec vectors and bigram table never see dev or test text), encodes every
+vocabulary, Word2Vec vectors and bigram table never see dev or test text; the one exception is
+asked for by name, ``vocab_splits="all"``, below), encodes every
 split, builds the embedding matrix the preset asks for, and returns loaders on demand.
 ``resolve_recipe(recipe, prepared)`` then fills in the recipe fields a preset leaves to the
 training corpus (``Recipe.auto``: fasttext-bag's epochs and learning rate).
@@ -15,13 +16,21 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..recipe import Recipe
+from ..validate import check_choice
 from ..text.embeddings import EmbeddingResult, build_embeddings
 from ..text.pipeline import TextPipeline
 from .batching import EncodedDataset, make_loader
 from .records import TextDataset
 
 # Keys of a preset's `inputs` that are not TextPipeline settings.
-NON_PIPELINE_INPUTS = ("shape", "embeddings", "embedding_dim")
+NON_PIPELINE_INPUTS = ("shape", "embeddings", "embedding_dim", "vocab_splits")
+# vocab_splits: whose text the vocabulary is built from. "train" (every preset); "all": every
+# split's text, dev and test included (never their labels), as Kim's process_data.py builds it
+# and as the papers that read their data through it report their vocabularies (SingleCNN-SPE's
+# Table 1). With pretrained vectors a word that only dev or test holds then keeps its vector
+# instead of becoming [UNK]; its row is never trained (no training text holds it). A diagnostic
+# of those papers' protocol: it lets test text shape the model, so no preset uses it.
+VOCAB_SPLITS = ("train", "all")
 
 
 def pipeline_settings(inputs: dict) -> dict:
@@ -138,7 +147,11 @@ def prepare(dataset: TextDataset, inputs: dict, *, seed: int = 0,
     train_encoded = None
     if pipeline is None:
         pipeline = TextPipeline(**pipeline_settings(inputs))
-        if shape == "flat":
+        vocab_splits = inputs.get("vocab_splits", "train")
+        check_choice("vocab_splits", vocab_splits, VOCAB_SPLITS)
+        if vocab_splits == "all":
+            pipeline.fit([text for split in dataset.splits.values() for text in column_values(split, "text")])
+        elif shape == "flat":
             train_encoded = pipeline.fit_encode(train_texts)  # one tokenisation pass, not two
         else:
             pipeline.fit(train_texts)

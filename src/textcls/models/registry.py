@@ -50,7 +50,7 @@ __all__ = [
 # ``embedding_dim``, which prepare() and the registry read.
 INPUT_KEYS = frozenset(
     {p for p in inspect.signature(TextPipeline.__init__).parameters if p != "self"}
-    | {"shape", "embeddings", "embedding_dim"}
+    | {"shape", "embeddings", "embedding_dim", "vocab_splits"}
 )
 SHAPES = ("flat", "hierarchical")
 KINDS = ("neural", "classic", "ensemble")
