@@ -167,6 +167,15 @@ def test_classic_runs_are_not_exported(datasets, tmp_path):
     assert not (tmp_path / "onnx").exists()
 
 
+@pytest.mark.parametrize("preset, params", [("kim-cnn-rand", {"embedding_dim": 8, "feature_maps": 4, "pad_borders": True}),
+                                            ("spe-cnn", {"filters": 4, "kim_row_length": 48, "max_length": 40})])
+def test_runs_read_as_kims_code_are_not_exported(datasets, tmp_path, preset, params):
+    run = _fit(datasets, preset, "trec", params, tmp_path)
+    with pytest.raises(ConfigError, match="reads its data as Kim's released code does .* not exported to ONNX"):
+        export_onnx(run, tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists()
+
+
 def test_bad_arguments_are_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="quantize"):
         export_onnx(tmp_path, tmp_path / "onnx", quantize="int4")
