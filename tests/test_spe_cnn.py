@@ -426,7 +426,8 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
         if entry.name.endswith("-kim-code"):  # issue 15's Kim's-code diagnosis: a Kim row's twin, as his code reads
             assert entry.model in ("kim-cnn-static", "kim-cnn-nonstatic") and entry.paper is None, entry.id
             assert entry.dataset in ("mr", "mpqa", "trec"), entry.id
-            assert entry.overrides == {"max_length": 3000, "pad_borders": True, "charset": "kim"}, entry.id
+            assert entry.overrides == {"max_length": 3000, "pad_borders": True, "charset": "kim",
+                                       "vocab_splits": "all"}, entry.id
             continue
         if entry.name.endswith(("-clean-str", "-kim-rows")):  # issue 15's Kim's-data diagnosis (SingleCNN)
             assert entry.model in ("spe-cnn", "single-cnn-static") and entry.paper is None, entry.id
