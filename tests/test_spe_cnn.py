@@ -419,7 +419,7 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             assert entry.overrides == {"max_length": 3000, "embeddings": "minilm-static"}, entry.id
             continue
         if entry.name.endswith("-kim-vocab"):  # issue 15's Kim's-vocabulary diagnosis: every split's words
-            assert entry.model in ("spe-cnn", "single-cnn-static", "kim-cnn-static") and entry.paper is None, entry.id
+            assert entry.model == "kim-cnn-static" and entry.paper is None, entry.id
             assert entry.dataset in ("mr", "mpqa", "trec"), entry.id
             assert entry.overrides == {"max_length": 3000, "charset": "kim", "vocab_splits": "all"}, entry.id
             continue
@@ -429,12 +429,15 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             assert entry.overrides == {"max_length": 3000, "pad_borders": True, "charset": "kim",
                                        "vocab_splits": "all"}, entry.id
             continue
-        if entry.name.endswith(("-clean-str", "-kim-rows")):  # issue 15's Kim's-data diagnosis (SingleCNN)
+        if entry.name.endswith(("-clean-str", "-kim-rows", "-kim-data")):  # issue 15's Kim's-data diagnosis
             assert entry.model in ("spe-cnn", "single-cnn-static") and entry.paper is None, entry.id
             longest = {"mr": 56, "mpqa": 36, "trec": 37}[entry.dataset]  # clean_str's, over the whole set
-            rows = {"max_length": longest, "kim_row_length": longest + 8}
-            assert entry.overrides == {"charset": "kim", **(rows if entry.name.endswith("-kim-rows") else
-                                                              {"max_length": 3000})}, entry.id
+            expected = {"charset": "kim", "max_length": 3000}
+            if not entry.name.endswith("-clean-str"):
+                expected |= {"max_length": longest, "kim_row_length": longest + 8}
+            if entry.name.endswith("-kim-data"):
+                expected |= {"vocab_splits": "all"}
+            assert entry.overrides == expected, entry.id
             continue
         if entry.name.endswith("-stop-accuracy"):  # issue 15's stopping diagnosis: best dev accuracy, patience 20
             assert entry.model in ("spe-cnn", "single-cnn-static") and entry.paper is None, entry.id
@@ -451,7 +454,8 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
     budget = {(e.dataset, e.model): e.paper for e in load_suite("spe_cnn").entries if e.paper is not None}
     for entry in full.entries:
         if (entry.dataset, entry.model) in budget and not entry.name.endswith(
-                ("-clitics", "-minilm", "-stop-accuracy", "-kim-code", "-clean-str", "-kim-rows", "-kim-vocab")):
+                ("-clitics", "-minilm", "-stop-accuracy", "-kim-code", "-clean-str", "-kim-rows", "-kim-vocab",
+                 "-kim-data")):
             assert entry.paper == budget[(entry.dataset, entry.model)], entry.id
     scaled = {e.dataset: e.paper for e in full.entries if e.model == "spe-cnn-pe-scaled"}
     assert scaled == {e.dataset: e.paper for e in full.entries if e.name == "spe-cnn"}
