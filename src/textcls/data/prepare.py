@@ -16,9 +16,9 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..recipe import Recipe
-from ..validate import check_choice
 from ..text.embeddings import EmbeddingResult, build_embeddings
 from ..text.pipeline import TextPipeline
+from ..validate import check_choice
 from .batching import EncodedDataset, make_loader
 from .records import TextDataset
 
