@@ -45,6 +45,7 @@ import numpy as np
 
 from . import __version__, artifacts
 from .errors import ConfigError, ModelError
+from .numpy_forward import reads_as_kims_code
 from .onnx_predictor import ONNX_FILE, OUTPUT_NAME, SIDECAR_FILE, SIDECAR_FORMAT, read_sidecar
 
 QUANTIZE_CHOICES = (None, "int8")
@@ -70,11 +71,6 @@ INPUT_DTYPES = {"input_ids": "int64", "bigram_ids": "int64", "task_ids": "int64"
                 "mask": "bool", "bigram_mask": "bool", "word_mask": "bool", "sentence_mask": "bool"}
 
 __all__ = ["export_onnx", "read_sidecar", "ONNX_FILE", "SIDECAR_FILE", "OUTPUT_NAME"]
-
-
-# The diagnostic switches that read data as Kim's released code does (models/kim_cnn.py,
-# models/spe_cnn.py): their padding depends on the batch in ways a trace would freeze.
-KIM_CODE_SWITCHES = ("pad_borders", "kim_row_length")
 
 
 def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | None = None,
@@ -110,10 +106,10 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
         raise ConfigError(
             f"model '{config.get('model')}' is an ensemble, which is not exported to ONNX (its TF-IDF members "
             "have no exact ONNX tokeniser); predict with textcls predict or the Python API, or export a neural preset")
-    kim_code = [key for key in KIM_CODE_SWITCHES if config.get("arch", {}).get(key) not in (None, False)]
+    kim_code = reads_as_kims_code(config.get("arch", {}))
     if kim_code:
         raise ConfigError(
-            f"run {run_dir} reads its data as Kim's released code does ({kim_code[0]}), a diagnostic that is not "
+            f"run {run_dir} reads its data as Kim's released code does ({kim_code}), a diagnostic that is not "
             "exported to ONNX; predict with textcls predict or the Python API")
     _require_onnx()
 

@@ -177,6 +177,17 @@ def _check_arrays(arrays: dict[str, np.ndarray], names: list[str], family: str) 
         raise CheckpointError(f"the {family} weights lack array {missing[0]!r}; retrain or restore the run")
 
 
+# The diagnostic switches that read data as Kim's released code does (models/kim_cnn.py,
+# models/spe_cnn.py): the tables here read the equations' windows only, and export.py's trace
+# would freeze their batch-dependent padding.
+KIM_CODE_SWITCHES = ("pad_borders", "kim_row_length")
+
+
+def reads_as_kims_code(arch: dict) -> str | None:
+    """The first of ``KIM_CODE_SWITCHES`` that ``arch`` turns on, or None."""
+    return next((key for key in KIM_CODE_SWITCHES if arch.get(key) not in (None, False)), None)
+
+
 class KimCNNForward:
     """Kim's CNN (``models/kim_cnn.py``) from its state-dict arrays, any embedding mode.
 
@@ -225,7 +236,7 @@ class KimCNNForward:
     def handles(arch: dict) -> bool:
         """Whether the tables read this architecture: eq. 3's windows, not the border windows
         of Kim's code (``pad_borders``, which predicts through torch)."""
-        return not arch.get("pad_borders", False)
+        return not reads_as_kims_code(arch)
 
     @staticmethod
     def table_bytes(arrays: dict[str, np.ndarray]) -> int:
@@ -303,7 +314,7 @@ class SpeCNNForward:
     def handles(arch: dict) -> bool:
         """Whether the tables read this architecture: not Kim's padded rows (``kim_row_length``,
         whose zeros carry positions and enter both pools; it predicts through torch)."""
-        return arch.get("kim_row_length") is None
+        return not reads_as_kims_code(arch)
 
     def __init__(self, arrays: dict[str, np.ndarray], arch: dict | None = None):
         arch = arch or {}
