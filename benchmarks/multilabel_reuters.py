@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from textcls import Classifier, load_dataset
-from textcls.artifacts import atomic_write_bytes, write_json
+from textcls.artifacts import write_report
 from textcls.benchmark.system import git_info, machine_info
 from textcls.data.prepare import label_targets, target_array
 from textcls.eval import compute_metrics
@@ -116,9 +116,7 @@ def main(argv=None) -> None:
     result = {"command": "OMP_NUM_THREADS=1 python benchmarks/multilabel_reuters.py " + shlex.join(sys.argv[1:]),
               "git": git_info(), "machine": machine_info(), "threads": torch.get_num_threads(),
               "train_documents": len(dataset["train"]), "test_documents": len(dataset["test"]), "rows": rows}
-    output = Path(args.output)
-    write_json(output.with_suffix(".json"), result)
-    atomic_write_bytes(output.with_suffix(".md"), _markdown(result).encode("utf-8"))
+    write_report(Path(args.output), result, _markdown(result))
     print(_markdown(result))
 
 

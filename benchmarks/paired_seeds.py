@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from textcls.artifacts import atomic_write_bytes, write_json
+from textcls.artifacts import write_report
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -82,10 +82,7 @@ def main(argv=None) -> None:
         lines.append(f"| {r['base']} | {r['other']} | {len(r['seeds'])} | {r['base_mean']:.2f} | {r['other_mean']:.2f} "
                      f"| {', '.join(f'{d:+.2f}' for d in r['differences'])} | {r['mean_difference']:+.2f} ± "
                      f"{r['standard_error']:.2f} | {_number(r['t'], '.2f')} | {_number(r['p_two_sided'], '.4f')} |")
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_json(output.with_suffix(".json"), result)
-    atomic_write_bytes(output.with_suffix(".md"), ("\n".join(lines) + "\n").encode("utf-8"))
+    write_report(Path(args.output), result, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from textcls.artifacts import write_report
 from textcls.benchmark.system import SIMD_FLAGS as SIMD
 from textcls.benchmark.system import cpu_flags
 
@@ -662,9 +663,7 @@ def main() -> int:
         report["runs"].append(entry)
     report["load_average_end"] = load_average()
     report["total_failed"] = total_failed
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    args.output.with_suffix(".md").write_text(markdown(report))
+    write_report(args.output, report, markdown(report))
     print(f"wrote {args.output}.json and .md; {total_failed} failures", flush=True)
     return 1 if total_failed else 0
 

@@ -56,7 +56,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from textcls import Classifier, load_dataset
-from textcls.artifacts import atomic_write_bytes, write_json
+from textcls.artifacts import write_report
 from textcls.benchmark.peers import FastTextPeer
 from textcls.benchmark.system import cpu_flags, git_info, library_versions, machine_info
 from textcls.data.prepare import label_targets, prepare, resolve_recipe
@@ -344,9 +344,7 @@ def main(argv=None) -> None:
               "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
               "cpu_features": {f: f in flags for f in CPU_FEATURES},
               "load_before": load_before, "load_after": os.getloadavg(), "fasttext": fasttext, "cnn": cnn}
-    output = Path(args.output)
-    write_json(output.with_suffix(".json"), result)
-    atomic_write_bytes(output.with_suffix(".md"), _markdown(result).encode("utf-8"))
+    write_report(Path(args.output), result, _markdown(result))
     print(_markdown(result))
 
 

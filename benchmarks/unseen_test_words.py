@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from textcls import load_dataset
-from textcls.artifacts import atomic_write_bytes, write_json
+from textcls.artifacts import write_report
 from textcls.text import TextPipeline
 from textcls.text.embeddings import GLOVE_INDEX_FILE
 
@@ -61,12 +61,11 @@ def main(argv=None) -> None:
     glove = glove_words()
     results = {name: measure(name, glove) for name in args.datasets}
     command = "OMP_NUM_THREADS=1 python benchmarks/unseen_test_words.py " + shlex.join(sys.argv[1:] if argv is None else argv)
-    write_json(args.output.with_suffix(".json"), {"command": command.rstrip(), "results": results})
     lines = ["# Test tokens unseen in training that GloVe 6B has", "",
              "| dataset | test tokens | unseen in train, in GloVe % | test documents holding one % |", "|---|---|---|---|"]
     lines += [f"| {n} | {r['test_tokens']:,} | {r['unseen_in_glove_pct']} | {r['documents_touched_pct']} |"
               for n, r in results.items()]
-    atomic_write_bytes(args.output.with_suffix(".md"), ("\n".join(lines) + "\n").encode("utf-8"))
+    write_report(args.output, {"command": command.rstrip(), "results": results}, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -73,6 +73,16 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     assert [p.name for p in tmp_path.iterdir()] == ["model.safetensors"]
 
 
+def test_a_benchmark_report_is_its_json_and_markdown_and_refuses_nan(tmp_path):
+    paths = artifacts.write_report(tmp_path / "out" / "speed", {"docs_per_second": 12.5}, "| a |\n")
+    assert [p.name for p in paths] == ["speed.json", "speed.md"]
+    assert artifacts.read_json(paths[0]) == {"docs_per_second": 12.5} and paths[1].read_text() == "| a |\n"
+    # A NaN would be written as bare `NaN`, which is not JSON: refused before either file moves.
+    with pytest.raises(ValueError):
+        artifacts.write_report(tmp_path / "out" / "speed", {"docs_per_second": float("nan")}, "| b |\n")
+    assert artifacts.read_json(paths[0]) == {"docs_per_second": 12.5} and paths[1].read_text() == "| a |\n"
+
+
 def test_write_arrays_returns_the_checksum_read_arrays_verifies(tmp_path):
     path = tmp_path / "model.safetensors"
     arrays = {"b": np.arange(4, dtype=np.float32), "a": np.eye(2)}

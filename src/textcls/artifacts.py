@@ -156,6 +156,15 @@ def write_json(path: Path, obj) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode())
 
 
+def write_report(stem: Path, result: dict, markdown: str) -> tuple[Path, Path]:
+    """A benchmark's output pair: ``<stem>.json`` (``result``) and ``<stem>.md`` (``markdown``)."""
+    stem = Path(stem)
+    paths = stem.with_suffix(".json"), stem.with_suffix(".md")
+    write_json(paths[0], result)
+    atomic_write_bytes(paths[1], markdown.encode("utf-8"))
+    return paths
+
+
 def write_figure(path: Path, figure, **savefig) -> Path:
     """Write a matplotlib ``figure`` to ``path`` as a PNG, atomically (``savefig`` options pass on)."""
     buffer = io.BytesIO()
