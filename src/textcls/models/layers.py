@@ -58,8 +58,9 @@ def masked_max(x: Tensor, mask: Tensor, dim: int) -> Tensor:
     """Max of ``x`` over ``dim`` ignoring masked positions; all-masked rows give 0."""
     mask = _expand_mask(mask, x)
     filled = x.masked_fill(~mask, float("-inf"))
-    best = filled.amax(dim=dim)
-    return torch.where(mask.any(dim=dim), best, torch.zeros_like(best))
+    # masked_fill with a scalar, not torch.where against zeros_like(best): the TorchScript ONNX
+    # exporter folded that zeros tensor into a constant of the traced batch's shape.
+    return filled.amax(dim=dim).masked_fill(~mask.any(dim=dim), 0.0)
 
 
 def masked_mean(x: Tensor, mask: Tensor, dim: int) -> Tensor:
