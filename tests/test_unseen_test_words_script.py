@@ -16,11 +16,12 @@ def unseen_test_words():
 def test_counts_test_tokens_unseen_in_training_that_the_vectors_have(unseen_test_words):
     train = [["the", "film", "is", "good"], ["a", "bad", "film"]]
     # "superb" is unseen and has a vector; "zzyzx" is unseen without one; "film" is seen.
-    test = [["superb", "film"], ["zzyzx", "film", "is", "superb"], ["good"]]
+    # The last document holds only a word without a vector: it is not touched.
+    test = [["superb", "film"], ["zzyzx", "film", "is", "superb"], ["good"], ["zzyzx"]]
     known = {"the", "film", "is", "good", "a", "bad", "superb"}
     counted = unseen_test_words.count_unseen(train, test, known)
-    assert counted == {"test_tokens": 7, "unseen_in_glove_pct": round(100 * 2 / 7, 2),
-                       "test_documents": 3, "documents_touched_pct": round(100 * 2 / 3, 1)}
+    assert counted == {"test_tokens": 8, "unseen_in_glove_pct": round(100 * 2 / 8, 2),
+                       "test_documents": 4, "documents_touched_pct": round(100 * 2 / 4, 1)}
     # A word seen in training is never counted, whatever the vectors hold.
     assert unseen_test_words.count_unseen(test, test, known)["unseen_in_glove_pct"] == 0.0
 
