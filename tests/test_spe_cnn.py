@@ -415,7 +415,10 @@ def test_the_full_suite_reads_every_document_with_the_paper_recipe_and_figures()
             continue
         if entry.name.endswith("-minilm"):  # issue 15's vectors diagnosis: a row's twin, distilled vectors
             assert entry.model in ("spe-cnn", "single-cnn-static", "single-cnn-nonstatic", "kim-cnn-nonstatic"), entry.id
-            assert entry.dataset in ("mr", "mpqa", "trec") and entry.paper is None, entry.id
+            # The fine-tuned twins also on 20news (stop 37), where both presets miss Table 3.
+            fine_tuned = entry.model in ("single-cnn-nonstatic", "kim-cnn-nonstatic")
+            assert entry.dataset in ("mr", "mpqa", "trec") + (("20news",) if fine_tuned else ()), entry.id
+            assert entry.paper is None, entry.id
             assert entry.overrides == {"max_length": 3000, "embeddings": "minilm-static"}, entry.id
             continue
         if entry.name.endswith("-kim-vocab"):  # issue 15's Kim's-vocabulary diagnosis: every split's words
