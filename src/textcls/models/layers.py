@@ -48,7 +48,8 @@ def masked_softmax(scores: Tensor, mask: Tensor, dim: int = -1) -> Tensor:
     filled = scores.masked_fill(~mask, float("-inf"))
     peak = filled.amax(dim=dim, keepdim=True)
     # All-masked rows have peak -inf; shifting by 0 there keeps exp() at exactly 0.
-    peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak)).detach()
+    # (masked_fill with a scalar: see masked_max on zeros_like and the ONNX trace.)
+    peak = peak.masked_fill(~torch.isfinite(peak), 0.0).detach()
     weights = torch.exp(filled - peak) * mask
     total = weights.sum(dim=dim, keepdim=True)
     return weights / total.clamp_min(torch.finfo(weights.dtype).tiny)
