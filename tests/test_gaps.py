@@ -90,6 +90,19 @@ def test_unit_dataset_pairs_the_datasets_means_over_their_shared_seeds(results):
     assert row.p == approx32(stats.ttest_1samp(diffs, 0).pvalue)
 
 
+def test_unit_dataset_with_a_reference_tests_the_datasets_means_against_their_figures(results):
+    figures = {"d1": 70.0, "d2": 62.5}
+    [row] = measure(_diagnosis(baseline=None, reference=figures, datasets=["d1", "d2"], unit="dataset"),
+                    _Results(results))
+    diffs = [(74 + 75) / 2 - 70.0, 61 - 62.5]  # every seed of the variant, not only shared ones
+    assert row.n == 2 and row.delta == approx32(sum(diffs) / 2)
+    assert row.p == approx32(stats.ttest_1samp(diffs, 0).pvalue)
+    below = stats.ttest_1samp(diffs, -2, alternative="greater").pvalue
+    above = stats.ttest_1samp(diffs, 2, alternative="less").pvalue
+    assert row.p_within == approx32(max(below, above))
+    assert row.baseline == "66.25 (published, average)" and row.variant.startswith("67.75")
+
+
 def test_what_has_not_run_is_named_not_skipped(results):
     results_ = _Results(results)
     [no_json] = measure(_diagnosis(suite="nowhere"), results_)

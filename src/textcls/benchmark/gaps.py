@@ -12,7 +12,8 @@ come from the file, the differences and p-values are computed here.
 Tests: paired rows, a paired t over the seeds both sides ran (two-sided; ``scipy.stats.ttest_rel``
 gives the same p); reference rows, a one-sample t of the seeds against the figure (two-sided),
 with the TOST p of lying within ±2 points of it; ``unit = "dataset"``, a paired t over the
-datasets of each one's mean difference over the seeds both ran there. When every unit gives
+datasets of each one's mean difference over the seeds both ran there (with a reference, of
+each one's mean minus its figure, with the TOST p). When every unit gives
 the same difference, t is undefined and no p is shown.
 """
 
@@ -56,8 +57,6 @@ class Diagnosis:
             raise ValueError(f"diagnosis {self.id}: no reference figure for {sorted(set(self.datasets) - set(self.reference))}")
         if self.unit not in ("seed", "dataset"):
             raise ValueError(f"diagnosis {self.id}: unit must be 'seed' or 'dataset', not {self.unit!r}")
-        if self.unit == "dataset" and self.reference:
-            raise ValueError(f"diagnosis {self.id}: a reference is per dataset; use unit = 'seed'")
         if not self.datasets:
             raise ValueError(f"diagnosis {self.id}: no datasets")
 
@@ -177,29 +176,44 @@ def _one_dataset(d: Diagnosis, dataset: str, baseline_result, variant_result) ->
 
 
 def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
+    """With a baseline: each dataset's mean difference over the seeds both ran, paired t over
+    the datasets. With a reference (a figure per dataset, as FDU-MTL's per-domain table): each
+    dataset's mean over the variant's seeds minus its figure, one-sample t over the datasets,
+    with the TOST p of the average lying within ±2 points (as the claims over datasets)."""
     row = Row(d, f"{len(d.datasets)} datasets (average)")
     base_means, variant_means, diffs, seed_counts, missing = [], [], [], [], []
     for dataset in d.datasets:
         variant = _series(variant_result, d.variant, dataset, "accuracy") if variant_result else None
-        baseline = _series(baseline_result, d.baseline, dataset, "accuracy") if baseline_result else None
-        seeds = sorted(set(baseline.values) & set(variant.values)) if variant and baseline else []
+        if d.reference:
+            baseline = None
+            seeds = sorted(variant.values) if variant else []
+        else:
+            baseline = _series(baseline_result, d.baseline, dataset, "accuracy") if baseline_result else None
+            seeds = sorted(set(baseline.values) & set(variant.values)) if variant and baseline else []
         if not seeds:
             missing.append(dataset)
             continue
-        base_means.append(_mean([baseline.values[s] for s in seeds]))
+        base_means.append(float(d.reference[dataset]) if d.reference else _mean([baseline.values[s] for s in seeds]))
         variant_means.append(_mean([variant.values[s] for s in seeds]))
         diffs.append(variant_means[-1] - base_means[-1])
         seed_counts.append(len(seeds))
     if missing:
-        row.missing = (f"{len(missing)} of {len(d.datasets)} datasets lack a seed both ran "
+        lack = "a seed of the variant" if d.reference else "a seed both ran"
+        row.missing = (f"{len(missing)} of {len(d.datasets)} datasets lack {lack} "
                        f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''})")
         return row
     shown = "/".join(str(c) for c in sorted(set(seed_counts)))
-    row.baseline = f"{_fmt(_mean(base_means))} ({shown} seed(s) a dataset)"
-    row.variant = f"{_fmt(_mean(variant_means))} (the same seeds)"
+    if d.reference:
+        row.baseline = f"{_fmt(_mean(base_means))} (published, average)"
+        row.variant = f"{_fmt(_mean(variant_means))} ({shown} seed(s) a dataset)"
+    else:
+        row.baseline = f"{_fmt(_mean(base_means))} ({shown} seed(s) a dataset)"
+        row.variant = f"{_fmt(_mean(variant_means))} (the same seeds)"
     row.delta, row.n = _mean(diffs), len(diffs)
     t = _paired(diffs, "paired over datasets")
     row.se, row.p = t.se, _two_sided(t)
+    if d.reference and t.se:
+        row.p_within = t.tost(WITHIN)[0]
     return row
 
 
