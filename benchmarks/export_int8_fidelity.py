@@ -45,6 +45,7 @@ from onnx import numpy_helper
 
 from textcls import Classifier, load_dataset
 from textcls.artifacts import write_report
+from textcls.benchmark.speed import interleaved_best
 from textcls.benchmark.system import git_info, library_versions, machine_info
 from textcls.data.prepare import label_targets
 from textcls.export import export_onnx
@@ -52,25 +53,29 @@ from textcls.onnx_predictor import ONNX_FILE, OnnxClassifier, read_sidecar
 
 REPO = Path(__file__).resolve().parents[1]
 
-# tests/test_export.py's CASES and _fit (epochs 1, batch 32), copied: the scripts import nothing from tests/.
+# The test models: tests/test_export.py reads these cases and texts from here (and trains each
+# as _tiny_case does: epochs 1, batches of 32). Tiny widths, no pretrained vectors (GloVe /
+# Word2Vec would only add load time; the graph is the same).
 _ATTENTION = {"embedding_dim": 16, "hidden_dim": 16, "bigram_buckets": 512}
 _HCAN = {"embeddings": None, "embedding_dim": 16, "d_model": 16, "heads": 2}
 TINY_CASES = [
+    # More epochs where one leaves the probabilities nearly uniform (the tests check the spread).
     ("fasttext-bag", "trec", {"embedding_dim": 8, "bigram_buckets": 4096, "epochs": 20}),
     ("kim-cnn-rand", "trec", {"embedding_dim": 16, "feature_maps": 8}),
-    ("spe-cnn", "trec", {"embeddings": None, "embedding_dim": 16, "filters": 8}),
-    ("single-cnn-bow", "trec", {"filters": 8}),
+    ("spe-cnn", "trec", {"embeddings": None, "embedding_dim": 16, "filters": 8}),  # dense, positions
+    ("single-cnn-bow", "trec", {"filters": 8}),  # one-hot convolution table
+    # max_length 300: [B, L, L] attention over 1,000 tokens for both runtimes took 10-15 s.
     ("cspan-base", "trec", {"embeddings": None, "embedding_dim": 16, "queries": 4, "max_length": 300}),
     ("cspan-fusion-relative", "trec", {"embeddings": None, "embedding_dim": 16, "queries": 4, "max_length": 300}),
     ("dasa", "trec", _ATTENTION),
     ("self-attention-additive", "trec", _ATTENTION),
-    ("self-attention-scaled-dot", "trec", _ATTENTION),
+    ("self-attention-scaled-dot", "trec", _ATTENTION),  # fused SDPA path
     ("disan-t2t", "trec", _ATTENTION),
     ("hcan-flat-two-sa-target-cpu", "trec", _HCAN),
-    ("hcan-cpu", "reuters", _HCAN),
+    ("hcan-cpu", "reuters", _HCAN),  # hierarchical, multi-label
     ("han-cpu", "reuters", {"embeddings": None, "embedding_dim": 16, "hidden_size": 8, "attention_dim": 8}),
     ("fcsr", "trec", {"embeddings": None, "embedding_dim": 16, "epochs": 3, "lr": 0.01}),
-    ("fcsr-mtl", "fdu_mtl", {"embeddings": None, "embedding_dim": 16, "epochs": 3, "lr": 0.01}),
+    ("fcsr-mtl", "fdu_mtl", {"embeddings": None, "embedding_dim": 16, "epochs": 3, "lr": 0.01}),  # a head per task
     ("bilstm", "trec", {"embeddings": None, "embedding_dim": 16, "hidden_size": 8}),
     ("transformer-1l-2h", "trec", {"embeddings": None, "embedding_dim": 16, "d_model": 16, "ffn_dim": 32}),
 ]
@@ -78,13 +83,14 @@ TREC_CASES = [("fasttext-bag", {}), ("kim-cnn-rand", {}), ("dasa", {}), ("bilstm
               ("hcan-flat-two-sa-target-cpu", {"embeddings": None})]
 
 
-def _tiny_texts(datasets: dict) -> list[str]:
-    """test_export.py's ``texts`` fixture: 59 real texts of every length."""
+def tiny_texts(datasets: dict) -> list[str]:
+    """59 real texts of every length: questions, articles, runs of questions (many sentences),
+    texts longer than every max_length, and texts with nothing left after normalisation."""
     trec = list(datasets["trec"]["test"]["text"])
     reuters = list(datasets["reuters"]["test"]["text"])
     chosen = trec[:40] + reuters[:12]
-    chosen += [" ".join(trec[i:i + 25]) for i in (40, 70)]
-    chosen.append(" ".join(trec[:400]))
+    chosen += [" ".join(trec[i:i + 25]) for i in (40, 70)]  # ~250 tokens, ~25 sentences
+    chosen.append(" ".join(trec[:400]))  # ~4,000 tokens: truncated by every max_length
     chosen += ["***", "?", "WHO painted THE Mona Lisa ?!", "Où est la gare ... demain ?"]
     return chosen
 
@@ -150,7 +156,7 @@ def _tiny_case(preset: str, dataset, params: dict, texts: list[str], work: Path)
 
 def _tiny_table(work: Path) -> dict:
     datasets = {name: load_dataset(name, max_per_split=200) for name in ("trec", "reuters", "fdu_mtl")}
-    texts = _tiny_texts(datasets)
+    texts = tiny_texts(datasets)
     rows = []
     for i, (preset, dataset, params) in enumerate(TINY_CASES):
         print(f"[tiny {i + 1}/{len(TINY_CASES)}] {preset}", flush=True)
@@ -177,13 +183,7 @@ def _trec_table(repeats: int, work: Path) -> dict:
         expected = Classifier.from_pretrained(run).predict_proba(texts)
         exports = _export_both(run, folder)
         predictors = {kind: OnnxClassifier.load(e["folder"], threads=1).predict_proba for kind, e in exports.items()}
-        best = {kind: float("inf") for kind in predictors}
-        probs = {}
-        for _ in range(repeats):  # fp32 and int8 take turns in every pass
-            for kind, predict in predictors.items():
-                start = time.perf_counter()
-                probs[kind] = predict(texts)
-                best[kind] = min(best[kind], time.perf_counter() - start)
+        best, probs = interleaved_best(repeats, predictors, texts)  # fp32 and int8 take turns in every pass
         fp32, int8 = probs["fp32"], probs["int8"]
         rows.append({
             "preset": preset, "params": params, "train_documents": len(dataset["train"]), "test_documents": len(texts),

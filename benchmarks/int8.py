@@ -35,6 +35,7 @@ import torch
 
 from textcls import Classifier, load_dataset
 from textcls.artifacts import atomic_write_bytes, write_json
+from textcls.benchmark.speed import interleaved_best
 from textcls.benchmark.system import git_info, machine_info
 from textcls.data.prepare import label_targets
 from textcls.export import export_onnx
@@ -49,19 +50,6 @@ def _row(kind: str, probs: np.ndarray, y: np.ndarray, seconds: float, size: int,
             "docs_per_second": len(y) / seconds, "file_bytes": size,
             "argmax_agreement_with_fp32": float((probs.argmax(1) == reference.argmax(1)).mean()),
             "max_abs_diff_from_fp32": float(np.abs(probs - reference).max())}
-
-
-def _interleaved_best(repeats: int, predictors: dict, texts: list[str]) -> tuple[dict, dict]:
-    """Best time of each predictor over ``repeats`` rounds, the predictors taking turns in
-    every round, so a change in the machine's load (it is shared) hits all of them alike."""
-    best = {kind: float("inf") for kind in predictors}
-    probs = {}
-    for _ in range(repeats):
-        for kind, predict in predictors.items():
-            start = time.perf_counter()
-            probs[kind] = predict(texts)
-            best[kind] = min(best[kind], time.perf_counter() - start)
-    return best, probs
 
 
 def _case(dataset_name: str, preset: str, repeats: int, work: Path) -> dict:
@@ -84,7 +72,7 @@ def _case(dataset_name: str, preset: str, repeats: int, work: Path) -> dict:
         export_onnx(fp32_run, folder, quantize=quantize)
         predictors[kind] = OnnxClassifier.load(folder, threads=1).predict_proba
         sizes[kind] = (folder / "model.onnx").stat().st_size
-    seconds, probs = _interleaved_best(repeats, predictors, texts)
+    seconds, probs = interleaved_best(repeats, predictors, texts)
     fp32 = probs["torch fp32"]
     rows = [_row(kind, probs[kind], y, seconds[kind], sizes[kind], fp32) for kind in predictors]
     reloaded = Classifier.from_pretrained(int8_run).predict_proba(texts)

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import load_benchmark_script
 from tolerance import KERNEL
 
 import textcls
@@ -25,31 +26,10 @@ from textcls.onnx_predictor import OnnxClassifier
 
 ATOL = KERNEL["atol"]  # 1e-5: probabilities after reductions, two kernel libraries
 
-_ATTENTION = {"embedding_dim": 16, "hidden_dim": 16, "bigram_buckets": 512}
-_HCAN = {"embeddings": None, "embedding_dim": 16, "d_model": 16, "heads": 2}
-# (preset, dataset, overrides): tiny widths, no pretrained vectors (GloVe / Word2Vec would
-# only add load time; the graph is the same).
-CASES = [
-    # More epochs where one leaves the probabilities nearly uniform (spread checked below).
-    ("fasttext-bag", "trec", {"embedding_dim": 8, "bigram_buckets": 4096, "epochs": 20}),
-    ("kim-cnn-rand", "trec", {"embedding_dim": 16, "feature_maps": 8}),
-    ("spe-cnn", "trec", {"embeddings": None, "embedding_dim": 16, "filters": 8}),  # dense, positions
-    ("single-cnn-bow", "trec", {"filters": 8}),  # one-hot convolution table
-    # max_length 300: [B, L, L] attention over 1,000 tokens for both runtimes took 10-15 s.
-    ("cspan-base", "trec", {"embeddings": None, "embedding_dim": 16, "queries": 4, "max_length": 300}),
-    ("cspan-fusion-relative", "trec", {"embeddings": None, "embedding_dim": 16, "queries": 4, "max_length": 300}),
-    ("dasa", "trec", _ATTENTION),
-    ("self-attention-additive", "trec", _ATTENTION),
-    ("self-attention-scaled-dot", "trec", _ATTENTION),  # fused SDPA path
-    ("disan-t2t", "trec", _ATTENTION),
-    ("hcan-flat-two-sa-target-cpu", "trec", _HCAN),
-    ("hcan-cpu", "reuters", _HCAN),  # hierarchical, multi-label
-    ("han-cpu", "reuters", {"embeddings": None, "embedding_dim": 16, "hidden_size": 8, "attention_dim": 8}),
-    ("fcsr", "trec", {"embeddings": None, "embedding_dim": 16, "epochs": 3, "lr": 0.01}),
-    ("fcsr-mtl", "fdu_mtl", {"embeddings": None, "embedding_dim": 16, "epochs": 3, "lr": 0.01}),  # a head per task
-    ("bilstm", "trec", {"embeddings": None, "embedding_dim": 16, "hidden_size": 8}),
-    ("transformer-1l-2h", "trec", {"embeddings": None, "embedding_dim": 16, "d_model": 16, "ffn_dim": 32}),
-]
+# The runs of benchmarks/export_int8_fidelity.py, whose output is docs/export.md's int8 table:
+# one definition of the cases and texts, there, for the table and these tests.
+_FIDELITY = load_benchmark_script("export_int8_fidelity")
+CASES = _FIDELITY.TINY_CASES
 # int8 (onnxruntime dynamic quantisation) on the families whose weights sit in each quantised
 # op: Gather + MatMul (fastText), Conv (Kim), LSTM, attention MatMuls (DASA).
 INT8 = {"fasttext-bag", "kim-cnn-rand", "bilstm", "dasa"}
@@ -66,15 +46,7 @@ def datasets():
 
 @pytest.fixture(scope="module")
 def texts(datasets):
-    """Real texts of every length: questions, articles, runs of questions (many sentences),
-    texts longer than every max_length, and texts with nothing left after normalisation."""
-    trec = list(datasets["trec"]["test"]["text"])
-    reuters = list(datasets["reuters"]["test"]["text"])
-    chosen = trec[:40] + reuters[:12]
-    chosen += [" ".join(trec[i:i + 25]) for i in (40, 70)]  # ~250 tokens, ~25 sentences
-    chosen.append(" ".join(trec[:400]))  # ~4,000 tokens: truncated by every max_length
-    chosen += ["***", "?", "WHO painted THE Mona Lisa ?!", "Où est la gare ... demain ?"]
-    return chosen
+    return _FIDELITY.tiny_texts(datasets)
 
 
 def _fit(datasets, preset, dataset, params, tmp_path):

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from textcls.benchmark.speed import parse_overrides, run_speed, synthetic_batch, write_speed_report
+from textcls.benchmark.speed import interleaved_best, parse_overrides, run_speed, synthetic_batch, write_speed_report
 from textcls.cli import main
 from textcls.errors import ConfigError
 from textcls.models.registry import get_preset
@@ -51,3 +51,18 @@ def test_bad_speed_input_is_one_line_and_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "no-such-model" in err and len(err.splitlines()) == 1
     assert not list(tmp_path.iterdir())
+
+
+def test_interleaved_best_takes_turns_and_keeps_each_ones_fastest_round():
+    calls = []
+
+    def make(kind):
+        def predict(texts):
+            calls.append(kind)
+            return [kind] * len(texts)
+        return predict
+
+    best, outputs = interleaved_best(3, {"fp32": make("fp32"), "int8": make("int8")}, ["a", "b"])
+    assert calls == ["fp32", "int8"] * 3  # turns within every round, not all of one first
+    assert outputs == {"fp32": ["fp32", "fp32"], "int8": ["int8", "int8"]}
+    assert set(best) == {"fp32", "int8"} and all(0 <= t < float("inf") for t in best.values())

@@ -210,6 +210,20 @@ def run_speed(models: list[str], lengths: list[int], *, batch_size: int = 32, st
     }
 
 
+def interleaved_best(repeats: int, predictors: dict, texts: list) -> tuple[dict, dict]:
+    """Best wall time of each ``predictors[kind](texts)`` over ``repeats`` rounds, the predictors
+    taking turns in every round, so a change in the machine's load (it is shared) hits all of
+    them alike; and each one's last output."""
+    best = {kind: float("inf") for kind in predictors}
+    outputs = {}
+    for _ in range(repeats):
+        for kind, predict in predictors.items():
+            start = time.perf_counter()
+            outputs[kind] = predict(texts)
+            best[kind] = min(best[kind], time.perf_counter() - start)
+    return best, outputs
+
+
 def format_speed_markdown(result: dict, command: str | None = None) -> str:
     """A table per length: ms per training batch, docs/s, ratio to the first model, memory."""
     settings = result["settings"]
