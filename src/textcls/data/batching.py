@@ -501,9 +501,11 @@ class Collator:
 
 def flat_batches(ids: np.ndarray, lengths: np.ndarray, *, bigrams: np.ndarray | None = None,
                  bigram_lengths: np.ndarray | None = None, task_ids=None, batch_size: int = 64,
+                 max_pieces: int | None = None,
                  device=None) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
     """``(rows, batch)`` for prediction over flat token ids (``text.pipeline.FlatIds``): the
-    documents sorted by length into batches of ``batch_size``; ``rows`` are their positions in
+    documents sorted by length into batches of ``batch_size`` (and of at most ``max_pieces``
+    padded tokens, ``padding.sorted_batches``); ``rows`` are their positions in
     the input, to put the outputs back in order. A batch holds the keys of ``collate_flat``
     (``input_ids``, ``mask``, ``bigram_ids``, ``bigram_mask``, ``task_ids``) and no ``index``
     or ``labels``. No tensor per document and no DataLoader: numpy pads, torch wraps."""
@@ -512,7 +514,9 @@ def flat_batches(ids: np.ndarray, lengths: np.ndarray, *, bigrams: np.ndarray | 
     if bigrams is not None:
         bigram_starts = np.cumsum(bigram_lengths) - bigram_lengths
     tasks = None if task_ids is None else np.asarray(task_ids, dtype=np.int64)
-    for rows in sorted_batches(lengths, batch_size):
+    if max_pieces is not None:
+        max_pieces = check_int("max_pieces", max_pieces, 1, None)
+    for rows in sorted_batches(lengths, batch_size, max_pieces):
         input_ids, mask = pad_flat(ids, lengths, starts, rows)
         batch = {"input_ids": input_ids, "mask": mask}
         if bigrams is not None:
@@ -581,7 +585,11 @@ class BucketBatchSampler(Sampler[list[int]]):
     the permutation into chunks of ``batch_size * bucket_factor``, sort each chunk by
     length (stable, so ties keep their random order), cut it into batches, and shuffle the
     order of all batches. ``shuffle=False`` (evaluation): sort the whole dataset by length
-    (stable: ties in dataset order) and cut it into batches, in that order.
+    (stable: ties in dataset order) and cut it into batches, in that order; with
+    ``max_pieces`` a batch also holds at most that many padded tokens (rows times its longest
+    document; ``padding.sorted_batches``), so a few long documents do not pad a batch of
+    hundreds: self-attention's cost grows with the square of the padded length.
+    ``max_pieces`` is for evaluation only: a training batch is the recipe's.
 
     Every index appears exactly once per epoch (plus the DDP padding described in the module
     docstring). Call ``set_epoch(epoch)`` before each epoch, as with ``DistributedSampler``.
@@ -589,8 +597,13 @@ class BucketBatchSampler(Sampler[list[int]]):
     """
 
     def __init__(self, lengths: Sequence[int], batch_size: int, *, shuffle: bool = True, seed: int = 0,
-                 bucket_factor: int = 50, drop_last: bool = False, num_replicas: int = 1, rank: int = 0):
+                 bucket_factor: int = 50, drop_last: bool = False, num_replicas: int = 1, rank: int = 0,
+                 max_pieces: int | None = None):
         self.batch_size = check_int("batch_size", batch_size, 1, None)
+        self.max_pieces = None if max_pieces is None else check_int("max_pieces", max_pieces, 1, None)
+        if self.max_pieces is not None and shuffle:
+            raise ConfigError("max_pieces bounds evaluation batches (shuffle=False) only; a training batch is "
+                              "the recipe's batch_size, so leave max_pieces unset when shuffling")
         self.bucket_factor = check_int("bucket_factor", bucket_factor, 1, None)
         self.num_replicas = check_int("num_replicas", num_replicas, 1, None)
         self.rank = check_int("rank", rank, 0, self.num_replicas - 1)
@@ -632,8 +645,7 @@ class BucketBatchSampler(Sampler[list[int]]):
                 batches.pop()
             batches = [batches[i] for i in rng.permutation(len(batches))]
         else:
-            order = np.argsort(self.lengths, kind="stable")
-            batches = [order[i:i + size] for i in range(0, n, size)]
+            batches = sorted_batches(self.lengths, size, self.max_pieces)
             if self.drop_last and len(batches[-1]) < size:
                 batches.pop()
         return [b.tolist() for b in batches]
@@ -655,6 +667,8 @@ class BucketBatchSampler(Sampler[list[int]]):
             yield _PlannedBatch(batch, plan, position)
 
     def __len__(self) -> int:
+        if self.max_pieces is not None:
+            return len(self.global_batches())
         full, rest = divmod(len(self.lengths), self.batch_size)
         return full + (1 if rest and not self.drop_last else 0)
 
@@ -690,18 +704,21 @@ class BatchLoader(DataLoader):
 
 def make_loader(dataset: EncodedDataset, batch_size: int, *, shuffle: bool, seed: int = 0,
                 num_replicas: int = 1, rank: int = 0, num_workers: int = 0,
-                bucket_factor: int = 50, drop_last: bool = False, pin_memory: bool = False) -> BatchLoader:
+                bucket_factor: int = 50, drop_last: bool = False, pin_memory: bool = False,
+                max_pieces: int | None = None) -> BatchLoader:
     """A DataLoader of bucketed, padded batches for ``dataset``.
 
     ``batch_size`` is the global batch (see the module docstring for DDP). The sampler is
     ``loader.batch_sampler``: call ``loader.batch_sampler.set_epoch(epoch)`` before each
-    training epoch to get that epoch's (deterministic) order.
+    training epoch to get that epoch's (deterministic) order. ``max_pieces`` bounds an
+    evaluation batch's padded tokens (``BucketBatchSampler``; ``EVAL_MAX_PIECES`` is the bound
+    the library's evaluation and prediction use).
     """
     if not isinstance(dataset, EncodedDataset):
         raise ConfigError(f"make_loader needs an EncodedDataset, got {type(dataset).__name__}; wrap token ids with EncodedDataset(ids, labels)")
     num_workers = check_int("num_workers", num_workers, 0, None)
     sampler = BucketBatchSampler(dataset.lengths, batch_size, shuffle=shuffle, seed=seed,
                                  bucket_factor=bucket_factor, drop_last=drop_last,
-                                 num_replicas=num_replicas, rank=rank)
+                                 num_replicas=num_replicas, rank=rank, max_pieces=max_pieces)
     return BatchLoader(dataset, batch_sampler=sampler, collate_fn=dataset.collator(),
                        num_workers=num_workers, pin_memory=pin_memory)

@@ -114,11 +114,11 @@ class PreparedData:
                 "n_classes": self.num_classes}
 
     def loader(self, split: str, batch_size: int, *, shuffle: bool = False, seed: int = 0,
-               num_replicas: int = 1, rank: int = 0):
+               num_replicas: int = 1, rank: int = 0, max_pieces: int | None = None):
         if split not in self.encoded:
             raise DataError(f"dataset '{self.dataset.name}' has no '{split}' split (it has: {', '.join(self.encoded)})")
         return make_loader(self.encoded[split], batch_size, shuffle=shuffle, seed=seed,
-                           num_replicas=num_replicas, rank=rank)
+                           num_replicas=num_replicas, rank=rank, max_pieces=max_pieces)
 
 
 def encode_texts(pipeline: TextPipeline, texts: list[str], shape: str, labels=None,
