@@ -107,6 +107,7 @@ def _time_batches(loader, batches: int, step) -> tuple[float, float, int, int]:
 
 def time_entry(entry, data_dir, batches: int) -> dict:
     """Extrapolated seconds of one training epoch and one dev pass of ``entry`` (seed 0)."""
+    from textcls.data.padding import EVAL_MAX_PIECES
     from textcls.estimators import eval_batch
     from textcls.train import build_optimizer
 
@@ -128,7 +129,8 @@ def time_entry(entry, data_dir, batches: int) -> dict:
     model.train()
     train = _time_batches(prepared.loader("train", recipe.batch_size, shuffle=True, seed=0), batches, train_step)
     model.eval()
-    dev = _time_batches(prepared.loader("dev", eval_batch(recipe.batch_size)), batches, dev_step)
+    dev = _time_batches(prepared.loader("dev", eval_batch(recipe.batch_size), max_pieces=EVAL_MAX_PIECES),
+                        batches, dev_step)
     scale_train, scale_dev = train[3] / max(train[2], 1), dev[3] / max(dev[2], 1)
     return {"entry": entry.id, "dataset": entry.dataset, "model": entry.model, "overrides": entry.overrides,
             "documents": sizes, "batch_size": recipe.batch_size, "epochs_cap": recipe.epochs,

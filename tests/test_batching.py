@@ -350,6 +350,39 @@ def test_unshuffled_sampler_is_sorted_by_length_and_covers_everything():
     assert list(sampler) == batches
 
 
+def test_unshuffled_sampler_bounded_in_padded_tokens(sst2_lengths):
+    lengths = np.asarray(sst2_lengths)
+    plain = BucketBatchSampler(lengths, 256, shuffle=False)
+    bounded = BucketBatchSampler(lengths, 256, shuffle=False, max_pieces=2048)
+    batches = list(bounded)
+    # The same length-sorted order, cut into more batches: every index once, each batch within
+    # 2,048 padded tokens (rows x its longest), and len() counts them.
+    assert [i for b in batches for i in b] == [i for b in plain for i in b]
+    assert len(batches) == len(bounded) > len(plain)
+    assert all(len(b) * max(1, int(lengths[b].max())) <= 2048 for b in batches)
+    assert all(len(b) <= 256 for b in batches)
+    # A document longer than the bound is a batch alone; drop_last still drops only a short last one.
+    assert list(BucketBatchSampler([2, 9, 1], 4, shuffle=False, max_pieces=4)) == [[2, 0], [1]]
+    # Training batches are the recipe's: no bound when shuffling.
+    with pytest.raises(ConfigError, match="max_pieces bounds evaluation batches"):
+        BucketBatchSampler(lengths, 32, shuffle=True, max_pieces=2048)
+    with pytest.raises(ConfigError, match="'max_pieces' = 0"):
+        BucketBatchSampler(lengths, 32, shuffle=False, max_pieces=0)
+
+
+def test_bounded_loader_gives_each_document_the_same_padded_row(sst2_lengths):
+    rng = np.random.default_rng(1)
+    lengths = sst2_lengths[:300]
+    dataset = EncodedDataset([rng.integers(1, 50, n).tolist() for n in lengths], labels=[i % 2 for i in range(300)])
+    rows = {}
+    for batch in make_loader(dataset, 256, shuffle=False, max_pieces=1024):
+        assert batch["input_ids"].numel() <= max(1024, batch["input_ids"].shape[1])
+        for index, ids, mask in zip(batch["index"].tolist(), batch["input_ids"], batch["mask"]):
+            rows[index] = ids[mask].tolist()
+    assert sorted(rows) == list(range(300))
+    assert all(rows[i] == dataset[i]["input_ids"].tolist() for i in range(300))
+
+
 def test_drop_last_removes_only_the_short_batch():
     lengths = list(range(23))
     for shuffle in (True, False):

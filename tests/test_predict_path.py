@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tolerance import KERNEL
-from textcls import Classifier, load_dataset
+from textcls import Classifier, estimators, load_dataset
 from textcls.data.batching import collate_flat, pad_flat, sorted_batches
 from textcls.errors import ConfigError, DataError
 from textcls.predictor import Predictor
@@ -73,6 +73,27 @@ def test_lean_path_equals_the_loader_path_and_keeps_input_order(trained, test_te
     np.testing.assert_allclose(lean, loader, **KERNEL)
     # A second call reuses the prepared model (eval mode, device) and gives the same rows.
     np.testing.assert_array_equal(clf.predict_proba(shuffled), lean)
+
+
+def test_prediction_batches_hold_at_most_eval_max_pieces_and_give_the_same_rows(trained, test_texts, monkeypatch):
+    clf, _ = trained["kim-cnn-rand"]
+    monkeypatch.setattr(estimators, "EVAL_MAX_PIECES", 1 << 30)
+    unbounded = clf.predict_proba(test_texts)
+    shapes, real = [], estimators.flat_batches
+
+    def spy(*args, **kwargs):
+        for rows, batch in real(*args, **kwargs):
+            shapes.append(tuple(batch["input_ids"].shape))
+            yield rows, batch
+
+    monkeypatch.setattr(estimators, "flat_batches", spy)
+    monkeypatch.setattr(estimators, "EVAL_MAX_PIECES", 256)
+    bounded = clf.predict_proba(test_texts)
+    # 150 MR sentences in one batch of PREDICT_BATCH without the bound; with it, batches of at most
+    # 256 padded tokens (a longer sentence alone), and the same probabilities row for row.
+    assert len(shapes) > 3 and sum(rows for rows, _ in shapes) == len(test_texts)
+    assert all(rows * width <= 256 or rows == 1 for rows, width in shapes)
+    np.testing.assert_allclose(bounded, unbounded, **KERNEL)
 
 
 def test_model_left_in_train_mode_is_put_back_in_eval_mode(trained, test_texts):

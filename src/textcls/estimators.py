@@ -33,6 +33,7 @@ import torch
 
 from . import artifacts
 from .data.batching import flat_batches
+from .data.padding import EVAL_MAX_PIECES
 from .errors import CheckpointError, ConfigError, DataError, TextclsError
 from .models.registry import Preset, accepts_arch_param, create_model, get_family
 from .recipe import Recipe
@@ -212,7 +213,7 @@ class NeuralEstimator(PresetEstimator):
         recipe = preset.recipe
         train_loader = prepared.loader("train", recipe.batch_size, shuffle=True, seed=recipe.seed,
                                        num_replicas=distributed.world_size(), rank=distributed.rank())
-        dev_loader = prepared.loader("dev", eval_batch(recipe.batch_size))
+        dev_loader = prepared.loader("dev", eval_batch(recipe.batch_size), max_pieces=EVAL_MAX_PIECES)
         self.fit_result_ = result = engine_fit(
             self.model_, train_loader, dev_loader, recipe, multi_label=dataset.multi_label,
             num_classes=prepared.num_classes, label_names=dataset.label_names,
@@ -232,7 +233,7 @@ class NeuralEstimator(PresetEstimator):
     def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
         """Probabilities ``[N, C]`` float32. Flat models take the lean path: one batched
         tokenisation into flat arrays, documents sorted by length into batches of
-        ``PREDICT_BATCH`` padded with numpy, the model called directly under
+        ``PREDICT_BATCH`` (and at most ``EVAL_MAX_PIECES`` padded tokens) padded with numpy, the model called directly under
         ``torch.inference_mode`` (set to eval mode and moved once, not per call), and the rows
         put back in input order. Hierarchical models go through the engine's loader."""
         texts = list(texts)
@@ -246,7 +247,8 @@ class NeuralEstimator(PresetEstimator):
                 _autocast(self.preset.recipe.precision, device):
             for rows, batch in flat_batches(flat.ids, flat.lengths, bigrams=flat.bigrams,
                                             bigram_lengths=flat.bigram_lengths, task_ids=task_ids,
-                                            batch_size=PREDICT_BATCH, device=device):
+                                            batch_size=PREDICT_BATCH, max_pieces=EVAL_MAX_PIECES,
+                                            device=device):
                 logits = model(batch).logits.float()
                 probs = torch.sigmoid(logits) if self.multi_label_ else torch.softmax(logits, dim=-1)
                 out[rows] = probs.cpu().numpy()
@@ -268,7 +270,8 @@ class NeuralEstimator(PresetEstimator):
         from .train.engine import predict_proba as engine_predict_proba
 
         encoded, _ = encode_texts(self.pipeline_, texts, self.preset.inputs.get("shape", "flat"), tasks=task_ids)
-        loader = make_loader(encoded, eval_batch(self.preset.recipe.batch_size), shuffle=False)
+        loader = make_loader(encoded, eval_batch(self.preset.recipe.batch_size), shuffle=False,
+                             max_pieces=EVAL_MAX_PIECES)
         self._ready_on = None  # the engine moves the model itself
         return engine_predict_proba(self.model_, loader, multi_label=self.multi_label_,
                                     precision=self.preset.recipe.precision, device=torch_device(device))

@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from .artifacts import sha256_file
+from .data.padding import EVAL_MAX_PIECES, sorted_batches
 from .errors import CheckpointError, ConfigError
 from .inputs import as_list, check_finite_probabilities, check_texts, task_indices
 
@@ -212,7 +213,8 @@ class OnnxClassifier:
                       batch_size: int | None = None) -> np.ndarray:
         """Class probabilities ``[N, C]`` float32 in ``classes_`` order (a sigmoid per label for
         multi-label). ``X``: a list of non-blank strings; ``tasks``: the task of every text for a
-        model with per-task heads. Texts are run in sub-batches of ``batch_size`` sorted by length."""
+        model with per-task heads. Texts are run in sub-batches of ``batch_size`` sorted by length
+        (and of at most ``EVAL_MAX_PIECES`` padded tokens)."""
         texts = _check_texts(X, "OnnxClassifier.predict_proba(X)")
         task_ids = self._task_ids(tasks, len(texts))
         size = self.batch_size if batch_size is None else batch_size
@@ -222,9 +224,7 @@ class OnnxClassifier:
         if not texts:
             return out
         docs, bigrams, lengths = self.encode(texts)
-        order = np.argsort(lengths, kind="stable")
-        for start in range(0, len(order), size):
-            rows = order[start:start + size]
+        for rows in sorted_batches(lengths, size, EVAL_MAX_PIECES):
             feeds = self.batch([docs[i] for i in rows], None if bigrams is None else [bigrams[i] for i in rows],
                                None if task_ids is None else task_ids[rows])
             out[rows] = self.session.run([OUTPUT_NAME], feeds)[0]

@@ -711,8 +711,8 @@ def make_loader(dataset: EncodedDataset, batch_size: int, *, shuffle: bool, seed
     ``batch_size`` is the global batch (see the module docstring for DDP). The sampler is
     ``loader.batch_sampler``: call ``loader.batch_sampler.set_epoch(epoch)`` before each
     training epoch to get that epoch's (deterministic) order. ``max_pieces`` bounds an
-    evaluation batch's padded tokens (``BucketBatchSampler``; ``EVAL_MAX_PIECES`` is the bound
-    the library's evaluation and prediction use).
+    evaluation batch's padded tokens (``BucketBatchSampler``; ``padding.EVAL_MAX_PIECES`` is the
+    bound the library's evaluation and prediction use).
     """
     if not isinstance(dataset, EncodedDataset):
         raise ConfigError(f"make_loader needs an EncodedDataset, got {type(dataset).__name__}; wrap token ids with EncodedDataset(ids, labels)")

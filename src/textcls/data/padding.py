@@ -8,6 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
+# Padded tokens (rows x the longest document) an evaluation or prediction batch may hold, beside
+# its document count. Sorted by length, a split's last batch of 256 holds its longest documents
+# and pads them all to the very longest: on fdu_mtl/apparel (median 49 tokens, longest 794) the
+# untrained 6 x 6 transformer's pass over 500 test reviews took 16.7 s unbounded and 2.0 s at
+# this bound, FCSR's 0.84 and 0.18 s, the BiLSTM's 0.28 and 0.25 s, Kim's CNN 0.024 and 0.016
+# (benchmarks/results/eval_batching.md, one thread). Smaller bounds gained little more for the
+# attention models and cost the BiLSTM (0.37 s at 1,024).
+EVAL_MAX_PIECES = 4096
+
 
 def pad_flat(flat: np.ndarray, lengths: np.ndarray, starts: np.ndarray, rows: np.ndarray,
              pad_id: int = 0, *, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
