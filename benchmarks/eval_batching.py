@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 # the cheaper ones beside them.
 CASES = ("fdu_mtl/apparel:transformer", "fdu_mtl/apparel:kim-cnn-nonstatic", "fdu_mtl/apparel:bilstm",
          "fdu_mtl/apparel:fcsr", "fdu_mtl/apparel:hcan", "mr:spe-cnn", "mr:fasttext-bag",
-         "20news:dasa", "20news:cspan", "20news:spe-cnn")
+         "20news:dasa", "20news:cspan-base", "20news:spe-cnn")
 
 
 def budget_name(budget: int | None) -> str:
