@@ -8,7 +8,7 @@ Evaluation sorts the documents by length and cuts them into batches of 256 (``ev
 when a split holds a few long documents among many short ones, its last batch pads hundreds
 of documents to the longest, and self-attention pays the square of that length. Here each case's
 model (the preset, untrained: the weights do not change the cost) makes the evaluation pass over
-``--documents`` test documents (a seeded sample) through ``PreparedData.loader`` with
+``--documents`` test documents (a seeded sample; all of a smaller test split) through ``PreparedData.loader`` with
 ``max_pieces`` = each budget ("none" = no bound), under ``torch.inference_mode`` on one thread,
 the budgets taking turns in each round (``interleaved_best``), best of ``--repeats`` rounds. It
 also records the largest difference of a probability between a bounded pass and the unbounded one
@@ -102,7 +102,7 @@ def markdown(result: dict) -> str:
         lines.append(
             f"| {run['dataset']} | {run['model']} | {run['documents']} | {run['tokens']['median']:.0f} / "
             f"{run['tokens']['p90']:.0f} / {run['tokens']['max']} | "
-            + " | ".join(f"{seconds[n]:.2f}" for n in names) + " | "
+            + " | ".join(f"{seconds[n]:.3f}" for n in names) + " | "
             + " | ".join(f"{base / seconds[n]:.2f}" for n in names[1:])
             + f" | {max(run['max_abs_probability_difference'].values()):.1e} |")
     lines += ["", "Padded tokens a pass builds (the batches' rows x their longest document):", "",

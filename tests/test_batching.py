@@ -361,11 +361,14 @@ def test_unshuffled_sampler_bounded_in_padded_tokens(sst2_lengths):
     assert len(batches) == len(bounded) > len(plain)
     assert all(len(b) * max(1, int(lengths[b].max())) <= 2048 for b in batches)
     assert all(len(b) <= 256 for b in batches)
-    # A document longer than the bound is a batch alone; drop_last still drops only a short last one.
+    # A document longer than the bound is a batch alone.
     assert list(BucketBatchSampler([2, 9, 1], 4, shuffle=False, max_pieces=4)) == [[2, 0], [1]]
-    # Training batches are the recipe's: no bound when shuffling.
-    with pytest.raises(ConfigError, match="max_pieces bounds evaluation batches"):
-        BucketBatchSampler(lengths, 32, shuffle=True, max_pieces=2048)
+    # Training batches are the recipe's: no bound when shuffling; nor with drop_last (a bounded last
+    # batch holds the longest documents) or DDP (every short batch would need repeats).
+    for settings in ({"shuffle": True}, {"shuffle": False, "drop_last": True},
+                     {"shuffle": False, "num_replicas": 2}):
+        with pytest.raises(ConfigError, match="max_pieces bounds single-process evaluation batches"):
+            BucketBatchSampler(lengths, 32, max_pieces=2048, **settings)
     with pytest.raises(ConfigError, match="'max_pieces' = 0"):
         BucketBatchSampler(lengths, 32, shuffle=False, max_pieces=0)
 

@@ -22,6 +22,7 @@ from textcls.api import Classifier
 from textcls.errors import CheckpointError, ConfigError
 from textcls.export import export_onnx
 from textcls.models.registry import get_preset, list_models
+from textcls import onnx_predictor
 from textcls.onnx_predictor import OnnxClassifier
 
 ATOL = KERNEL["atol"]  # 1e-5: probabilities after reductions, two kernel libraries
@@ -106,6 +107,29 @@ def test_onnx_probabilities_equal_pytorch(datasets, texts, tmp_path, preset, dat
         assert agreement >= 0.95, f"{preset}: int8 argmax agrees on {agreement:.1%} of the texts"
         assert float(np.abs(quantized - expected).max()) <= 0.05
         assert json.loads((tmp_path / "int8" / "onnx.json").read_text())["quantize"] == "int8"
+
+
+def test_onnx_sub_batches_hold_at_most_eval_max_pieces(datasets, texts, tmp_path, monkeypatch):
+    run = _fit(datasets, "kim-cnn-rand", "trec", {"embedding_dim": 16, "feature_maps": 8}, tmp_path)
+    export_onnx(run, tmp_path / "onnx")
+    clf = OnnxClassifier.load(tmp_path / "onnx", threads=1)
+    monkeypatch.setattr(onnx_predictor, "EVAL_MAX_PIECES", 1 << 30)
+    unbounded = clf.predict_proba(texts)
+    shapes, original = [], clf.batch
+
+    def spy(docs, *rest):
+        feeds = original(docs, *rest)
+        shapes.append(feeds["input_ids"].shape)
+        return feeds
+
+    monkeypatch.setattr(clf, "batch", spy)
+    monkeypatch.setattr(onnx_predictor, "EVAL_MAX_PIECES", 64)
+    bounded = clf.predict_proba(texts)
+    # One sub-batch of 256 without the bound; with it, sub-batches of at most 64 padded tokens (a
+    # longer text alone), and the same probabilities row for row.
+    assert len(shapes) > 3 and sum(rows for rows, _ in shapes) == len(texts)
+    assert all(rows * width <= 64 or rows == 1 for rows, width in shapes)
+    assert float(np.abs(bounded - unbounded).max()) <= ATOL
 
 
 def test_the_predictor_runs_without_torch(datasets, texts, tmp_path):

@@ -96,6 +96,41 @@ def test_prediction_batches_hold_at_most_eval_max_pieces_and_give_the_same_rows(
     np.testing.assert_allclose(bounded, unbounded, **KERNEL)
 
 
+def test_loader_path_batches_hold_at_most_eval_max_pieces(trained, test_texts, monkeypatch):
+    from textcls.data import batching
+
+    clf, _ = trained["kim-cnn-rand"]
+    monkeypatch.setattr(estimators, "EVAL_MAX_PIECES", 1 << 30)
+    unbounded = clf.estimator_._predict_with_loader(test_texts, None, "cpu")
+    loaders, original = [], batching.make_loader
+
+    def spy(*args, **kwargs):
+        loaders.append(original(*args, **kwargs))
+        return loaders[-1]
+
+    monkeypatch.setattr(batching, "make_loader", spy)
+    monkeypatch.setattr(estimators, "EVAL_MAX_PIECES", 256)
+    bounded = clf.estimator_._predict_with_loader(test_texts, None, "cpu")
+    assert loaders[-1].batch_sampler.max_pieces == 256 and len(loaders[-1]) > 3
+    np.testing.assert_allclose(bounded, unbounded, **KERNEL)
+
+
+def test_fit_evaluates_dev_in_bounded_batches(mr, monkeypatch):
+    from textcls.data.prepare import PreparedData
+
+    calls, original = [], PreparedData.loader
+
+    def spy(self, split, batch_size, **kwargs):
+        calls.append((split, kwargs.get("max_pieces")))
+        return original(self, split, batch_size, **kwargs)
+
+    monkeypatch.setattr(PreparedData, "loader", spy)
+    texts, labels = list(mr["train"]["text"])[::2], list(mr["train"]["label"])[::2]
+    Classifier("kim-cnn-rand", epochs=1, params={"embedding_dim": 8, "feature_maps": 4}).fit(texts, labels)
+    # The training batches are the recipe's; the dev passes are bounded like prediction.
+    assert ("train", None) in calls and ("dev", estimators.EVAL_MAX_PIECES) in calls
+
+
 def test_model_left_in_train_mode_is_put_back_in_eval_mode(trained, test_texts):
     clf, _ = trained["kim-cnn-rand"]  # dropout 0.5: train mode would change the outputs
     expected = clf.predict_proba(test_texts[:20])

@@ -574,7 +574,8 @@ def estimator_for(preset: Preset) -> PresetEstimator:
 
 
 def eval_batch(batch_size: int) -> int:
-    """The batch size of inference passes (at least 256: no gradients are kept)."""
+    """The most documents an inference pass batches (at least 256: no gradients are kept);
+    ``data.padding.EVAL_MAX_PIECES`` bounds its padded tokens as well."""
     return max(256, batch_size)
 
 

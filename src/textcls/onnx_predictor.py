@@ -214,7 +214,8 @@ class OnnxClassifier:
         """Class probabilities ``[N, C]`` float32 in ``classes_`` order (a sigmoid per label for
         multi-label). ``X``: a list of non-blank strings; ``tasks``: the task of every text for a
         model with per-task heads. Texts are run in sub-batches of ``batch_size`` sorted by length
-        (and of at most ``EVAL_MAX_PIECES`` padded tokens)."""
+        (and of at most ``EVAL_MAX_PIECES`` rows x the longest text's tokens; a hierarchical text's
+        tokens are its words, whatever its sentences pad to)."""
         texts = _check_texts(X, "OnnxClassifier.predict_proba(X)")
         task_ids = self._task_ids(tasks, len(texts))
         size = self.batch_size if batch_size is None else batch_size

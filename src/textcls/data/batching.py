@@ -587,9 +587,12 @@ class BucketBatchSampler(Sampler[list[int]]):
     order of all batches. ``shuffle=False`` (evaluation): sort the whole dataset by length
     (stable: ties in dataset order) and cut it into batches, in that order; with
     ``max_pieces`` a batch also holds at most that many padded tokens (rows times its longest
-    document; ``padding.sorted_batches``), so a few long documents do not pad a batch of
-    hundreds: self-attention's cost grows with the square of the padded length.
-    ``max_pieces`` is for evaluation only: a training batch is the recipe's.
+    document's length, ``padding.sorted_batches``; a longer document is a batch alone), so a
+    few long documents do not pad a batch of hundreds: self-attention's cost grows with the
+    square of the padded length. A hierarchical document's length is its word count, so there
+    the bound is on rows x words, not on the ``[B, S, W]`` cells (sentences x the longest
+    sentence), which can be several times more. ``max_pieces`` is for single-process
+    evaluation only: a training batch is the recipe's.
 
     Every index appears exactly once per epoch (plus the DDP padding described in the module
     docstring). Call ``set_epoch(epoch)`` before each epoch, as with ``DistributedSampler``.
@@ -601,9 +604,12 @@ class BucketBatchSampler(Sampler[list[int]]):
                  max_pieces: int | None = None):
         self.batch_size = check_int("batch_size", batch_size, 1, None)
         self.max_pieces = None if max_pieces is None else check_int("max_pieces", max_pieces, 1, None)
-        if self.max_pieces is not None and shuffle:
-            raise ConfigError("max_pieces bounds evaluation batches (shuffle=False) only; a training batch is "
-                              "the recipe's batch_size, so leave max_pieces unset when shuffling")
+        if self.max_pieces is not None and (shuffle or drop_last or num_replicas != 1):
+            # A bounded last batch is short because of the bound, not as a remainder (drop_last would
+            # drop the longest documents), and every short batch would need DDP's repeats.
+            raise ConfigError("max_pieces bounds single-process evaluation batches only (shuffle=False, "
+                              "drop_last=False, num_replicas=1); a training batch is the recipe's batch_size, "
+                              "so leave max_pieces unset there")
         self.bucket_factor = check_int("bucket_factor", bucket_factor, 1, None)
         self.num_replicas = check_int("num_replicas", num_replicas, 1, None)
         self.rank = check_int("rank", rank, 0, self.num_replicas - 1)
@@ -711,8 +717,8 @@ def make_loader(dataset: EncodedDataset, batch_size: int, *, shuffle: bool, seed
     ``batch_size`` is the global batch (see the module docstring for DDP). The sampler is
     ``loader.batch_sampler``: call ``loader.batch_sampler.set_epoch(epoch)`` before each
     training epoch to get that epoch's (deterministic) order. ``max_pieces`` bounds an
-    evaluation batch's padded tokens (``BucketBatchSampler``; ``padding.EVAL_MAX_PIECES`` is the
-    bound the library's evaluation and prediction use).
+    evaluation batch's rows times its longest document (``BucketBatchSampler``;
+    ``padding.EVAL_MAX_PIECES`` is the bound the library's evaluation and prediction use).
     """
     if not isinstance(dataset, EncodedDataset):
         raise ConfigError(f"make_loader needs an EncodedDataset, got {type(dataset).__name__}; wrap token ids with EncodedDataset(ids, labels)")
