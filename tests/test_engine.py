@@ -674,3 +674,20 @@ def test_a_train_loader_split_for_another_world_size_is_refused():
     split = make_loader(train, 16, shuffle=True, num_replicas=2, rank=0)
     with pytest.raises(ConfigError, match="num_replicas = 2 but this run has world size 1"):
         fit(BagOfWords(30, 2), split, make_loader(dev, 16, shuffle=False), Recipe(), num_classes=2, progress=False)
+
+
+def test_dev_loss_with_class_weights_does_not_depend_on_the_batching():
+    _, dev = tiny_datasets(n_dev=37, num_classes=3, seed=4)
+    torch.manual_seed(0)
+    model = BagOfWords(30, 3)
+    weights = np.array([0.5, 1.0, 4.0], dtype=np.float32)
+    criterion = engine._make_criterion(False, weights, torch.device("cpu"))
+    losses = [engine._evaluate(model, make_loader(dev, size, shuffle=False), criterion, False, "fp32", torch.device("cpu"))[2]
+              for size in (1, 5, 64)]
+    # The class-weighted mean over the whole split (sum of w_y * loss / sum of w_y), however it is batched.
+    with torch.no_grad():
+        batch = next(iter(make_loader(dev, 64, shuffle=False)))
+        logits, labels = model(batch).logits, batch["labels"]
+        expected = float((torch.tensor(weights)[labels] * F.cross_entropy(logits, labels, reduction="none")).sum()
+                         / torch.tensor(weights)[labels].sum())
+    assert losses == approx32([expected] * 3, kernel=True)

@@ -602,7 +602,7 @@ def _evaluate(model, loader, criterion, multi_label, precision, device):
     switch = getattr(model, "attention_maps", None)
     maps_off = switch(False) if callable(switch) else contextlib.nullcontext()
     indices, prob_rows, label_rows = [], [], []
-    loss_sum, count = 0.0, 0
+    loss_logits, loss_labels = [], []
     try:
         with maps_off:
             for batch in loader:
@@ -617,8 +617,8 @@ def _evaluate(model, loader, criterion, multi_label, precision, device):
                 prob_rows.append(probs.cpu())
                 if criterion is not None:
                     labels = _labels(batch, "dev")
-                    loss_sum += float(criterion(logits, labels)) * labels.shape[0]
-                    count += labels.shape[0]
+                    loss_logits.append(logits)
+                    loss_labels.append(labels)
                     label_rows.append(labels.cpu())
     finally:
         model.train(was_training)
@@ -640,12 +640,16 @@ def _evaluate(model, loader, criterion, multi_label, precision, device):
             f"the evaluation loader yielded {int(seen.sum())} of the {n} documents of its dataset; "
             "evaluate with a loader over the whole dataset (make_loader(..., num_replicas=1))"
         )
-    y_true = None
+    y_true, loss = None, None
     if criterion is not None:
         labels_all = torch.cat(label_rows).numpy()
         y_true = np.zeros((n,) + labels_all.shape[1:], dtype=labels_all.dtype)
         y_true[index] = labels_all
-    return out, y_true, (loss_sum / count if count else None)
+        # One call over the whole split: a class-weighted mean divides by the summed weights of
+        # its rows, so per-batch means weighted by rows would depend on how the split was batched.
+        with torch.no_grad():
+            loss = float(criterion(torch.cat(loss_logits), torch.cat(loss_labels)))
+    return out, y_true, loss
 
 
 # ----------------------------------------------------------------------------- pieces
