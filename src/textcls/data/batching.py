@@ -627,6 +627,7 @@ class BucketBatchSampler(Sampler[list[int]]):
         self.seed = int(seed)
         self.drop_last = bool(drop_last)
         self.epoch = 0
+        self._bounded_count = None
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose batches ``__iter__`` yields (ignored when not shuffling)."""
@@ -674,7 +675,9 @@ class BucketBatchSampler(Sampler[list[int]]):
 
     def __len__(self) -> int:
         if self.max_pieces is not None:
-            return len(self.global_batches())
+            if self._bounded_count is None:  # unshuffled: the same batches every epoch
+                self._bounded_count = len(self.global_batches())
+            return self._bounded_count
         full, rest = divmod(len(self.lengths), self.batch_size)
         return full + (1 if rest and not self.drop_last else 0)
 
