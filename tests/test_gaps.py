@@ -172,3 +172,23 @@ def test_every_shipped_experiment_names_entries_its_suites_define_and_claims_tha
                 base = _suite_entries(d.baseline_suite or d.suite)
                 assert (d.baseline, dataset) in base or (d.baseline, parent) in base, (d.id, d.baseline, dataset)
         assert d.bears_on and set(d.bears_on) <= ids, (d.id, sorted(set(d.bears_on) - ids))
+
+
+def test_every_tested_figure_is_plotted_against_the_paper_and_the_page_links_the_plot(results, tmp_path):
+    from PIL import Image
+
+    from textcls.benchmark.gaps import FIGURE_LINK, plot_within_figures, short_id, within_figures
+
+    claims = [Claim(id="toy.t1.model.mr", paper="spe_cnn", source="T", claim="c", kind="within", suites=["toy"],
+                    datasets=["mr"], model="model", paper_figure=84.0),
+              Claim(id="toy.t1.close.trec", paper="fcsr", source="T", claim="c", kind="within", suites=["toy"],
+                    datasets=["trec"], model="model", paper_figure=90.5)]
+    verdicts = evaluate_claims(results, claims)
+    figures = within_figures(verdicts, _Results(results))
+    # Both tested figures, far from the paper or not (the gap table keeps only the far one).
+    assert [(short_id(g.verdict.claim), round(g.ours, 2), g.paper) for g in figures] == [
+        ("model.mr", 80.66, 84.0), ("close.trec", 91.0, 90.5)]
+    path = plot_within_figures(figures, tmp_path / "reproduction.png")
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.size[0] > 600
+    assert f"![every tested figure of ours against the paper's]({FIGURE_LINK})" in format_gaps(verdicts, results, [])

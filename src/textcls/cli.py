@@ -713,6 +713,7 @@ def benchmark(
     if verdicts:
         if suite or only or merge or render:
             raise ConfigError("--verdicts reads every suite's committed JSON and runs nothing; drop --suite, --only, --merge and --render")
+        from .benchmark.gaps import FIGURE_LINK
         from .benchmark.reproduction import write_reproduction
 
         results_dir = output_dir or Path("benchmarks/results")
@@ -720,7 +721,8 @@ def benchmark(
             raise ConfigError(f"{results_dir}: no such folder of benchmark results; pass --output-dir with the folder holding <suite>.json")
         readme = results_dir.parent.parent / "README.md"
         path = write_reproduction(results_dir=results_dir, out=results_dir.parent / "REPRODUCTION.md",
-                                  readme=readme if readme.is_file() else None)
+                                  readme=readme if readme.is_file() else None,
+                                  figure=results_dir.parent / FIGURE_LINK)
         typer.echo(f"wrote {path}")
         return
     if merge_from:

@@ -25,11 +25,14 @@ from pathlib import Path
 from typing import Sequence
 
 # The verdicts' own series, statistics and cell formats, so that the two sections read alike.
-from .verdicts import (DASH, UNTESTABLE, Verdict, _cell, _fmt, _fmt_p, _fmt_series, _mean, _one_sample, _paired,
-                       _Results, _series, _T)
+from ..artifacts import write_figure
+from .verdicts import (CONTRADICTED, DASH, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Verdict, _cell, _fmt, _fmt_p,
+                       _fmt_series, _mean, _one_sample, _paired, _Results, _series, _T)
 
 DEFAULT_DIAGNOSES = Path("benchmarks/diagnoses.toml")
 GAP = 2.0  # points: the issue's bar for a gap that needs an experiment
+# Where `textcls benchmark --verdicts` draws plot_within_figures, relative to REPRODUCTION.md.
+FIGURE_LINK = "results/reproduction.png"
 WITHIN = 2.0  # points: the TOST margin of a reference row
 
 
@@ -228,10 +231,10 @@ class Gap:
     rows: list = field(default_factory=list)
 
 
-def find_gaps(verdicts: Sequence[Verdict], results: _Results, rows: Sequence[Row]) -> list[Gap]:
-    """The tested ``within`` claims more than ``GAP`` points from the paper, each with the rows
-    of the experiments that bear on it (on its dataset)."""
-    gaps = []
+def within_figures(verdicts: Sequence[Verdict], results: _Results) -> list[Gap]:
+    """Every tested ``within`` claim's figure beside the paper's (an average over datasets for
+    ``unit = "dataset"``), with no experiments attached."""
+    figures = []
     for v in verdicts:
         claim = v.claim
         if claim.kind != "within" or v.verdict == UNTESTABLE or v.suite is None:
@@ -245,12 +248,79 @@ def find_gaps(verdicts: Sequence[Verdict], results: _Results, rows: Sequence[Row
         else:
             dataset = claim.datasets[0]
             ours, paper = _series(result, claim.model, dataset, claim.metric).mean, claim.paper_figure
-        if abs(ours - paper) <= GAP:
+        figures.append(Gap(v, dataset, ours, paper))
+    return figures
+
+
+def find_gaps(verdicts: Sequence[Verdict], results: _Results, rows: Sequence[Row]) -> list[Gap]:
+    """The tested ``within`` claims more than ``GAP`` points from the paper, each with the rows
+    of the experiments that bear on it (on its dataset)."""
+    gaps = []
+    for gap in within_figures(verdicts, results):
+        if abs(gap.ours - gap.paper) <= GAP:
             continue
-        mine = [r for r in rows if r.diagnosis.bears_on_claim(claim.id, dataset)
-                and (dataset is None or r.dataset == dataset)]
-        gaps.append(Gap(v, dataset, ours, paper, mine))
+        claim_id, dataset = gap.verdict.claim.id, gap.dataset
+        gap.rows = [r for r in rows if r.diagnosis.bears_on_claim(claim_id, dataset)
+                    and (dataset is None or r.dataset == dataset)]
+        gaps.append(gap)
     return gaps
+
+
+VERDICT_COLORS = {SUPPORTED: "C2", CONTRADICTED: "C3", INCONCLUSIVE: "C1"}
+
+
+def short_id(claim) -> str:
+    """A claim id without its paper and table (``spe_cnn.t3.spe-cnn.mr`` -> ``spe-cnn.mr``): the
+    plot's marker gives the paper."""
+    return claim.id.split(".", 2)[-1]
+PAPER_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def plot_within_figures(figures: Sequence[Gap], path: str | Path) -> Path:
+    """Our figure against the paper's, one point per tested ``within`` claim (colour: its verdict;
+    marker: its paper), with the line of equality and the band of ±``GAP`` points; the points
+    outside the band are the gap table's rows and carry their claim ids (``short_id``)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9.5, 9.0), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    values = [x for g in figures for x in (g.ours, g.paper)] or [0.0, 100.0]
+    low, high = min(values) - 3, max(values) + 3
+    ax.fill_between([low, high], [low - GAP, high - GAP], [low + GAP, high + GAP], color="0.9",
+                    label=f"within {GAP:g} points of the paper")
+    ax.plot([low, high], [low, high], color="0.5", linewidth=0.8)
+    papers = list(dict.fromkeys(g.verdict.claim.paper for g in figures))
+    drawn = set()
+    for g in figures:
+        claim, verdict = g.verdict.claim, g.verdict.verdict
+        marker = PAPER_MARKERS[papers.index(claim.paper) % len(PAPER_MARKERS)]
+        for label, kind in ((verdict, "verdict"), (claim.paper, "paper")):
+            drawn.add((kind, label))
+        ax.scatter([g.paper], [g.ours], color=VERDICT_COLORS.get(verdict, "0.4"), marker=marker, s=36,
+                   edgecolors="black", linewidths=0.4, zorder=3)
+        if abs(g.ours - g.paper) > GAP:
+            ax.annotate(short_id(claim), (g.paper, g.ours), xytext=(4, -2), textcoords="offset points", fontsize=6,
+                        color="0.25")
+    handles = [ax.scatter([], [], color=color, marker="o", label=verdict)
+               for verdict, color in VERDICT_COLORS.items() if ("verdict", verdict) in drawn]
+    handles += [ax.scatter([], [], color="white", edgecolors="black", marker=PAPER_MARKERS[i % len(PAPER_MARKERS)],
+                           label=paper) for i, paper in enumerate(papers)]
+    band, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=band[:1] + handles, loc="upper left", fontsize=8)
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_aspect("equal")
+    ax.set_xlabel("the paper's figure (%)")
+    ax.set_ylabel("ours (%, mean over seeds)")
+    ax.grid(True, alpha=0.3)
+    outside = sum(1 for g in figures if abs(g.ours - g.paper) > GAP)
+    ax.set_title(f"Our figures against the papers': {len(figures)} tested claims, {outside} more than "
+                 f"{GAP:g} points off\n(textcls benchmark --verdicts; REPRODUCTION.md's gap table lists "
+                 "the experiments on them)", fontsize=10)
+    fig.tight_layout()
+    return write_figure(Path(path), fig)
 
 
 def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
@@ -268,6 +338,7 @@ def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
              "dataset; Δs of different experiments do not add up.", "",
              f"{len(gaps)} of our figures miss the paper's by more than {GAP:g} points; "
              f"{sum(1 for g in gaps if any(not r.missing for r in g.rows))} have an experiment on them.", "",
+             f"![every tested figure of ours against the paper's]({FIGURE_LINK})", "",
              "| claim id | ours | paper | Δ | experiments on it |", "|---|---|---|---|---|"]
     for g in gaps:
         tried = "; ".join(f"`{r.diagnosis.id}`: {r.short()}" for r in g.rows) or "none yet"

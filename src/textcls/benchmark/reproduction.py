@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Sequence
 
 from ..artifacts import atomic_write_bytes
-from .gaps import format_gaps, load_diagnoses
-from .verdicts import Claim, evaluate_claims, format_reproduction, update_readme_summary
+from .gaps import format_gaps, load_diagnoses, plot_within_figures, within_figures
+from .verdicts import Claim, _Results, evaluate_claims, format_reproduction, update_readme_summary
 
 __all__ = ["write_reproduction"]
 
@@ -18,18 +18,22 @@ def write_reproduction(results_dir: str | Path = Path("benchmarks/results"),
                        out: str | Path = Path("benchmarks/REPRODUCTION.md"),
                        claims: str | Path | Sequence[Claim] | None = None,
                        suites_dir: str | Path | None = None, readme: str | Path | None = None,
-                       diagnoses: str | Path | Sequence | None = None) -> Path:
+                       diagnoses: str | Path | Sequence | None = None, figure: str | Path | None = None) -> Path:
     """Evaluate every claim against the JSON in ``results_dir`` and write the Markdown to
     ``out`` (atomically), and the per-paper table into ``readme``'s marked block when given;
     returns ``out``. ``diagnoses``: the experiments on the gaps (``gaps.Diagnosis`` objects or
     their TOML file; default ``benchmarks/diagnoses.toml``), measured in the page's last
-    section. Deterministic: the same claims and JSON give the same bytes."""
+    section. ``figure``: where to draw every tested figure of ours against the paper's
+    (``gaps.plot_within_figures``; the page links ``results/reproduction.png``). Deterministic: the
+    same claims and JSON give the same Markdown."""
     verdicts = evaluate_claims(results_dir, claims, suites_dir=suites_dir)
     if diagnoses is None or isinstance(diagnoses, (str, Path)):
         diagnoses = load_diagnoses(diagnoses)
     out = Path(out)
     text = format_reproduction(verdicts, format_gaps(verdicts, results_dir, diagnoses))
     atomic_write_bytes(out, text.encode("utf-8"))
+    if figure is not None:
+        plot_within_figures(within_figures(verdicts, _Results(Path(results_dir))), figure)
     if readme is not None:
         update_readme_summary(readme, verdicts)
     return out
