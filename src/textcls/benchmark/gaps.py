@@ -222,7 +222,8 @@ def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
 
 @dataclass
 class Gap:
-    """A ``within`` claim whose figure misses the paper's by more than ``GAP`` points."""
+    """A tested ``within`` claim's figure beside the paper's (``within_figures``); ``find_gaps``
+    keeps those more than ``GAP`` points off and attaches the experiments on them (``rows``)."""
 
     verdict: Verdict
     dataset: str | None  # None: an average over datasets
@@ -273,6 +274,8 @@ def short_id(claim) -> str:
     """A claim id without its paper and table (``spe_cnn.t3.spe-cnn.mr`` -> ``spe-cnn.mr``): the
     plot's marker gives the paper."""
     return claim.id.split(".", 2)[-1]
+
+
 PAPER_MARKERS = ("o", "s", "^", "D", "v", "P")
 
 

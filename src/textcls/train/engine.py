@@ -647,8 +647,7 @@ def _evaluate(model, loader, criterion, multi_label, precision, device):
         y_true[index] = labels_all
         # One call over the whole split: a class-weighted mean divides by the summed weights of
         # its rows, so per-batch means weighted by rows would depend on how the split was batched.
-        with torch.no_grad():
-            loss = float(criterion(torch.cat(loss_logits), torch.cat(loss_labels)))
+        loss = float(criterion(torch.cat(loss_logits), torch.cat(loss_labels)))
     return out, y_true, loss
 
 
