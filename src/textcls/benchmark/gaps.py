@@ -291,27 +291,24 @@ def plot_within_figures(figures: Sequence[Gap], path: str | Path) -> Path:
     ax = fig.subplots()
     values = [x for g in figures for x in (g.ours, g.paper)] or [0.0, 100.0]
     low, high = min(values) - 3, max(values) + 3
-    ax.fill_between([low, high], [low - GAP, high - GAP], [low + GAP, high + GAP], color="0.9",
-                    label=f"within {GAP:g} points of the paper")
+    band = ax.fill_between([low, high], [low - GAP, high - GAP], [low + GAP, high + GAP], color="0.9",
+                           label=f"within {GAP:g} points of the paper")
     ax.plot([low, high], [low, high], color="0.5", linewidth=0.8)
     papers = list(dict.fromkeys(g.verdict.claim.paper for g in figures))
-    drawn = set()
     for g in figures:
         claim, verdict = g.verdict.claim, g.verdict.verdict
         marker = PAPER_MARKERS[papers.index(claim.paper) % len(PAPER_MARKERS)]
-        for label, kind in ((verdict, "verdict"), (claim.paper, "paper")):
-            drawn.add((kind, label))
         ax.scatter([g.paper], [g.ours], color=VERDICT_COLORS.get(verdict, "0.4"), marker=marker, s=36,
                    edgecolors="black", linewidths=0.4, zorder=3)
         if abs(g.ours - g.paper) > GAP:
             ax.annotate(short_id(claim), (g.paper, g.ours), xytext=(4, -2), textcoords="offset points", fontsize=6,
                         color="0.25")
+    verdicts = {g.verdict.verdict for g in figures}
     handles = [ax.scatter([], [], color=color, marker="o", label=verdict)
-               for verdict, color in VERDICT_COLORS.items() if ("verdict", verdict) in drawn]
+               for verdict, color in VERDICT_COLORS.items() if verdict in verdicts]
     handles += [ax.scatter([], [], color="white", edgecolors="black", marker=PAPER_MARKERS[i % len(PAPER_MARKERS)],
                            label=paper) for i, paper in enumerate(papers)]
-    band, _ = ax.get_legend_handles_labels()
-    ax.legend(handles=band[:1] + handles, loc="upper left", fontsize=8)
+    ax.legend(handles=[band] + handles, loc="upper left", fontsize=8)
     ax.set_xlim(low, high)
     ax.set_ylim(low, high)
     ax.set_aspect("equal")
