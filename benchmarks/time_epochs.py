@@ -17,8 +17,10 @@ suite's neural entries:
 - times are CPU seconds of the process, the figure the suites' tables use: on a shared machine
   the wall clock (also recorded) counts the time other jobs hold the core as well.
 One thread (set OMP_NUM_THREADS=1). Peers and TF-IDF are not timed: they do not train by epochs.
-The JSON (rows, machine, load average, commands) is rewritten after every entry; ``--merge``
-keeps an earlier run's rows for the entries this one does not time.
+The JSON is rewritten after every entry. Each row carries the command, the machine (CPU and its
+features) and the load average it was timed under, so that ``--merge``, which keeps an earlier
+run's rows for the entries this one does not time, never credits an earlier machine's rows to
+this one (the session machines are AMD EPYC or Intel Xeon with AVX-512).
 """
 
 from __future__ import annotations
@@ -161,40 +163,43 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     suite = load_suite(args.suite)
     output = Path(args.output or f"benchmarks/results/epoch_times/{suite.name}.json")
-    rows, commands = _kept_rows(output, suite, args.only) if args.merge else ([], [])
-    commands.append(shlex.join(["python"] + sys.argv))
-    load_before = os.getloadavg()
+    from textcls.benchmark.system import machine_info
+
+    rows = _kept_rows(output, suite, args.only) if args.merge else []
+    command = ["python", "benchmarks/time_epochs.py"] + (sys.argv[1:] if argv is None else argv)
+    timed_on = {"command": shlex.join(command), "machine": machine_info()}
     entries = sorted(_entry_rows(suite, args.only), key=lambda e: (e.dataset, e.max_per_split or 0))
     for entry in entries:
+        load_before = os.getloadavg()
         row = time_entry(entry, default_data_dir(), args.batches)
-        rows.append(row)
-        _write(output, suite.name, commands, rows, load_before)  # after every entry: a stopped run keeps its rows
+        # The machine is shared: its load says how busy it was (CPU seconds are the figure).
+        rows.append({**row, **timed_on, "load_average_1_5_15": {"before": list(load_before),
+                                                                 "after": list(os.getloadavg())}})
+        _write(output, suite.name, rows)  # after every entry: a stopped run keeps its rows
         print(f"{row['dataset']:<16} {row['entry'].split(':', 1)[1]:<34} train {row['train_epoch_seconds']:8.1f} s cpu "
               f"{row['train_epoch_wall_seconds']:8.1f} s wall ({row['train_batches_timed']}/{row['train_batches']} "
               f"batches)  dev {row['dev_seconds']:6.1f} s cpu", flush=True)
     return 0
 
 
-def _kept_rows(output: Path, suite, only: list[str]) -> tuple[list[dict], list[str]]:
-    """The rows of an earlier run's JSON whose entries this run does not time again, and the
-    commands that made them."""
+def _kept_rows(output: Path, suite, only: list[str]) -> list[dict]:
+    """The rows of an earlier run's JSON whose entries this run does not time again, each with
+    the command, machine and load it was timed under."""
     if not output.is_file():
-        return [], []
+        return []
     earlier = json.loads(output.read_text())
     retimed = {entry.id for entry in _entry_rows(suite, only)}
-    commands = earlier.get("commands") or [earlier["command"]]
-    return [row for row in earlier["rows"] if row["entry"] not in retimed], commands
+    # Files written before rows carried their machine had one header for all rows: the machine
+    # and load of their last command only, so a row keeps that header whole rather than claim it.
+    header = {key: earlier[key] for key in ("command", "commands", "machine", "load_average_1_5_15") if key in earlier}
+    return [row if "machine" in row else {**row, "file_header_before_rows_had_machines": header}
+            for row in earlier["rows"] if row["entry"] not in retimed]
 
 
-def _write(output: Path, suite: str, commands: list[str], rows: list[dict], load_before) -> None:
+def _write(output: Path, suite: str, rows: list[dict]) -> None:
     from textcls.artifacts import write_json
-    from textcls.benchmark.system import machine_info
 
-    write_json(output, {"suite": suite, "commands": commands,
-                        "threads": torch.get_num_threads(), "machine": machine_info(),
-                        # The machine is shared: its load says how busy it was (CPU seconds are the figure).
-                        "load_average_1_5_15": {"before": list(load_before), "after": list(os.getloadavg())},
-                        "rows": rows})
+    write_json(output, {"suite": suite, "threads": torch.get_num_threads(), "rows": rows})
 
 
 if __name__ == "__main__":
