@@ -87,12 +87,17 @@ def test_tiny_suite_writes_json_with_every_field(tiny_run):
 
     kim, fasttext = raw["entries"][1]["runs"][0], raw["entries"][2]["runs"][0]
     assert kim["best_epoch"] == 1 and kim["epochs_run"] == 1
+    # The kept epoch's dev scores, for choosing a setting on dev: 30 dev questions, so the
+    # accuracy counts whole questions.
+    assert set(kim["dev_metrics"]) == {"accuracy", "macro_f1", "loss"} and kim["dev_metrics"]["loss"] > 0
+    assert float(kim["dev_metrics"]["accuracy"] * 30) == pytest.approx(round(kim["dev_metrics"]["accuracy"] * 30))
     # Kim's epoch time is its training pass only: less than the whole fit (vocabulary, dev pass).
     assert kim["epoch_seconds"] < kim["train_seconds"]
     assert kim["embeddings"]["source"] == "glove-6b-50d" and 0.5 < kim["embeddings"]["coverage"] <= 1.0
     # Kim CNN-static: the GloVe table is frozen, so it counts in total but not in trainable.
     assert kim["parameters"]["trainable"] == kim["parameters"]["non_embedding"]
     assert fasttext["best_epoch"] is None and fasttext["epochs_run"] == 25 and fasttext["embeddings"] is None
+    assert fasttext["dev_metrics"] is None  # fastText does not read dev
     assert fasttext["settings"]["wordNgrams"] == 2 and fasttext["settings"]["thread"] == 1
     assert fasttext["accuracy"] > 0.4  # six classes, the largest about 23 %
     assert raw["entries"][1]["paper"] == 90.84 and raw["entries"][1]["paper_source"] == "spe_cnn Table 3"

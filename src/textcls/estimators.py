@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 # batch pads to its own longest text. Of 16 to 1,024 tried on MR at one thread (ad hoc, on the
 # shared machine), 256 was the fastest for spe-cnn and within noise of the best for fasttext-bag.
 PREDICT_BATCH = 256
+# The dev scores of the kept epoch that a benchmark run records (single- and multi-label alike).
+DEV_METRICS = ("accuracy", "macro_f1", "loss")
 
 __all__ = ["Estimator", "PresetEstimator", "NeuralEstimator", "TfidfEstimator", "EnsembleEstimator", "ESTIMATORS", "estimator_for",
            "check_device", "torch_device"]
@@ -56,7 +58,8 @@ __all__ = ["Estimator", "PresetEstimator", "NeuralEstimator", "TfidfEstimator", 
 class Estimator(ABC):
     """The interface (see the module docstring). Learned attributes end in ``_``:
     ``num_classes_``, ``multi_label_`` and, for the benchmarks, ``train_seconds_`` (the
-    training itself), ``epochs_run_``, ``best_epoch_`` (None without epoch selection) and
+    training itself), ``epochs_run_``, ``best_epoch_`` (None without epoch selection),
+    ``dev_metrics_`` (the kept epoch's dev scores, None without epoch selection) and
     ``embeddings_info_`` (pretrained vectors and their coverage, or None).
     """
 
@@ -72,6 +75,7 @@ class Estimator(ABC):
     resumable = False
 
     best_epoch_: int | None = None
+    dev_metrics_: dict[str, float] | None = None
     embeddings_info_: dict | None = None
 
     # -- training and prediction ------------------------------------------------------
@@ -132,7 +136,7 @@ class Estimator(ABC):
     def fit_report(self) -> dict[str, Any]:
         """What a benchmark run records of the fit."""
         return {"train_loop_seconds": self.train_seconds_, "epochs_run": self.epochs_run_,
-                "best_epoch": self.best_epoch_, "epoch_seconds": self.epoch_seconds(),
+                "best_epoch": self.best_epoch_, "dev_metrics": self.dev_metrics_, "epoch_seconds": self.epoch_seconds(),
                 "embeddings": self.embeddings_info_, "settings": self.settings(), "precision": self.precision}
 
     # -- shared helpers ------------------------------------------------------------------
@@ -222,6 +226,10 @@ class NeuralEstimator(PresetEstimator):
         self.model_.to("cpu")
         self.train_seconds_, self.epochs_run_, self.best_epoch_ = (result.train_seconds, result.epochs_run,
                                                                    result.best_epoch)
+        # The kept epoch's dev scores, so that a setting can be chosen per dataset on dev (the
+        # way papers "set according to datasets"), never on test.
+        self.dev_metrics_ = {name: float(value) for name, value in result.best_metrics.items()
+                             if name in DEV_METRICS and value is not None}
         return self
 
     def epoch_seconds(self) -> float | None:

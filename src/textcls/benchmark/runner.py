@@ -441,8 +441,8 @@ def _run_job(job: dict) -> dict:
     # CPU seconds much less, so ratios of CPU seconds compare runs that ran at different loads.
     record["train_cpu_seconds"] = time.process_time() - cpu_start
     report = estimator.fit_report()
-    record.update({key: report[key] for key in ("train_loop_seconds", "epochs_run", "best_epoch", "embeddings",
-                                                "settings", "precision")})
+    record.update({key: report[key] for key in ("train_loop_seconds", "epochs_run", "best_epoch", "dev_metrics",
+                                                "embeddings", "settings", "precision")})
     record.update(_test_record(estimator, dataset, job["infer_b1"], device))
     record["train_docs_per_second"] = (record["train_documents"] * record["epochs_run"]
                                        / max(record["train_seconds"], 1e-9))
