@@ -103,6 +103,30 @@ def test_unit_dataset_with_a_reference_tests_the_datasets_means_against_their_fi
     assert row.baseline == "66.25 (published, average)" and row.variant.startswith("67.75")
 
 
+def test_a_setting_chosen_on_dev_takes_each_seeds_test_accuracy_of_the_best_dev_run(tmp_path):
+    def entry(name, tests, devs):
+        runs = [{"seed": s, "status": "ok", "accuracy": t, "dev_metrics": None if d is None else {"accuracy": d}}
+                for s, (t, d) in enumerate(zip(tests, devs))]
+        return {**_entry(name, "d1", tests), "runs": runs}
+
+    out = tmp_path / "results"
+    _write(out, "toy", [entry("rate-a", [0.80, 0.81, 0.82, 0.83], [0.70, 0.75, 0.70, None]),
+                        entry("rate-b", [0.90, 0.95, 0.90, 0.99], [0.80, 0.74, 0.70, 0.99])])
+    chosen = _diagnosis(variant="rate-chosen-on-dev", baseline="rate-a", choose_on_dev=["rate-a", "rate-b"],
+                        datasets=["d1"])
+    [row] = measure(chosen, _Results(out))
+    # seed 0: b's dev is higher (its test 0.90); seed 1: a's (0.81, though b's test is higher);
+    # seed 2: a tie, the first listed (0.82); seed 3: a has no dev score, so the seed is left out.
+    assert row.n == 3 and row.delta == approx32(100 * ((0.90 - 0.80) + 0 + 0) / 3)
+    assert row.variant.startswith("84.33")
+    # runs made before they recorded dev scores: nothing to choose on
+    _write(tmp_path / "plain", "toy", [_entry("rate-a", "d1", [0.8]), _entry("rate-b", "d1", [0.9])])
+    [none] = measure(chosen, _Results(tmp_path / "plain"))
+    assert none.missing == "no seed on which rate-a, rate-b all ran with a dev score on d1"
+    with pytest.raises(ValueError, match="two entries or more"):
+        _diagnosis(choose_on_dev=["rate-a"])
+
+
 def test_what_has_not_run_is_named_not_skipped(results):
     results_ = _Results(results)
     [no_json] = measure(_diagnosis(suite="nowhere"), results_)
@@ -167,7 +191,8 @@ def test_every_shipped_experiment_names_entries_its_suites_define_and_claims_tha
         entries = _suite_entries(d.suite)
         for dataset in d.datasets:
             parent = dataset.split("/")[0]  # an fdu_mtl domain is an entry of its own or a task of fdu_mtl
-            assert (d.variant, dataset) in entries or (d.variant, parent) in entries, (d.id, d.variant, dataset)
+            for variant in d.choose_on_dev or [d.variant]:
+                assert (variant, dataset) in entries or (variant, parent) in entries, (d.id, variant, dataset)
             if d.baseline:
                 base = _suite_entries(d.baseline_suite or d.suite)
                 assert (d.baseline, dataset) in base or (d.baseline, parent) in base, (d.id, d.baseline, dataset)

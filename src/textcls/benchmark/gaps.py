@@ -14,7 +14,10 @@ gives the same p); reference rows, a one-sample t of the seeds against the figur
 with the TOST p of lying within ±2 points of it; ``unit = "dataset"``, a paired t over the
 datasets of each one's mean difference over the seeds both ran there (with a reference, of
 each one's mean minus its figure, with the TOST p). When every unit gives
-the same difference, t is undefined and no p is shown.
+the same difference, t is undefined and no p is shown. A variant with ``choose_on_dev`` is a
+setting chosen per dataset and seed on dev among several entries (papers that set a
+hyper-parameter "according to datasets"): each seed takes the test accuracy of the entry whose
+kept epoch scored the best dev accuracy, so the choice never sees the test set.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from typing import Sequence
 
 # The verdicts' own series, statistics and cell formats, so that the two sections read alike.
 from ..artifacts import write_figure
-from .verdicts import (CONTRADICTED, DASH, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Verdict, _cell, _fmt, _fmt_p,
-                       _fmt_series, _mean, _one_sample, _paired, _Results, _series, _T)
+from .verdicts import (CONTRADICTED, DASH, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Verdict, _cell, _finite, _fmt, _fmt_p,
+                       _fmt_series, _mean, _one_sample, _paired, _Results, _series, _Series, _T)
 
 DEFAULT_DIAGNOSES = Path("benchmarks/diagnoses.toml")
 GAP = 2.0  # points: the issue's bar for a gap that needs an experiment
@@ -52,6 +55,7 @@ class Diagnosis:
     reference_source: str | None = None
     unit: str = "seed"
     bears_on: list = field(default_factory=list)
+    choose_on_dev: list = field(default_factory=list)
 
     def __post_init__(self):
         if (self.baseline is None) == (not self.reference):
@@ -62,6 +66,8 @@ class Diagnosis:
             raise ValueError(f"diagnosis {self.id}: unit must be 'seed' or 'dataset', not {self.unit!r}")
         if not self.datasets:
             raise ValueError(f"diagnosis {self.id}: no datasets")
+        if self.choose_on_dev and len(self.choose_on_dev) < 2:
+            raise ValueError(f"diagnosis {self.id}: choose_on_dev needs two entries or more to choose among")
 
     def bears_on_claim(self, claim_id: str, dataset: str | None) -> bool:
         """Whether this experiment is about ``claim_id`` (on ``dataset``: a figures block's claim)."""
@@ -144,11 +150,32 @@ def _missing(suite: str, result: dict | None, name: str, dataset: str) -> str:
     return f"`{suite}` has no results JSON" if result is None else f"`{suite}` has no {name} on {dataset}"
 
 
+def _variant_series(d: Diagnosis, result: dict | None, dataset: str) -> _Series | None:
+    """The variant's test accuracies on ``dataset`` by seed: its entry's, or with
+    ``choose_on_dev`` those of whichever listed entry kept the highest dev accuracy on that seed
+    (ties: the first listed), over the seeds every listed entry ran with a dev score."""
+    if result is None:
+        return None
+    if not d.choose_on_dev:
+        return _series(result, d.variant, dataset, "accuracy")
+    candidates = [_series(result, name, dataset, "accuracy") for name in d.choose_on_dev]
+    if any(c is None or c.per_task for c in candidates):
+        return None
+    dev = [{run["seed"]: (run.get("dev_metrics") or {}).get("accuracy") for run in c.entry["runs"]}
+           for c in candidates]
+    seeds = [s for s in sorted(candidates[0].values)
+             if all(s in c.values and _finite(scores.get(s)) for c, scores in zip(candidates, dev))]
+    chosen = {s: max(range(len(candidates)), key=lambda i: (dev[i][s], -i)) for s in seeds}
+    values = {s: candidates[i].values[s] for s, i in chosen.items()}
+    return _Series(d.variant, dataset, values, candidates[0].entry) if values else None
+
+
 def _one_dataset(d: Diagnosis, dataset: str, baseline_result, variant_result) -> Row:
     row = Row(d, dataset)
-    variant = _series(variant_result, d.variant, dataset, "accuracy") if variant_result else None
+    variant = _variant_series(d, variant_result, dataset)
     if variant is None:
-        row.missing = _missing(d.suite, variant_result, d.variant, dataset)
+        row.missing = (f"no seed on which {', '.join(d.choose_on_dev)} all ran with a dev score on {dataset}"
+                       if d.choose_on_dev and variant_result else _missing(d.suite, variant_result, d.variant, dataset))
         return row
     row.variant = _fmt_series(variant)
     if d.reference:
@@ -186,7 +213,7 @@ def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
     row = Row(d, f"{len(d.datasets)} datasets (average)")
     base_means, variant_means, diffs, seed_counts, missing = [], [], [], [], []
     for dataset in d.datasets:
-        variant = _series(variant_result, d.variant, dataset, "accuracy") if variant_result else None
+        variant = _variant_series(d, variant_result, dataset)
         if d.reference:
             baseline = None
             seeds = sorted(variant.values) if variant else []
@@ -350,7 +377,10 @@ def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
         against = "published figure" if d.reference else f"{d.baseline} (baseline)"
         lines += [f"#### `{d.id}`", "", _cell(d.question), "",
                   f"- change: {_cell(d.change)}",
-                  f"- variant: {d.variant} in `{d.suite}`; against: "
+                  f"- variant: {d.variant}"
+                  + (f" (per dataset and seed, whichever of {', '.join(d.choose_on_dev)} kept the higher dev"
+                     " accuracy; ties: the first)" if d.choose_on_dev else "")
+                  + f" in `{d.suite}`; against: "
                   + (f"{_cell(d.reference_source or 'a published figure')}" if d.reference
                      else f"{d.baseline} in `{d.baseline_suite or d.suite}`"),
                   f"- bears on: {', '.join(f'`{b}`' for b in d.bears_on) or DASH}",
