@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from textcls.benchmark.gaps import Diagnosis, format_gaps, load_diagnoses, measure
+from textcls.benchmark.gaps import Diagnosis, _dev_choice_counts, format_gaps, load_diagnoses, measure
 from textcls.benchmark.verdicts import Claim, _Results, evaluate_claims, load_claims
 from tolerance import approx32
 
@@ -119,10 +119,12 @@ def test_a_setting_chosen_on_dev_takes_each_seeds_test_accuracy_of_the_best_dev_
     # seed 2: a tie, the first listed (0.82); seed 3: a has no dev score, so the seed is left out.
     assert row.n == 3 and row.delta == approx32(100 * ((0.90 - 0.80) + 0 + 0) / 3)
     assert row.variant.startswith("84.33")
+    assert _dev_choice_counts(chosen, _Results(out)) == "rate-a 2, rate-b 1 (of 3 runs)"
     # runs made before they recorded dev scores: nothing to choose on
     _write(tmp_path / "plain", "toy", [_entry("rate-a", "d1", [0.8]), _entry("rate-b", "d1", [0.9])])
     [none] = measure(chosen, _Results(tmp_path / "plain"))
     assert none.missing == "no seed on which rate-a, rate-b all ran with a dev score on d1"
+    assert _dev_choice_counts(chosen, _Results(tmp_path / "plain")) == "none yet"
     with pytest.raises(ValueError, match="two entries or more"):
         _diagnosis(choose_on_dev=["rate-a"])
 

@@ -152,22 +152,38 @@ def _missing(suite: str, result: dict | None, name: str, dataset: str) -> str:
 
 def _variant_series(d: Diagnosis, result: dict | None, dataset: str) -> _Series | None:
     """The variant's test accuracies on ``dataset`` by seed: its entry's, or with
-    ``choose_on_dev`` those of whichever listed entry kept the highest dev accuracy on that seed
-    (ties: the first listed), over the seeds every listed entry ran with a dev score."""
+    ``choose_on_dev`` those of the entries ``_dev_choice`` picks."""
     if result is None:
         return None
     if not d.choose_on_dev:
         return _series(result, d.variant, dataset, "accuracy")
+    candidates, chosen = _dev_choice(d, result, dataset)
+    values = {seed: candidates[i].values[seed] for seed, i in chosen.items()}
+    return _Series(d.variant, dataset, values, candidates[0].entry) if values else None
+
+
+def _dev_choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series], dict[int, int]]:
+    """``choose_on_dev``'s entries on ``dataset`` and, for each seed that every one of them ran
+    with a dev score, the index of the one that kept the highest dev accuracy (ties: the first
+    listed): the choice never sees the test set."""
     candidates = [_series(result, name, dataset, "accuracy") for name in d.choose_on_dev]
     if any(c is None or c.per_task for c in candidates):
-        return None
+        return [], {}
     dev = [{run["seed"]: (run.get("dev_metrics") or {}).get("accuracy") for run in c.entry["runs"]}
            for c in candidates]
     seeds = [s for s in sorted(candidates[0].values)
              if all(s in c.values and _finite(scores.get(s)) for c, scores in zip(candidates, dev))]
-    chosen = {s: max(range(len(candidates)), key=lambda i: (dev[i][s], -i)) for s in seeds}
-    values = {s: candidates[i].values[s] for s, i in chosen.items()}
-    return _Series(d.variant, dataset, values, candidates[0].entry) if values else None
+    return candidates, {s: max(range(len(candidates)), key=lambda i: (dev[i][s], -i)) for s in seeds}
+
+
+def _dev_choice_counts(d: Diagnosis, results: _Results) -> str:
+    """How often each of ``choose_on_dev``'s entries was chosen, over its datasets and seeds."""
+    result = results.get(d.suite)
+    picks = [d.choose_on_dev[i] for dataset in d.datasets if result
+             for i in _dev_choice(d, result, dataset)[1].values()]
+    if not picks:
+        return "none yet"
+    return ", ".join(f"{name} {picks.count(name)}" for name in d.choose_on_dev) + f" (of {len(picks)} runs)"
 
 
 def _one_dataset(d: Diagnosis, dataset: str, baseline_result, variant_result) -> Row:
@@ -378,11 +394,12 @@ def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
         lines += [f"#### `{d.id}`", "", _cell(d.question), "",
                   f"- change: {_cell(d.change)}",
                   f"- variant: {d.variant}"
-                  + (f" (per dataset and seed, whichever of {', '.join(d.choose_on_dev)} kept the higher dev"
-                     " accuracy; ties: the first)" if d.choose_on_dev else "")
+                  + (f" (per dataset and seed, whichever of {', '.join(d.choose_on_dev)} kept the highest"
+                     " dev accuracy; ties: the first listed)" if d.choose_on_dev else "")
                   + f" in `{d.suite}`; against: "
                   + (f"{_cell(d.reference_source or 'a published figure')}" if d.reference
                      else f"{d.baseline} in `{d.baseline_suite or d.suite}`"),
+                  *([f"- chosen on dev: {_dev_choice_counts(d, results)}"] if d.choose_on_dev else []),
                   f"- bears on: {', '.join(f'`{b}`' for b in d.bears_on) or DASH}",
                   f"- rerun: `{d.command}`", "",
                   f"| dataset | {against} | {d.variant} | Δ ± s.e. | n | p (two-sided) |"
