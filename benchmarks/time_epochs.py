@@ -35,6 +35,9 @@ from pathlib import Path
 
 import torch
 
+# The key under which a row timed before rows carried their machine keeps its file's old header.
+LEGACY_HEADER = "file_header_before_rows_had_machines"
+
 
 def _entry_rows(suite, only: list[str]) -> list:
     """One entry per distinct (dataset, model, overrides, max_per_split) among the neural ones."""
@@ -167,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = _kept_rows(output, suite, args.only) if args.merge else []
     command = ["python", "benchmarks/time_epochs.py"] + (sys.argv[1:] if argv is None else argv)
-    timed_on = {"command": shlex.join(command), "machine": machine_info()}
+    timed_on = {"command": shlex.join(command), "machine": machine_info(), "threads": torch.get_num_threads()}
     entries = sorted(_entry_rows(suite, args.only), key=lambda e: (e.dataset, e.max_per_split or 0))
     for entry in entries:
         load_before = os.getloadavg()
@@ -191,15 +194,17 @@ def _kept_rows(output: Path, suite, only: list[str]) -> list[dict]:
     retimed = {entry.id for entry in _entry_rows(suite, only)}
     # Files written before rows carried their machine had one header for all rows: the machine
     # and load of their last command only, so a row keeps that header whole rather than claim it.
-    header = {key: earlier[key] for key in ("command", "commands", "machine", "load_average_1_5_15") if key in earlier}
-    return [row if "machine" in row else {**row, "file_header_before_rows_had_machines": header}
+    # (A row merged before keeps the header it was given then.)
+    header = {key: earlier[key] for key in ("command", "commands", "machine", "load_average_1_5_15", "threads")
+              if key in earlier}
+    return [row if "machine" in row or LEGACY_HEADER in row else {**row, LEGACY_HEADER: header}
             for row in earlier["rows"] if row["entry"] not in retimed]
 
 
 def _write(output: Path, suite: str, rows: list[dict]) -> None:
     from textcls.artifacts import write_json
 
-    write_json(output, {"suite": suite, "threads": torch.get_num_threads(), "rows": rows})
+    write_json(output, {"suite": suite, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -104,27 +104,33 @@ def test_unit_dataset_with_a_reference_tests_the_datasets_means_against_their_fi
 
 
 def test_a_setting_chosen_on_dev_takes_each_seeds_test_accuracy_of_the_best_dev_run(tmp_path):
-    def entry(name, tests, devs):
-        runs = [{"seed": s, "status": "ok", "accuracy": t, "dev_metrics": None if d is None else {"accuracy": d}}
-                for s, (t, d) in enumerate(zip(tests, devs))]
+    def entry(name, tests, devs, losses):
+        runs = [{"seed": s, "status": "ok", "accuracy": t,
+                 "dev_metrics": None if d is None else {"accuracy": d, "loss": loss}}
+                for s, (t, d, loss) in enumerate(zip(tests, devs, losses))]
         return {**_entry(name, "d1", tests), "runs": runs}
 
     out = tmp_path / "results"
-    _write(out, "toy", [entry("rate-a", [0.80, 0.81, 0.82, 0.83], [0.70, 0.75, 0.70, None]),
-                        entry("rate-b", [0.90, 0.95, 0.90, 0.99], [0.80, 0.74, 0.70, 0.99])])
+    _write(out, "toy", [entry("rate-a", [0.80, 0.81, 0.82, 0.83, 0.84], [0.70, 0.75, 0.70, None, 0.70],
+                              [0.5, 0.5, 0.5, 0.5, 0.6]),
+                        entry("rate-b", [0.90, 0.95, 0.90, 0.99, 0.70], [0.80, 0.74, 0.70, 0.99, 0.70],
+                              [0.5, 0.5, 0.5, 0.5, 0.4])])
     chosen = _diagnosis(variant="rate-chosen-on-dev", baseline="rate-a", choose_on_dev=["rate-a", "rate-b"],
                         datasets=["d1"])
     [row] = measure(chosen, _Results(out))
     # seed 0: b's dev is higher (its test 0.90); seed 1: a's (0.81, though b's test is higher);
-    # seed 2: a tie, the first listed (0.82); seed 3: a has no dev score, so the seed is left out.
-    assert row.n == 3 and row.delta == approx32(100 * ((0.90 - 0.80) + 0 + 0) / 3)
-    assert row.variant.startswith("84.33")
-    assert _dev_choice_counts(chosen, _Results(out)) == "rate-a 2, rate-b 1 (of 3 runs)"
+    # seed 2: a tie on dev accuracy and loss, the first listed (0.82); seed 3: a has no dev
+    # score, so the seed is left out; seed 4: a tie on dev accuracy, b's lower loss (0.70).
+    assert row.n == 4 and row.delta == approx32(100 * ((0.90 - 0.80) + 0 + 0 + (0.70 - 0.84)) / 4)
+    assert row.variant.startswith("80.75")
+    assert _dev_choice_counts(chosen, _Results(out)) == "rate-a 2, rate-b 2 (of 4 choices, one a dataset and seed)"
     # runs made before they recorded dev scores: nothing to choose on
     _write(tmp_path / "plain", "toy", [_entry("rate-a", "d1", [0.8]), _entry("rate-b", "d1", [0.9])])
     [none] = measure(chosen, _Results(tmp_path / "plain"))
     assert none.missing == "no seed on which rate-a, rate-b all ran with a dev score on d1"
     assert _dev_choice_counts(chosen, _Results(tmp_path / "plain")) == "none yet"
+    [absent] = measure(_diagnosis(variant="c", choose_on_dev=["rate-a", "rate-b"], datasets=["d2"]), _Results(out))
+    assert absent.missing == "`toy` has no rate-a on d2"
     with pytest.raises(ValueError, match="two entries or more"):
         _diagnosis(choose_on_dev=["rate-a"])
 

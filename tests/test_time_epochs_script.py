@@ -4,6 +4,8 @@ extrapolate the batches it timed to the whole epoch and carry the machine it was
 
 import json
 
+import torch
+
 from conftest import load_benchmark_script
 
 
@@ -35,3 +37,9 @@ def test_rows_extrapolate_to_the_epoch_and_keep_their_own_machine_across_merges(
     assert timed["documents"]["train"] + timed["documents"]["dev"] <= 200 and timed["documents"]["dev"] > 0
     assert timed["train_batches_timed"] == 2 < timed["train_batches"]
     assert timed["train_epoch_seconds"] > 0 and timed["dev_batches_timed"] == timed["dev_batches"]
+    assert timed["threads"] == torch.get_num_threads()
+    # A second merge keeps both: the old row's nested header, the new row's own machine.
+    assert script.main(["--suite", str(suite), "--batches", "2", "--only", "no-such-entry", "--merge",
+                        "--output", str(output)]) == 0
+    again = {row["entry"]: row for row in json.loads(output.read_text())["rows"]}
+    assert again == rows

@@ -23,6 +23,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import contextlib
+import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -59,7 +60,7 @@ class Estimator(ABC):
     """The interface (see the module docstring). Learned attributes end in ``_``:
     ``num_classes_``, ``multi_label_`` and, for the benchmarks, ``train_seconds_`` (the
     training itself), ``epochs_run_``, ``best_epoch_`` (None without epoch selection),
-    ``dev_metrics_`` (the kept epoch's dev scores, None without epoch selection) and
+    ``dev_metrics_`` (the kept epoch's dev scores of an engine training, else None) and
     ``embeddings_info_`` (pretrained vectors and their coverage, or None).
     """
 
@@ -229,7 +230,7 @@ class NeuralEstimator(PresetEstimator):
         # The kept epoch's dev scores, so that a setting can be chosen per dataset on dev (the
         # way papers "set according to datasets"), never on test.
         self.dev_metrics_ = {name: float(value) for name, value in result.best_metrics.items()
-                             if name in DEV_METRICS and value is not None}
+                             if name in DEV_METRICS and value is not None and math.isfinite(value)}
         return self
 
     def epoch_seconds(self) -> float | None:

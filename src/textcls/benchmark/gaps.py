@@ -22,6 +22,7 @@ kept epoch scored the best dev accuracy, so the choice never sees the test set.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -164,16 +165,22 @@ def _variant_series(d: Diagnosis, result: dict | None, dataset: str) -> _Series 
 
 def _dev_choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series], dict[int, int]]:
     """``choose_on_dev``'s entries on ``dataset`` and, for each seed that every one of them ran
-    with a dev score, the index of the one that kept the highest dev accuracy (ties: the first
-    listed): the choice never sees the test set."""
+    with a dev score, the index of the one that kept the highest dev accuracy (ties: the lower
+    dev loss, then the first listed, as tfidf's grid and static-finetune choose): the choice
+    never sees the test set."""
     candidates = [_series(result, name, dataset, "accuracy") for name in d.choose_on_dev]
     if any(c is None or c.per_task for c in candidates):
         return [], {}
-    dev = [{run["seed"]: (run.get("dev_metrics") or {}).get("accuracy") for run in c.entry["runs"]}
+    dev = [{run["seed"]: run.get("dev_metrics") or {} for run in c.entry["runs"] if run.get("status") == "ok"}
            for c in candidates]
     seeds = [s for s in sorted(candidates[0].values)
-             if all(s in c.values and _finite(scores.get(s)) for c, scores in zip(candidates, dev))]
-    return candidates, {s: max(range(len(candidates)), key=lambda i: (dev[i][s], -i)) for s in seeds}
+             if all(s in c.values and _finite(scores.get(s, {}).get("accuracy")) for c, scores in zip(candidates, dev))]
+
+    def rank(i: int, seed: int) -> tuple:
+        loss = dev[i][seed].get("loss")
+        return dev[i][seed]["accuracy"], -(loss if _finite(loss) else math.inf), -i
+
+    return candidates, {s: max(range(len(candidates)), key=lambda i: rank(i, s)) for s in seeds}
 
 
 def _dev_choice_counts(d: Diagnosis, results: _Results) -> str:
@@ -183,15 +190,24 @@ def _dev_choice_counts(d: Diagnosis, results: _Results) -> str:
              for i in _dev_choice(d, result, dataset)[1].values()]
     if not picks:
         return "none yet"
-    return ", ".join(f"{name} {picks.count(name)}" for name in d.choose_on_dev) + f" (of {len(picks)} runs)"
+    return (", ".join(f"{name} {picks.count(name)}" for name in d.choose_on_dev)
+            + f" (of {len(picks)} choices, one a dataset and seed)")
+
+
+def _missing_variant(d: Diagnosis, result: dict | None, dataset: str) -> str:
+    if result is None or not d.choose_on_dev:
+        return _missing(d.suite, result, d.variant, dataset)
+    absent = [name for name in d.choose_on_dev if _series(result, name, dataset, "accuracy") is None]
+    if absent:
+        return _missing(d.suite, result, absent[0], dataset)
+    return f"no seed on which {', '.join(d.choose_on_dev)} all ran with a dev score on {dataset}"
 
 
 def _one_dataset(d: Diagnosis, dataset: str, baseline_result, variant_result) -> Row:
     row = Row(d, dataset)
     variant = _variant_series(d, variant_result, dataset)
     if variant is None:
-        row.missing = (f"no seed on which {', '.join(d.choose_on_dev)} all ran with a dev score on {dataset}"
-                       if d.choose_on_dev and variant_result else _missing(d.suite, variant_result, d.variant, dataset))
+        row.missing = _missing_variant(d, variant_result, dataset)
         return row
     row.variant = _fmt_series(variant)
     if d.reference:
@@ -244,7 +260,8 @@ def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
         diffs.append(variant_means[-1] - base_means[-1])
         seed_counts.append(len(seeds))
     if missing:
-        lack = "a seed of the variant" if d.reference else "a seed both ran"
+        lack = ("a seed of the variant" if d.reference else "a seed both ran"
+                + (" (every entry of choose_on_dev with a dev score)" if d.choose_on_dev else ""))
         row.missing = (f"{len(missing)} of {len(d.datasets)} datasets lack {lack} "
                        f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''})")
         return row
@@ -395,7 +412,7 @@ def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
                   f"- change: {_cell(d.change)}",
                   f"- variant: {d.variant}"
                   + (f" (per dataset and seed, whichever of {', '.join(d.choose_on_dev)} kept the highest"
-                     " dev accuracy; ties: the first listed)" if d.choose_on_dev else "")
+                     " dev accuracy; ties: the lower dev loss, then the first listed)" if d.choose_on_dev else "")
                   + f" in `{d.suite}`; against: "
                   + (f"{_cell(d.reference_source or 'a published figure')}" if d.reference
                      else f"{d.baseline} in `{d.baseline_suite or d.suite}`"),
