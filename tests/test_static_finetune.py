@@ -36,6 +36,7 @@ def test_it_learns_trec_and_keeps_the_best_dev_epoch(fitted, trec_600):
     assert len(scores) == selection["epochs_run"] <= get_preset("static-finetune").arch["max_epochs"]
     report = fitted.estimator_.fit_report()
     assert (report["epochs_run"], report["best_epoch"]) == (selection["epochs_run"], selection["chosen"])
+    assert report["dev_metrics"]["accuracy"] == scores[selection["chosen"]][0] == max(s[0] for s in scores.values())
     params = fitted.estimator_.num_parameters()
     head = 256 * 512 + 512 + 512 * 6 + 6
     assert params == {"total": head + 29525 * 256, "trainable": head + 29525 * 256, "embedding": 29525 * 256,

@@ -46,6 +46,11 @@ def test_the_choice_is_recorded_in_the_run_and_survives_a_reload(trec, tmp_path)
     selection = clf.estimator_.model_.selection_
     assert selection["parameter"] == "C" and clf.preset_.arch["C"] == selection["chosen"]
     assert set(selection["dev"]) == {repr(c) for c in C_GRID} and selection["dev_documents"] == len(trec["dev"])
+    # what a benchmark run records of it: the chosen C's dev accuracy and log-loss
+    chosen_scores = selection["dev"][repr(selection["chosen"])]
+    assert clf.estimator_.fit_report()["dev_metrics"] == {"accuracy": chosen_scores["score"],
+                                                          "loss": chosen_scores["log_loss"]}
+    assert 0 < chosen_scores["log_loss"] and 0.5 < chosen_scores["score"] <= 1
     clf.save_pretrained(tmp_path / "run")
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["arch"]["C"] == selection["chosen"]

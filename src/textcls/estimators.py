@@ -60,7 +60,8 @@ class Estimator(ABC):
     """The interface (see the module docstring). Learned attributes end in ``_``:
     ``num_classes_``, ``multi_label_`` and, for the benchmarks, ``train_seconds_`` (the
     training itself), ``epochs_run_``, ``best_epoch_`` (None without epoch selection),
-    ``dev_metrics_`` (the kept epoch's dev scores of an engine training, else None) and
+    ``dev_metrics_`` (the dev scores of the kept epoch or grid value where dev chose one,
+    single-label; else None) and
     ``embeddings_info_`` (pretrained vectors and their coverage, or None).
     """
 
@@ -380,6 +381,11 @@ class TfidfEstimator(PresetEstimator):
         selection = getattr(self.model_, "selection_", None) or {}
         self.epochs_run_ = int(selection.get("epochs_run", 1))
         self.best_epoch_ = selection.get("chosen") if selection.get("parameter") == "epoch" else None
+        # The chosen value's dev scores (keyed by str: an epoch's int, a grid's float repr); the
+        # score is micro-F1 on multi-label data, which is not an accuracy.
+        chosen_scores = (selection.get("dev") or {}).get(str(selection.get("chosen")))
+        self.dev_metrics_ = ({"accuracy": float(chosen_scores["score"]), "loss": float(chosen_scores["log_loss"])}
+                             if chosen_scores and not self.multi_label_ else None)
         # The value chosen on dev goes into the preset: config.json and the benchmarks record it.
         self.preset = self.preset.with_overrides(**self.model_.chosen_params())
         return self
