@@ -154,6 +154,7 @@ def time_entry(entry, data_dir, batches: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from textcls.benchmark.runner import load_suite
+    from textcls.benchmark.system import machine_info
     from textcls.data.loaders import data_dir as default_data_dir
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -166,8 +167,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     suite = load_suite(args.suite)
     output = Path(args.output or f"benchmarks/results/epoch_times/{suite.name}.json")
-    from textcls.benchmark.system import machine_info
-
     rows = _kept_rows(output, suite, args.only) if args.merge else []
     command = ["python", "benchmarks/time_epochs.py"] + (sys.argv[1:] if argv is None else argv)
     timed_on = {"command": shlex.join(command), "machine": machine_info(), "threads": torch.get_num_threads()}
