@@ -186,8 +186,9 @@ def _dev_choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series]
 def _dev_choice_counts(d: Diagnosis, results: _Results) -> str:
     """How often each of ``choose_on_dev``'s entries was chosen, over its datasets and seeds."""
     result = results.get(d.suite)
-    picks = [d.choose_on_dev[i] for dataset in d.datasets if result
-             for i in _dev_choice(d, result, dataset)[1].values()]
+    if result is None:
+        return "none yet"
+    picks = [d.choose_on_dev[i] for dataset in d.datasets for i in _dev_choice(d, result, dataset)[1].values()]
     if not picks:
         return "none yet"
     return (", ".join(f"{name} {picks.count(name)}" for name in d.choose_on_dev)
