@@ -280,6 +280,20 @@ def test_the_markdown_has_the_rule_a_row_per_claim_and_is_deterministic(results,
     assert text.rstrip().endswith("|") and "## Gaps of more than 2 points" in text
 
 
+def test_the_evidence_names_each_rerun_commit_once_with_its_count(results, tmp_path):
+    doc = json.loads((results / "toy.json").read_text(encoding="utf-8"))
+    doc["reruns"] = [{"git": {"commit": "aaaaaaaaaaaa1111", "dirty": False}},
+                     {"git": {"commit": "bbbbbbbbbbbb2222", "dirty": True}},
+                     {"git": {"commit": "aaaaaaaaaaaa1111", "dirty": False}},
+                     {"git": {"commit": "aaaaaaaaaaaa1111", "dirty": False}},
+                     {"git": {}}]
+    (results / "toy.json").write_text(json.dumps(doc), encoding="utf-8")
+    out = write_reproduction(results, tmp_path / "R.md", [_claim(id="toy.supported", pairs=[["model-a", "model-b"]])])
+    evidence = next(line for line in out.read_text(encoding="utf-8").splitlines() if "reruns at" in line)
+    assert "reruns at aaaaaaaaaa (x3), bbbbbbbbbb (dirty)" in evidence, evidence
+    assert evidence.count("aaaaaaaaaa") == 1
+
+
 # --------------------------------------------------------------------------- the claims table
 
 

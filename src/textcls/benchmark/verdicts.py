@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -494,10 +495,12 @@ def _evidence(name: str, result: dict, entries: Iterable[str] = ()) -> str:
     if git.get("commit"):
         text += f" run at commit {git['commit'][:10]}" + (f" (dirty: {git.get('changed_files')} changed file(s))"
                                                           if git.get("dirty") else "")
-    reruns = [r for r in result.get("reruns", []) if (r.get("git") or {}).get("commit")]
-    if reruns:
-        text += "; reruns at " + ", ".join(r["git"]["commit"][:10] + (" (dirty)" if r["git"].get("dirty") else "")
-                                           for r in reruns)
+    # A queue of many one-run reruns at one commit would otherwise list that commit once a run.
+    rerun_commits = Counter(r["git"]["commit"][:10] + (" (dirty)" if r["git"].get("dirty") else "")
+                            for r in result.get("reruns", []) if (r.get("git") or {}).get("commit"))
+    if rerun_commits:
+        text += "; reruns at " + ", ".join(commit + (f" (x{count})" if count > 1 else "")
+                                           for commit, count in rerun_commits.items())
     entries = list(entries)
     if entries:
         text += "; entries " + ", ".join(f"`{e}`" for e in entries)
