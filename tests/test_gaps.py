@@ -131,6 +131,11 @@ def test_a_setting_chosen_on_dev_takes_each_seeds_test_accuracy_of_the_best_dev_
     assert _dev_choice_counts(chosen, _Results(tmp_path / "plain")) == "none yet"
     [absent] = measure(_diagnosis(variant="c", choose_on_dev=["rate-a", "rate-b"], datasets=["d2"]), _Results(out))
     assert absent.missing == "`toy` has no rate-a on d2"
+    over_datasets = _diagnosis(variant="rate-chosen-on-dev", baseline="rate-a", choose_on_dev=["rate-a", "rate-b"],
+                               datasets=["d1"], unit="dataset")
+    [undecided] = measure(over_datasets, _Results(tmp_path / "plain"))
+    assert undecided.missing == ("1 of 1 datasets lack a seed on which the baseline and every entry of "
+                                 "choose_on_dev ran with a dev score (d1)")
     with pytest.raises(ValueError, match="two entries or more"):
         _diagnosis(choose_on_dev=["rate-a"])
 
