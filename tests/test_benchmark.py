@@ -546,7 +546,7 @@ def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
         run_suite(suite_file, output_dir=folder, seeds=[seed], progress=False, threads=1)
     together = tmp_path / "together"
     main(["benchmark", "--merge-from", str(parts[0]), "--merge-from", str(parts[1]), "--output-dir", str(together)])
-    assert f"merged into {together / 'apart.json'} (1 entry)" in capsys.readouterr().out
+    assert f"merged 2 report(s) into {together / 'apart.json'} (1 entry)" in capsys.readouterr().out
     report = json.loads((together / "apart.json").read_text(encoding="utf-8"))
     entry = report["entries"][0]
     assert [r["seed"] for r in entry["runs"]] == [0, 1] and entry["summary"]["accuracy"]["n"] == 2
@@ -557,6 +557,27 @@ def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
     merged = merge_run_files([tmp_path / "seed1b"], together)
     assert len(merged["reruns"]) == 1 and merged["entries"][0]["runs"][1] == json.loads(
         json.dumps(again["entries"][0]["runs"][0]))
+    # A queue's root is merged again as it fills: the runs already there add no record, and
+    # runs made at another commit get a record of their own, naming that commit.
+    capsys.readouterr()
+    before = json.loads((together / "apart.json").read_text(encoding="utf-8"))
+    main(["benchmark", "--merge-from", str(tmp_path / "seed0"), "--merge-from", str(tmp_path / "seed1b"),
+          "--output-dir", str(together)])
+    assert "nothing new: " in capsys.readouterr().out
+    assert json.loads((together / "apart.json").read_text(encoding="utf-8")) == before
+    later = tmp_path / "later"
+    run_suite(suite_file, output_dir=later, seeds=[0], progress=False, threads=1)
+    part = next(later.glob("*.json"))
+    moved = json.loads(part.read_text(encoding="utf-8"))
+    moved["git"] = {"commit": "f" * 40, "dirty": False}
+    part.write_text(json.dumps(moved), encoding="utf-8")
+    merged = merge_run_files([later, tmp_path / "seed1b"], together)
+    assert (merged["merged_parts"], merged["already_merged_parts"]) == (1, 1)
+    assert merged["reruns"][-1]["git"]["commit"] == "f" * 40 and merged["reruns"][-1]["entries"] == ["trec:tfidf-lr"]
+    assert len(merged["reruns"]) == len(before["reruns"]) + 1
+    fresh = merge_run_files([tmp_path / "seed1", later], tmp_path / "fresh")
+    assert fresh["git"]["commit"] == before["git"]["commit"] and [r["git"]["commit"] for r in fresh["reruns"]] == [
+        "f" * 40]
     with pytest.raises(ConfigError, match="no report JSON"):
         merge_run_files([tmp_path / "empty_folder_that_is_not_there"], together)
     log = tmp_path / "seed0.log"

@@ -768,8 +768,12 @@ def _merge_from(paths: List[Path], output_dir: Optional[Path]) -> None:
     if missing:
         raise ConfigError(f"--merge-from {missing[0]}: no such file or folder")
     full = merge_run_files(paths, output_dir)
-    count = len(full["entries"])
-    typer.echo(f"merged into {full['files']['json']} ({count} entr{'y' if count == 1 else 'ies'})")
+    count, held = len(full["entries"]), full["already_merged_parts"]
+    if not full["merged_parts"]:
+        typer.echo(f"nothing new: {full['files']['json']} already holds the runs of all {held} report(s)")
+        return
+    typer.echo(f"merged {full['merged_parts']} report(s) into {full['files']['json']} "
+               f"({count} entr{'y' if count == 1 else 'ies'})" + (f"; {held} already there" if held else ""))
 
 
 @app.command()

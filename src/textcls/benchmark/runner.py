@@ -876,9 +876,15 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     on another machine, each in its own folder) into the suite's report in ``output_dir``.
 
     ``paths``: report JSON files, or folders searched for them. The runs of one entry are
-    joined by seed, the result is merged as one rerun (``merge_rerun``) when the suite's full
-    report exists, and otherwise becomes that report, its entries in the suite file's order.
-    ``command`` (default: each part's own) is what the report says produced them."""
+    joined by seed. When the suite's full report exists, a part whose every run it already
+    holds, unchanged, is left out (a queue's folder is merged again as it fills), and the
+    others are merged as one rerun (``merge_rerun``) per commit they were made at, so each
+    record names the commit of its own runs; otherwise the parts of the earliest commit become
+    that report, its entries in the suite file's order, and any later commits' parts reruns.
+    ``command`` (default: each part's own) is what the report says produced them. The result
+    carries ``merged_parts`` and ``already_merged_parts`` (counts; not written to the report)."""
+    import json
+
     from . import report
 
     files = sorted({f for p in map(Path, paths) for f in ([p] if p.is_file() else p.rglob("*.json"))})
@@ -888,6 +894,34 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     suites = {part.get("suite") for part in parts}
     if len(suites) != 1 or None in suites:
         raise ConfigError(f"--merge-from: the reports must be of one suite; found {sorted(map(str, suites))}")
+    full_path = Path(output_dir) / f"{parts[0]['suite']}.json"
+    full = json.loads(full_path.read_text(encoding="utf-8")) if full_path.is_file() else None
+    new_parts = [part for part in parts if full is None or not _holds_runs_of(full, part)]
+    counts = {"merged_parts": len(new_parts), "already_merged_parts": len(parts) - len(new_parts)}
+    if not new_parts:
+        return {**full, "files": {"json": str(full_path)}, **counts}
+    by_commit: dict[tuple, list[dict]] = {}
+    for part in sorted(new_parts, key=lambda p: p["date"]):
+        git = part.get("git") or {}
+        by_commit.setdefault((git.get("commit"), bool(git.get("dirty"))), []).append(part)
+    groups = [_combined_parts(group, command) for group in by_commit.values()]
+    if full is None:
+        first = groups.pop(0)
+        order = {e.id: i for i, e in enumerate(load_suite(first["suite_file"]).entries)} \
+            if Path(first["suite_file"]).is_file() else {}
+        first["entries"].sort(key=lambda e: order.get(e["id"], len(order)))
+        first.update(report_name=first["suite"], only=None, seeds=None, complete=False,
+                     failed_entries=[e["id"] for e in first["entries"] if e["status"] != "ok"])
+        first["failed"] = len(first["failed_entries"])
+        report.write_report(first, output_dir)
+        full = first
+    for group in groups:
+        full = merge_rerun(group, output_dir)
+    return {**full, **counts}
+
+
+def _combined_parts(parts: list[dict], command: str | None) -> dict:
+    """One report of the runs of ``parts`` (made at one commit), joined by entry and seed."""
     entries: dict[str, dict] = {}
     for part in parts:
         for entry in part["entries"]:
@@ -897,16 +931,13 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
                 "wall_seconds": sum(p.get("wall_seconds", 0.0) for p in parts), "only": sorted(entries),
                 "command": command or "; ".join(dict.fromkeys(p["command"] for p in parts))}
     combined.pop("files", None)
-    if (Path(output_dir) / f"{combined['suite']}.json").is_file():
-        return merge_rerun(combined, output_dir)
-    order = {e.id: i for i, e in enumerate(load_suite(combined["suite_file"]).entries)} \
-        if Path(combined["suite_file"]).is_file() else {}
-    combined["entries"].sort(key=lambda e: order.get(e["id"], len(order)))
-    combined.update(report_name=combined["suite"], only=None, seeds=None, complete=False,
-                    failed_entries=[e["id"] for e in combined["entries"] if e["status"] != "ok"])
-    combined["failed"] = len(combined["failed_entries"])
-    report.write_report(combined, output_dir)
     return combined
+
+
+def _holds_runs_of(full: dict, part: dict) -> bool:
+    """Whether ``full`` holds every run of ``part`` as it is (same entry, seed and record)."""
+    held = {entry["id"]: entry["runs"] for entry in full["entries"]}
+    return all(run in held.get(entry["id"], []) for entry in part["entries"] for run in entry["runs"])
 
 
 def _read_report(path: Path) -> dict:
