@@ -900,11 +900,7 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     counts = {"merged_parts": len(new_parts), "already_merged_parts": len(parts) - len(new_parts)}
     if not new_parts:
         return {**full, "files": {"json": str(full_path)}, **counts}
-    by_commit: dict[tuple, list[dict]] = {}
-    for part in sorted(new_parts, key=lambda p: p["date"]):
-        git = part.get("git") or {}
-        by_commit.setdefault((git.get("commit"), bool(git.get("dirty"))), []).append(part)
-    groups = [_combined_parts(group, command) for group in by_commit.values()]
+    groups = combine_by_commit(new_parts, command)
     if full is None:
         first = groups.pop(0)
         order = {e.id: i for i, e in enumerate(load_suite(first["suite_file"]).entries)} \
@@ -918,6 +914,16 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     for group in groups:
         full = merge_rerun(group, output_dir)
     return {**full, **counts}
+
+
+def combine_by_commit(parts: Sequence[dict], command: str | None = None) -> list[dict]:
+    """Reports of runs made apart, joined into one report per commit (and dirty flag) they
+    were made at, in the order of each commit's first run."""
+    by_commit: dict[tuple, list[dict]] = {}
+    for part in sorted(parts, key=lambda p: p["date"]):
+        git = part.get("git") or {}
+        by_commit.setdefault((git.get("commit"), bool(git.get("dirty"))), []).append(part)
+    return [_combined_parts(group, command) for group in by_commit.values()]
 
 
 def _combined_parts(parts: list[dict], command: str | None) -> dict:
@@ -976,17 +982,22 @@ def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
             full["entries"][at] = _merged_entry(full["entries"][at], entry)
         else:
             full["entries"].append(entry)
-    full.setdefault("reruns", []).append({
-        "entries": [e["id"] for e in rerun["entries"]], "git": rerun.get("git"),
-        "date": rerun.get("date"), "command": rerun.get("command"),
-        "wall_seconds": rerun.get("wall_seconds"), "machine": rerun.get("machine"),
-        "devices": sorted({run.get("device", "cpu") for e in rerun["entries"] for run in e["runs"]})})
+    full.setdefault("reruns", []).append(rerun_record(rerun))
     full["notes"] = rerun.get("notes", full.get("notes"))
     full["failed_entries"] = [e["id"] for e in full["entries"] if e["status"] != "ok"]
     full["failed"] = len(full["failed_entries"])
     full.pop("files", None)
     report.write_report(full, output_dir)
     return full
+
+
+def rerun_record(rerun: dict) -> dict:
+    """What a suite's report keeps of a rerun merged into it: its entries, commit, date,
+    command, seconds, machine and devices."""
+    return {"entries": [e["id"] for e in rerun["entries"]], "git": rerun.get("git"),
+            "date": rerun.get("date"), "command": rerun.get("command"),
+            "wall_seconds": rerun.get("wall_seconds"), "machine": rerun.get("machine"),
+            "devices": sorted({run.get("device", "cpu") for e in rerun["entries"] for run in e["runs"]})}
 
 
 def _merged_entry(old: dict, new: dict) -> dict:
