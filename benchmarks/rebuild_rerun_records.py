@@ -23,22 +23,34 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 
 from textcls.benchmark import report
 from textcls.benchmark.runner import _read_report, combine_by_commit, rerun_record
+from textcls.errors import TextclsError
 
 OUTPUT_DIR = re.compile(r"--output-dir (\S+)")
 
 
-def _run_folders(record: dict) -> list[Path] | None:
-    """The run folders a record's command names, or None unless each holds a report."""
+def _run_reports(record: dict, suite: str) -> list[Path] | None:
+    """The report files of the run folders a record's command names, or None unless each folder
+    holds one report of one ``--only`` run of ``suite`` and together they hold the record's
+    entries (a record made with ``--merge --output-dir benchmarks/results`` names a folder of
+    full reports: it stays as it is)."""
     commands = (record.get("command") or "").split("; ")
     folders = [OUTPUT_DIR.search(command) for command in commands]
     if not all(folders):
         return None
-    paths = [Path(match.group(1)) for match in folders]
-    return paths if all(any(path.glob("*.json")) for path in paths) else None
+    files = [sorted(Path(match.group(1)).glob("*.json")) for match in folders]
+    if not all(len(found) == 1 for found in files):
+        return None
+    parts = [_read_report(found[0]) for found in files]
+    if any(part["suite"] != suite or not part.get("only") for part in parts):
+        return None
+    if not set(record["entries"]) <= {entry["id"] for part in parts for entry in part["entries"]}:
+        return None
+    return [found[0] for found in files]
 
 
 def _repeats(records: list[dict]) -> list[int]:
@@ -55,38 +67,43 @@ def _repeats(records: list[dict]) -> list[int]:
 def rebuild(result: dict) -> tuple[dict, int, int]:
     """``result`` with its rerun records rebuilt; the number of records before and after."""
     records = result.get("reruns", [])
-    folders = [_run_folders(record) for record in records]
-    repeated = set(_repeats([r for r, f in zip(records, folders) if f is None]))
-    kept, runs, place, kept_count = [], {}, None, 0
-    for record, paths in zip(records, folders):
-        if paths is None:
+    reports = [_run_reports(record, result["suite"]) for record in records]
+    repeated = set(_repeats([r for r, f in zip(records, reports) if f is None]))
+    kept, files, place, kept_count = [], {}, None, 0
+    for record, found in zip(records, reports):
+        if found is None:
             if kept_count not in repeated:
                 kept.append(record)
             kept_count += 1
             continue
         place = len(kept) if place is None else place
-        for path in paths:
-            runs.setdefault(path.resolve(), sorted(path.glob("*.json")))
-    if runs:
-        parts = [_read_report(file) for files in runs.values() for file in files]
+        files.update((path.resolve(), None) for path in found)
+    if files:
+        parts = [_read_report(path) for path in files]
         kept[place:place] = [rerun_record(group) for group in combine_by_commit(parts)]
     return {**result, "reruns": kept}, len(records), len(kept)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("suites", nargs="+", help="suite names, e.g. fcsr_fdu_full")
     parser.add_argument("--results", default="benchmarks/results", help="the folder holding <suite>.json")
-    args = parser.parse_args()
-    for suite in args.suites:
-        path = Path(args.results) / f"{suite}.json"
-        result = json.loads(path.read_text(encoding="utf-8"))
-        rebuilt, before, after = rebuild(result)
-        if rebuilt["reruns"] == result.get("reruns", []):
+    args = parser.parse_args(argv)
+    rebuilt = []
+    try:  # every suite is read and rebuilt before any is written
+        for suite in args.suites:
+            path = Path(args.results) / f"{suite}.json"
+            result = json.loads(path.read_text(encoding="utf-8"))
+            rebuilt.append((suite, result, *rebuild(result)))
+    except (OSError, json.JSONDecodeError, TextclsError) as exc:
+        print(f"error: {exc}; name suites whose <suite>.json is in --results ({args.results})", file=sys.stderr)
+        raise SystemExit(2) from None
+    for suite, result, new, before, after in rebuilt:
+        if new["reruns"] == result.get("reruns", []):
             print(f"{suite}: {before} records, nothing to rebuild")
             continue
-        rebuilt.pop("files", None)
-        report.write_report(rebuilt, args.results)
+        new.pop("files", None)
+        report.write_report(new, args.results)
         print(f"{suite}: {before} rerun records -> {after}")
 
 

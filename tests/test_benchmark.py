@@ -589,6 +589,64 @@ def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
         merge_run_files([tmp_path / "other.json"], together)
 
 
+def _restamp(folder, *, commit=None, finished=None):
+    """Give the report in ``folder`` (one run) another commit or end time, as if made elsewhere."""
+    path = next(folder.glob("*.json"))
+    part = json.loads(path.read_text(encoding="utf-8"))
+    if commit:
+        part["git"] = {"commit": commit, "dirty": False}
+    if finished:
+        part["date"] = finished
+        for entry in part["entries"]:
+            for run in entry["runs"]:
+                run["finished"] = finished
+    path.write_text(json.dumps(part), encoding="utf-8")
+    return part
+
+
+def test_merging_a_queue_root_again_keeps_the_newest_run_of_each_seed(tmp_path, capsys):
+    """A run made again (its first try's folder still there) wins over it however the folders
+    are merged, and runs made at two commits, interleaved, each keep their commit's record."""
+    from textcls.benchmark.runner import merge_run_files
+    from textcls.cli import main
+
+    suite_file = tmp_path / "queue.toml"
+    suite_file.write_text(
+        '[suite]\nname = "queue"\ndescription = "TF-IDF + LR on a TREC slice, two seeds"\n\n'
+        '[defaults]\nseeds = [0, 1]\nmax_per_split = 200\n\n'
+        '[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\n', encoding="utf-8")
+    made = {}
+    for name, seed, commit, finished in [("root/s0", 0, "a" * 40, "2030-01-01T00:00:00+00:00"),
+                                         ("root/s1", 1, "b" * 40, "2030-01-02T00:00:00+00:00"),
+                                         ("again/s1", 1, "a" * 40, "2030-01-03T00:00:00+00:00")]:
+        run_suite(suite_file, output_dir=tmp_path / name, seeds=[seed], progress=False, threads=1)
+        made[name] = _restamp(tmp_path / name, commit=commit, finished=finished)["entries"][0]["runs"][0]
+    results = tmp_path / "results"
+    # commits a, b, a: seed 1's newest run (commit a, third) wins, whatever the order of the groups
+    fresh = merge_run_files([tmp_path / "root", tmp_path / "again"], results)
+    runs = fresh["entries"][0]["runs"]
+    assert [r["finished"] for r in runs] == [made["root/s0"]["finished"], made["again/s1"]["finished"]]
+    assert fresh["git"]["commit"] == "a" * 40 and "reruns" not in fresh  # s1 of commit b lost to `again`
+    assert (fresh["merged_parts"], fresh["already_merged_parts"]) == (2, 1)
+    before = json.loads((results / "queue.json").read_text(encoding="utf-8"))
+    for folders in ([tmp_path / "root"], [tmp_path / "again", tmp_path / "root"], [tmp_path]):
+        main(["benchmark", *[arg for f in folders for arg in ("--merge-from", str(f))], "--output-dir", str(results)])
+        assert "nothing new: " in capsys.readouterr().out
+        assert json.loads((results / "queue.json").read_text(encoding="utf-8")) == before
+    run_suite(suite_file, output_dir=tmp_path / "later/s0", seeds=[0], progress=False, threads=1)
+    _restamp(tmp_path / "later/s0", commit="c" * 40, finished="2030-01-04T00:00:00+00:00")
+    merged = merge_run_files([tmp_path], results)
+    assert (merged["merged_parts"], len(merged["reruns"])) == (1, 1) and merged["reruns"][0]["git"]["commit"] == "c" * 40
+    assert merged["entries"][0]["runs"][0]["finished"] == "2030-01-04T00:00:00+00:00"
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps({**before, "date": None}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="damaged.json: a damaged benchmark report"):
+        merge_run_files([damaged], results)
+    damaged.write_text(json.dumps({**before, "entries": [{**before["entries"][0], "runs": []}]}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="damaged.json: the report holds no run"):
+        merge_run_files([damaged], results)
+
+
 def test_a_scripts_result_is_written_after_each_dataset_with_the_datasets_it_finished(tmp_path):
     from textcls.benchmark.report import write_script_result
 

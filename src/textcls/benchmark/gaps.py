@@ -261,12 +261,11 @@ def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
         diffs.append(variant_means[-1] - base_means[-1])
         seed_counts.append(len(seeds))
     if missing:
-        if d.reference:
-            lack = "a seed of the variant"
-        elif d.choose_on_dev:
-            lack = "a seed on which the baseline and every entry of choose_on_dev ran with a dev score"
+        if d.choose_on_dev:
+            lack = (f"a seed on which {'' if d.reference else 'the baseline and '}every entry of choose_on_dev "
+                    "ran with a dev score")
         else:
-            lack = "a seed both ran"
+            lack = "a seed of the variant" if d.reference else "a seed both ran"
         row.missing = (f"{len(missing)} of {len(d.datasets)} datasets lack {lack} "
                        f"({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''})")
         return row

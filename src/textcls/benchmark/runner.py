@@ -832,6 +832,8 @@ def _run_entry(entry: Entry, job: dict, result: dict, counter: dict, *, progress
         started_run = time.perf_counter()
         run = _run_in_child({"entry": entry.to_dict(), "seed": seed, **job})
         run["wall_seconds"] = time.perf_counter() - started_run
+        # When it ended: --merge-from keeps the newest run of an (entry, seed) by it.
+        run["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         runs.append(run)
         counter["done"] += 1
         where = f"[{counter['done']}/{counter['total']}] {entry.id} seed {seed}"
@@ -875,14 +877,17 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     """Merge the reports of runs made apart (``--only ... --seed ...`` in separate processes or
     on another machine, each in its own folder) into the suite's report in ``output_dir``.
 
-    ``paths``: report JSON files, or folders searched for them. The runs of one entry are
-    joined by seed. When the suite's full report exists, a part whose every run it already
-    holds, unchanged, is left out (a queue's folder is merged again as it fills), and the
-    others are merged as one rerun (``merge_rerun``) per commit they were made at, so each
-    record names the commit of its own runs; otherwise the parts of the earliest commit become
-    that report, its entries in the suite file's order, and any later commits' parts reruns.
-    ``command`` (default: each part's own) is what the report says produced them. The result
-    carries ``merged_parts`` and ``already_merged_parts`` (counts; not written to the report)."""
+    ``paths``: report JSON files, or folders searched for them. The runs are joined by entry
+    and seed, the newest run of each (entry, seed) winning (a run's ``finished`` time, or its
+    report's date for runs made before runs recorded one). A run the suite's report already
+    holds, or holds a newer run of, is left out, so a queue's folder can be merged again as it
+    fills; a part with nothing left adds no record. The rest is merged as one rerun
+    (``merge_rerun``) per commit (and dirty flag) the runs were made at, so each record names
+    the commit of its own runs (a dirty group keeps its first part's count of changed files).
+    Without a report yet, the earliest commit's runs become the report, its entries in the suite
+    file's order (entries first made at a later commit follow, as reruns). ``command``
+    (default: each part's own) is what the report says produced them. The result carries
+    ``merged_parts`` and ``already_merged_parts`` (counts; not written to the report)."""
     import json
 
     from . import report
@@ -896,7 +901,7 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
         raise ConfigError(f"--merge-from: the reports must be of one suite; found {sorted(map(str, suites))}")
     full_path = Path(output_dir) / f"{parts[0]['suite']}.json"
     full = json.loads(full_path.read_text(encoding="utf-8")) if full_path.is_file() else None
-    new_parts = [part for part in parts if full is None or not _holds_runs_of(full, part)]
+    new_parts = _runs_to_merge(parts, full)
     counts = {"merged_parts": len(new_parts), "already_merged_parts": len(parts) - len(new_parts)}
     if not new_parts:
         return {**full, "files": {"json": str(full_path)}, **counts}
@@ -914,6 +919,48 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     for group in groups:
         full = merge_rerun(group, output_dir)
     return {**full, **counts}
+
+
+def _finished(run: dict, part: dict) -> str:
+    """When a run ended: its own record, or (runs made before runs recorded it) its report's
+    date. UTC ISO timestamps, so they order as strings."""
+    return run.get("finished") or part["date"]
+
+
+def _runs_to_merge(parts: list[dict], full: dict | None) -> list[dict]:
+    """``parts`` cut to the runs a merge should write: per (entry, seed) the newest of the
+    parts, unless ``full`` holds that run already or a newer one. Parts left without a run are
+    dropped."""
+    newest: dict[tuple[str, int], tuple[str, int]] = {}
+    for index, part in enumerate(parts):
+        for entry in part["entries"]:
+            for run in entry["runs"]:
+                key, when = (entry["id"], run["seed"]), _finished(run, part)
+                if key not in newest or when >= newest[key][0]:
+                    newest[key] = (when, index)
+    held = {(entry["id"], run["seed"]): run for entry in (full or {}).get("entries", []) for run in entry["runs"]}
+
+    def wanted(index: int, entry_id: str, run: dict) -> bool:
+        key = (entry_id, run["seed"])
+        if newest[key][1] != index:
+            return False
+        old = held.get(key)
+        return old is None or (old != run and old.get("finished", "") <= newest[key][0])
+
+    kept = []
+    for index, part in enumerate(parts):
+        entries = []
+        for entry in part["entries"]:
+            runs = [run for run in entry["runs"] if wanted(index, entry["id"], run)]
+            if runs == entry["runs"]:
+                entries.append(entry)
+            elif runs:  # its summary is recomputed from the runs it keeps
+                fields = {key: entry[key] for key in Entry.__dataclass_fields__}
+                fields["seeds"] = sorted(run["seed"] for run in runs)
+                entries.append(_entry_result(Entry(**fields), entry["kind"], runs))
+        if entries:
+            kept.append({**part, "entries": entries})
+    return kept
 
 
 def combine_by_commit(parts: Sequence[dict], command: str | None = None) -> list[dict]:
@@ -940,12 +987,6 @@ def _combined_parts(parts: list[dict], command: str | None) -> dict:
     return combined
 
 
-def _holds_runs_of(full: dict, part: dict) -> bool:
-    """Whether ``full`` holds every run of ``part`` as it is (same entry, seed and record)."""
-    held = {entry["id"]: entry["runs"] for entry in full["entries"]}
-    return all(run in held.get(entry["id"], []) for entry in part["entries"] for run in entry["runs"])
-
-
 def _read_report(path: Path) -> dict:
     import json
 
@@ -957,6 +998,13 @@ def _read_report(path: Path) -> dict:
     if not isinstance(report, dict) or not isinstance(report.get("entries"), list) or "suite" not in report:
         raise ConfigError(f"--merge-from {path}: not a benchmark report (no suite and entries); name the folders "
                           "or the <suite>.json files that textcls benchmark wrote")
+    entries_ok = all(isinstance(e, dict) and "id" in e and isinstance(e.get("runs"), list)
+                     and all(isinstance(r, dict) and "seed" in r for r in e["runs"]) for e in report["entries"])
+    if not isinstance(report.get("date"), str) or not entries_ok:
+        raise ConfigError(f"--merge-from {path}: a damaged benchmark report (no date, or an entry without an id "
+                          "or seeded runs); run that entry and seed again into a fresh folder")
+    if not any(e["runs"] for e in report["entries"]):
+        raise ConfigError(f"--merge-from {path}: the report holds no run; run its entries again, or leave it out")
     return report
 
 
