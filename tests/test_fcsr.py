@@ -309,6 +309,21 @@ def test_eq16_learning_rate_is_the_papers_recursion():
     assert get_preset("fcsr").with_overrides(epochs=10).recipe.schedule["epochs"] == 10
 
 
+def test_eq16_read_with_the_initial_rate_decays_exponentially_to_one_percent_at_epoch_max():
+    literal, exponential = get_lr_lambda("fcsr-eq16", epochs=40), get_lr_lambda("fcsr-eq16-exponential", epochs=40)
+    assert exponential(0) == literal(0) == 1.0 and exponential(1) == pytest.approx(literal(1))
+    for epoch in range(1, 41):
+        assert exponential(epoch) == pytest.approx(0.8 * 0.01 ** ((epoch - 1 + 0.01) / 40.01), rel=1e-12)
+    # one constant ratio an epoch (exponential), where the literal recursion's ratio keeps falling
+    ratios = [exponential(e + 1) / exponential(e) for e in range(1, 40)]
+    assert max(ratios) == pytest.approx(min(ratios)) == pytest.approx(0.01 ** (1 / 40.01))
+    assert exponential(10) > 0.25 > 100 * literal(10)  # 0.28 against 6e-4
+    assert exponential(40) == pytest.approx(0.8 * 0.01 ** (39.01 / 40.01)) and 0.008 < exponential(40) < 0.01
+    recipe = get_preset("fcsr").with_overrides(
+        schedule={"type": "lambda", "name": "fcsr-eq16-exponential", "epochs": 40}).recipe
+    assert recipe.schedule["name"] == "fcsr-eq16-exponential"
+
+
 @pytest.mark.parametrize("overrides, message", [
     ({"alpha": 1.0}, "'alpha' = 1.0 is outside"),
     ({"alpha": 0.0}, "'alpha' = 0.0 is outside"),

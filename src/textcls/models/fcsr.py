@@ -38,7 +38,8 @@ Readings of ambiguous passages (each also commented at its line):
    use sigma: the equations win (sigmoid gates).
 3. Eq. 16 is recursive in ``lr_i``: ``lr_{i+1} = 0.8 lr_i 0.01^((i + 0.01)/(E + 0.01))``, read
    literally with ``i`` the 0-based epoch index (see ``fcsr_eq16``). The rate falls fast: x0.10
-   of its start at epoch 5 and x6e-4 at epoch 10 (E = 40).
+   of its start at epoch 5 and x6e-4 at epoch 10 (E = 40). The other reading, ``lr_0`` on the
+   right (a decay to ~1 % at ``E``), is the lr lambda ``"fcsr-eq16-exponential"``.
 4. Initial weights and rate. "Normal initialisation" gives no scale; every weight matrix is
    drawn from ``N(0, 0.02^2)`` (``init_std``), biases 0. Both matter because eq. 9's scores
    sum over all positions and grow with ``|W_q| |W_k|``: once they pass ~5 the sigmoid
@@ -97,6 +98,24 @@ def fcsr_eq16(epochs: int = 40):
         # i is the 0-based epoch index (the engine's): epoch 0 trains at the initial rate.
         exponent_sum = (epoch * (epoch - 1) / 2 + 0.01 * epoch) / (epochs + 0.01)
         return math.exp(epoch * math.log(0.8) + exponent_sum * math.log(0.01))
+
+    return factor
+
+
+@register_lr_lambda("fcsr-eq16-exponential")
+def fcsr_eq16_exponential(epochs: int = 40):
+    """Eq. 16 read with the initial rate on its right side (reading 3's other reading):
+    ``lr_{i+1} = 0.8 * lr_0 * 0.01^((i + 0.01) / (E + 0.01))``, a plain exponential decay to
+    about 1 % of ``lr_0`` at ``epoch_max``. Read literally, the recursion compounds, and the
+    rate is below 1e-3 of its start by epoch 10 of 40, so ``epoch_max = 40`` would hardly
+    matter; this reading is what makes it the end of the decay. Not the preset's (the equation
+    as printed is recursive); `fcsr_fdu_full`'s `fcsr-eq16-exponential` tests it.
+    """
+    check_positive_int("epochs", epochs)
+
+    def factor(epoch: int) -> float:
+        # Epoch 0 trains at lr_0, as under the literal reading; epoch e >= 1 at lr_e (i = e - 1).
+        return 1.0 if epoch == 0 else 0.8 * 0.01 ** ((epoch - 1 + 0.01) / (epochs + 0.01))
 
     return factor
 
