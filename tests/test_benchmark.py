@@ -630,19 +630,22 @@ def test_merging_a_queue_root_again_keeps_the_newest_run_of_each_seed(tmp_path, 
     assert (fresh["merged_parts"], fresh["already_merged_parts"]) == (2, 1)
     before = json.loads((results / "queue.json").read_text(encoding="utf-8"))
     for folders in ([tmp_path / "root"], [tmp_path / "again", tmp_path / "root"], [tmp_path]):
-        main(["benchmark", *[arg for f in folders for arg in ("--merge-from", str(f))], "--output-dir", str(results)])
+        sources = [arg for folder in folders for arg in ("--merge-from", str(folder))]
+        main(["benchmark", *sources, "--output-dir", str(results)])
         assert "nothing new: " in capsys.readouterr().out
         assert json.loads((results / "queue.json").read_text(encoding="utf-8")) == before
     run_suite(suite_file, output_dir=tmp_path / "later/s0", seeds=[0], progress=False, threads=1)
     _restamp(tmp_path / "later/s0", commit="c" * 40, finished="2030-01-04T00:00:00+00:00")
     merged = merge_run_files([tmp_path], results)
-    assert (merged["merged_parts"], len(merged["reruns"])) == (1, 1) and merged["reruns"][0]["git"]["commit"] == "c" * 40
+    assert (merged["merged_parts"], len(merged["reruns"])) == (1, 1)
+    assert merged["reruns"][0]["git"]["commit"] == "c" * 40
     assert merged["entries"][0]["runs"][0]["finished"] == "2030-01-04T00:00:00+00:00"
     damaged = tmp_path / "damaged.json"
     damaged.write_text(json.dumps({**before, "date": None}), encoding="utf-8")
     with pytest.raises(ConfigError, match="damaged.json: a damaged benchmark report"):
         merge_run_files([damaged], results)
-    damaged.write_text(json.dumps({**before, "entries": [{**before["entries"][0], "runs": []}]}), encoding="utf-8")
+    no_runs = {**before, "entries": [{**before["entries"][0], "runs": []}]}
+    damaged.write_text(json.dumps(no_runs), encoding="utf-8")
     with pytest.raises(ConfigError, match="damaged.json: the report holds no run"):
         merge_run_files([damaged], results)
 

@@ -11,8 +11,9 @@ from conftest import load_benchmark_script
 
 def _part(folder, entry_id, commit, date):
     folder.mkdir(parents=True)
-    part = {"suite": "toy", "only": [entry_id], "git": {"commit": commit, "dirty": False}, "date": date, "wall_seconds": 2.0,
-            "machine": {"cpu_model": "m"}, "command": f"textcls benchmark --only {entry_id} --output-dir {folder}",
+    part = {"suite": "toy", "only": [entry_id], "git": {"commit": commit, "dirty": False}, "date": date,
+            "wall_seconds": 2.0, "machine": {"cpu_model": "m"},
+            "command": f"textcls benchmark --only {entry_id} --output-dir {folder}",
             "entries": [{"id": entry_id, "runs": [{"seed": 0, "device": "cpu", "accuracy": 0.5}]}]}
     (folder / "toy--only.json").write_text(json.dumps(part), encoding="utf-8")
     return part
