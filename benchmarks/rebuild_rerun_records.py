@@ -45,7 +45,10 @@ def _run_reports(record: dict, suite: str) -> list[Path] | None:
     files = [sorted(Path(match.group(1)).glob("*.json")) for match in folders]
     if not all(len(found) == 1 for found in files):
         return None
-    parts = [_read_report(found[0]) for found in files]
+    try:
+        parts = [_read_report(found[0]) for found in files]
+    except TextclsError:  # a damaged run report: the record stays as it is
+        return None
     if any(part["suite"] != suite or not part.get("only") for part in parts):
         return None
     if not set(record["entries"]) <= {entry["id"] for part in parts for entry in part["entries"]}:
@@ -96,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
             result = json.loads(path.read_text(encoding="utf-8"))
             rebuilt.append((suite, result, *rebuild(result)))
     except (OSError, json.JSONDecodeError, TextclsError) as exc:
-        print(f"error: {exc}; name suites whose <suite>.json is in --results ({args.results})", file=sys.stderr)
+        print(f"error: {exc}; name suites whose <suite>.json in --results ({args.results}) is a suite's report",
+              file=sys.stderr)
         raise SystemExit(2) from None
     for suite, result, new, before, after in rebuilt:
         if new["reruns"] == result.get("reruns", []):

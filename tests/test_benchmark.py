@@ -572,7 +572,7 @@ def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
     moved["git"] = {"commit": "f" * 40, "dirty": False}
     part.write_text(json.dumps(moved), encoding="utf-8")
     merged = merge_run_files([later, tmp_path / "seed1b"], together)
-    assert (merged["merged_parts"], merged["already_merged_parts"]) == (1, 1)
+    assert (merged["merged_parts"], merged["skipped_parts"]) == (1, 1)
     assert merged["reruns"][-1]["git"]["commit"] == "f" * 40 and merged["reruns"][-1]["entries"] == ["trec:tfidf-lr"]
     assert len(merged["reruns"]) == len(before["reruns"]) + 1
     fresh = merge_run_files([tmp_path / "seed1", later], tmp_path / "fresh")
@@ -627,7 +627,7 @@ def test_merging_a_queue_root_again_keeps_the_newest_run_of_each_seed(tmp_path, 
     runs = fresh["entries"][0]["runs"]
     assert [r["finished"] for r in runs] == [made["root/s0"]["finished"], made["again/s1"]["finished"]]
     assert fresh["git"]["commit"] == "a" * 40 and "reruns" not in fresh  # s1 of commit b lost to `again`
-    assert (fresh["merged_parts"], fresh["already_merged_parts"]) == (2, 1)
+    assert (fresh["merged_parts"], fresh["skipped_parts"]) == (2, 1)
     before = json.loads((results / "queue.json").read_text(encoding="utf-8"))
     for folders in ([tmp_path / "root"], [tmp_path / "again", tmp_path / "root"], [tmp_path]):
         sources = [arg for folder in folders for arg in ("--merge-from", str(folder))]
@@ -648,6 +648,47 @@ def test_merging_a_queue_root_again_keeps_the_newest_run_of_each_seed(tmp_path, 
     damaged.write_text(json.dumps(no_runs), encoding="utf-8")
     with pytest.raises(ConfigError, match="damaged.json: the report holds no run"):
         merge_run_files([damaged], results)
+
+
+def test_a_part_keeps_only_its_newest_runs_and_an_undated_run_is_not_replaced_by_another(tmp_path):
+    from textcls.benchmark.runner import merge_run_files
+
+    suite_file = tmp_path / "cut.toml"
+    suite_file.write_text(
+        '[suite]\nname = "cut"\ndescription = "TF-IDF + LR on a TREC slice, two seeds"\n\n'
+        '[defaults]\nseeds = [0, 1]\nmax_per_split = 200\n\n'
+        '[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\n', encoding="utf-8")
+    run_suite(suite_file, output_dir=tmp_path / "both", progress=False, threads=1)
+    _restamp(tmp_path / "both", commit="a" * 40, finished="2030-01-01T00:00:00+00:00")
+    run_suite(suite_file, output_dir=tmp_path / "later", seeds=[1], progress=False, threads=1)
+    _restamp(tmp_path / "later", commit="b" * 40, finished="2030-01-02T00:00:00+00:00")
+    results = tmp_path / "results"
+    merged = merge_run_files([tmp_path / "both", tmp_path / "later"], results)
+    entry = merged["entries"][0]
+    assert [(r["seed"], r["finished"]) for r in entry["runs"]] == [(0, "2030-01-01T00:00:00+00:00"),
+                                                                   (1, "2030-01-02T00:00:00+00:00")]
+    assert entry["seeds"] == [0, 1] and entry["summary"]["accuracy"]["n"] == 2
+    assert merged["git"]["commit"] == "a" * 40 and [r["git"]["commit"] for r in merged["reruns"]] == ["b" * 40]
+    # Runs made before runs recorded when they finished: an undated run held in the report is
+    # replaced by a dated one only, never by another undated one (which of the two is newer
+    # cannot be told).
+    report_path = results / "cut.json"
+    undated = json.loads(report_path.read_text(encoding="utf-8"))
+    for run in undated["entries"][0]["runs"]:
+        del run["finished"]
+    report_path.write_text(json.dumps(undated), encoding="utf-8")
+    run_suite(suite_file, output_dir=tmp_path / "old", seeds=[1], progress=False, threads=1)
+    old = _restamp(tmp_path / "old", commit="c" * 40)
+    del old["entries"][0]["runs"][0]["finished"]
+    next((tmp_path / "old").glob("*.json")).write_text(json.dumps(old), encoding="utf-8")
+    assert merge_run_files([tmp_path / "old"], results)["skipped_parts"] == 1
+    assert json.loads(report_path.read_text(encoding="utf-8")) == undated
+    _restamp(tmp_path / "old", finished="2030-01-03T00:00:00+00:00")
+    again = merge_run_files([tmp_path / "old"], results)
+    assert again["merged_parts"] == 1 and again["entries"][0]["runs"][1]["finished"] == "2030-01-03T00:00:00+00:00"
+    report_path.write_text("<<<<<<< HEAD\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"cut.json: not a benchmark report \(not JSON.*git checkout --"):
+        merge_run_files([tmp_path / "old"], results)
 
 
 def test_a_scripts_result_is_written_after_each_dataset_with_the_datasets_it_finished(tmp_path):

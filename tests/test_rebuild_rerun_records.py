@@ -50,8 +50,12 @@ def test_a_folder_of_full_reports_is_not_read_as_run_folders_and_bad_input_is_on
     (results / "other.json").write_text(json.dumps(other), encoding="utf-8")
     merged_in_place = {"entries": ["d:a"], "git": {"commit": "4" * 40}, "date": "2030-01-05T00:00:00",
                        "command": f"textcls benchmark --only d:a --merge --output-dir {results}"}
-    result = {"suite": "toy", "entries": [], "reruns": [merged_in_place]}
-    assert script.rebuild(result)[0]["reruns"] == [merged_in_place]
+    (tmp_path / "damaged_s0").mkdir()
+    (tmp_path / "damaged_s0" / "toy--only.json").write_text("{", encoding="utf-8")
+    damaged = {**merged_in_place, "command": f"textcls benchmark --only d:a --output-dir {tmp_path / 'damaged_s0'}"}
+    result = {"suite": "toy", "entries": [], "reruns": [merged_in_place, damaged]}
+    assert script.rebuild(result)[0]["reruns"] == [merged_in_place, damaged]
+    result["reruns"] = [merged_in_place]
     (results / "toy.json").write_text(json.dumps(result), encoding="utf-8")
     script.main(["toy", "--results", str(results)])
     assert capsys.readouterr().out == "toy: 1 records, nothing to rebuild\n"

@@ -768,12 +768,14 @@ def _merge_from(paths: List[Path], output_dir: Optional[Path]) -> None:
     if missing:
         raise ConfigError(f"--merge-from {missing[0]}: no such file or folder")
     full = merge_run_files(paths, output_dir)
-    count, held = len(full["entries"]), full["already_merged_parts"]
+    count, skipped = len(full["entries"]), full["skipped_parts"]
     if not full["merged_parts"]:
-        typer.echo(f"nothing new: {full['files']['json']} already holds the runs of all {held} report(s)")
+        typer.echo(f"nothing new: {full['files']['json']} already holds the runs of all {skipped} report(s), "
+                   "or newer ones")
         return
     typer.echo(f"merged {full['merged_parts']} report(s) into {full['files']['json']} "
-               f"({count} entr{'y' if count == 1 else 'ies'})" + (f"; {held} already there" if held else ""))
+               f"({count} entr{'y' if count == 1 else 'ies'})"
+               + (f"; {skipped} with no run newer than the report's or another one given" if skipped else ""))
 
 
 @app.command()

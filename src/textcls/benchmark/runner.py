@@ -887,9 +887,8 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     Without a report yet, the earliest commit's runs become the report, its entries in the suite
     file's order (entries first made at a later commit follow, as reruns). ``command``
     (default: each part's own) is what the report says produced them. The result carries
-    ``merged_parts`` and ``already_merged_parts`` (counts; not written to the report)."""
-    import json
-
+    ``merged_parts`` and ``skipped_parts`` (the parts with no run newer than the report's or
+    another part's; counts, not written to the report)."""
     from . import report
 
     files = sorted({f for p in map(Path, paths) for f in ([p] if p.is_file() else p.rglob("*.json"))})
@@ -900,9 +899,9 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     if len(suites) != 1 or None in suites:
         raise ConfigError(f"--merge-from: the reports must be of one suite; found {sorted(map(str, suites))}")
     full_path = Path(output_dir) / f"{parts[0]['suite']}.json"
-    full = json.loads(full_path.read_text(encoding="utf-8")) if full_path.is_file() else None
+    full = _read_report(full_path, suite_report=True) if full_path.is_file() else None
     new_parts = _runs_to_merge(parts, full)
-    counts = {"merged_parts": len(new_parts), "already_merged_parts": len(parts) - len(new_parts)}
+    counts = {"merged_parts": len(new_parts), "skipped_parts": len(parts) - len(new_parts)}
     if not new_parts:
         return {**full, "files": {"json": str(full_path)}, **counts}
     groups = combine_by_commit(new_parts, command)
@@ -929,8 +928,8 @@ def _finished(run: dict, part: dict) -> str:
 
 def _runs_to_merge(parts: list[dict], full: dict | None) -> list[dict]:
     """``parts`` cut to the runs a merge should write: per (entry, seed) the newest of the
-    parts, unless ``full`` holds that run already or a newer one. Parts left without a run are
-    dropped."""
+    parts, unless ``full`` holds that run already or a newer one (or an undated one, and this
+    one is undated too). Parts left without a run are dropped."""
     newest: dict[tuple[str, int], tuple[str, int]] = {}
     for index, part in enumerate(parts):
         for entry in part["entries"]:
@@ -945,7 +944,13 @@ def _runs_to_merge(parts: list[dict], full: dict | None) -> list[dict]:
         if newest[key][1] != index:
             return False
         old = held.get(key)
-        return old is None or (old != run and old.get("finished", "") <= newest[key][0])
+        if old is None:
+            return True
+        if old == run:
+            return False
+        # A held run made before runs recorded when they finished cannot be dated: only a run
+        # that records it (made since) replaces it, never another undated one.
+        return old["finished"] <= newest[key][0] if old.get("finished") else bool(run.get("finished"))
 
     kept = []
     for index, part in enumerate(parts):
@@ -987,24 +992,29 @@ def _combined_parts(parts: list[dict], command: str | None) -> dict:
     return combined
 
 
-def _read_report(path: Path) -> dict:
+def _read_report(path: Path, *, suite_report: bool = False) -> dict:
+    """A benchmark report, checked: a part given to ``--merge-from``, or (``suite_report``) the
+    suite's report in ``--output-dir`` that the parts are merged into."""
     import json
 
+    if suite_report:
+        where, remedy = f"{path}", f"restore it (git checkout -- {path}) or rerun the suite"
+    else:
+        where = f"--merge-from {path}"
+        remedy = "name the folders or the <suite>.json files that textcls benchmark wrote"
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"--merge-from {path}: not a benchmark report (not JSON: {exc}); name the folders or "
-                          "the <suite>.json files that textcls benchmark wrote") from None
+        raise ConfigError(f"{where}: not a benchmark report (not JSON: {exc}); {remedy}") from None
     if not isinstance(report, dict) or not isinstance(report.get("entries"), list) or "suite" not in report:
-        raise ConfigError(f"--merge-from {path}: not a benchmark report (no suite and entries); name the folders "
-                          "or the <suite>.json files that textcls benchmark wrote")
+        raise ConfigError(f"{where}: not a benchmark report (no suite and entries); {remedy}")
     entries_ok = all(isinstance(e, dict) and "id" in e and isinstance(e.get("runs"), list)
                      and all(isinstance(r, dict) and "seed" in r for r in e["runs"]) for e in report["entries"])
     if not isinstance(report.get("date"), str) or not entries_ok:
-        raise ConfigError(f"--merge-from {path}: a damaged benchmark report (no date, or an entry without an id "
-                          "or seeded runs); run that entry and seed again into a fresh folder")
-    if not any(e["runs"] for e in report["entries"]):
-        raise ConfigError(f"--merge-from {path}: the report holds no run; run its entries again, or leave it out")
+        raise ConfigError(f"{where}: a damaged benchmark report (no date, or an entry without an id or seeded "
+                          "runs); " + (remedy if suite_report else "run that entry and seed again into a fresh folder"))
+    if not suite_report and not any(e["runs"] for e in report["entries"]):
+        raise ConfigError(f"{where}: the report holds no run; run its entries again, or leave it out")
     return report
 
 
@@ -1014,15 +1024,13 @@ def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
     Each rerun entry replaces the entry with the same id; the full report records which
     entries were rerun, at which commit, when and with which command, so every number in it
     still says where it came from."""
-    import json
-
     from . import report
 
     full_path = Path(output_dir) / f"{rerun['suite']}.json"
     if not full_path.is_file():
         raise ConfigError(f"{full_path}: no full report of suite '{rerun['suite']}' to merge into; "
                           "run the whole suite first or drop --merge")
-    full = json.loads(full_path.read_text(encoding="utf-8"))
+    full = _read_report(full_path, suite_report=True)
     positions = {entry["id"]: i for i, entry in enumerate(full["entries"])}
     for entry in rerun["entries"]:
         if entry["id"] in positions:
