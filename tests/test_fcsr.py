@@ -19,7 +19,7 @@ from textcls.models import create_model, get_preset, list_models
 from textcls.models.fcsr import FCSR_INPUTS, FIGURE3_WINDOWS, fofe_contexts
 from textcls.recipe import get_lr_lambda
 from textcls.train import fit
-from tolerance import KERNEL
+from tolerance import KERNEL, approx32
 
 VOCAB = 40
 
@@ -313,8 +313,7 @@ def test_eq16_read_with_the_initial_rate_decays_exponentially_to_one_percent_at_
     literal, exponential = get_lr_lambda("fcsr-eq16", epochs=40), get_lr_lambda("fcsr-eq16-exponential", epochs=40)
     assert exponential(0) == literal(0) == 1.0 and exponential(1) == pytest.approx(literal(1))
     for epoch in range(1, 41):
-        # float64: the factor and the formula are Python floats
-        assert exponential(epoch) == pytest.approx(0.8 * 0.01 ** ((epoch - 1 + 0.01) / 40.01), rel=1e-12)
+        assert exponential(epoch) == approx32(0.8 * 0.01 ** ((epoch - 1 + 0.01) / 40.01))
     # one constant ratio an epoch (exponential), where the literal recursion's ratio keeps falling
     ratios = [exponential(e + 1) / exponential(e) for e in range(1, 40)]
     assert max(ratios) == pytest.approx(min(ratios)) == pytest.approx(0.01 ** (1 / 40.01))

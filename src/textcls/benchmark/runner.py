@@ -960,9 +960,7 @@ def _runs_to_merge(parts: list[dict], full: dict | None) -> list[dict]:
             if runs == entry["runs"]:
                 entries.append(entry)
             elif runs:  # its summary is recomputed from the runs it keeps
-                fields = {key: entry[key] for key in Entry.__dataclass_fields__}
-                fields["seeds"] = sorted(run["seed"] for run in runs)
-                entries.append(_entry_result(Entry(**fields), entry["kind"], runs))
+                entries.append(_with_runs(entry, runs, sorted(run["seed"] for run in runs)))
         if entries:
             kept.append({**part, "entries": entries})
     return kept
@@ -1062,9 +1060,14 @@ def _merged_entry(old: dict, new: dict) -> dict:
     fills in that seed alone."""
     new_seeds = {run["seed"] for run in new["runs"]}
     runs = sorted([r for r in old["runs"] if r["seed"] not in new_seeds] + new["runs"], key=lambda r: r["seed"])
-    fields = {key: new[key] for key in Entry.__dataclass_fields__}
-    fields["seeds"] = sorted(set(old.get("seeds", [])) | set(new["seeds"]))
-    return _entry_result(Entry(**fields), new["kind"], runs)
+    return _with_runs(new, runs, sorted(set(old.get("seeds", [])) | set(new["seeds"])))
+
+
+def _with_runs(entry: dict, runs: list[dict], seeds: list[int]) -> dict:
+    """``entry``'s report with these runs and seeds, its summary computed from the runs."""
+    fields = {key: entry[key] for key in Entry.__dataclass_fields__}
+    fields["seeds"] = seeds
+    return _entry_result(Entry(**fields), entry["kind"], runs)
 
 
 def _report_name(suite: str, only, seeds=None) -> str:
