@@ -7,22 +7,37 @@
 # root, each run with --device cuda (small models leave a GPU mostly idle, so processes share
 # it; on a lent H200 12 workers made 90 hcan_full runs in 4.2 min), stops them at DEADLINE_S
 # (default 470) seconds, then lists the queue's runs that have no report. With BUNDLE=<folder written by
-# benchmarks/offline_bundle.py> it installs the bundle's wheels into /tmp/site and reads the
-# bundle's datasets and GloVe table, for a machine that has no network.
+# benchmarks/offline_bundle.py> it installs the bundle's wheels and unpacks what it packed under
+# ROOT/.bundle, and reads the bundle's datasets, GloVe table and MiniLM vectors, for a machine
+# that has no network.
 set -uo pipefail
 suite=$1; queue=$2; root=$3; deadline=${4:-470}
 here=$(cd "$(dirname "$0")" && pwd)
 if [[ -n "${BUNDLE:-}" ]]; then
-  if [[ ! -d "$BUNDLE/site" || ! -d "$BUNDLE/datasets" ]]; then
-    echo "error: BUNDLE=$BUNDLE is not a folder written by benchmarks/offline_bundle.py (no site/ and datasets/ in it)" >&2
+  if [[ ! -d "$BUNDLE/site" || ! ( -d "$BUNDLE/datasets" || -f "$BUNDLE/datasets.tar.xz" ) ]]; then
+    echo "error: BUNDLE=$BUNDLE is not a folder written by benchmarks/offline_bundle.py (no site/ and datasets/ or datasets.tar.xz in it)" >&2
     exit 2
   fi
+  # What the bundle holds packed is unpacked under ROOT/.bundle, so that two gpu_workers.sh on
+  # one bundle (two suites sharing the GPU) never write the same files ("*/" does not match it).
+  unpacked="$root/.bundle"
+  mkdir -p "$unpacked"
   if compgen -G "$BUNDLE/whl/*.whl" > /dev/null; then
     "${PYTHON:-python3}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/site "$BUNDLE"/whl/*.whl || exit 3
+      --target "$unpacked/site" "$BUNDLE"/whl/*.whl || exit 3
   fi
-  export PYTHONPATH="/tmp/site:$(cd "$BUNDLE" && pwd)/site${PYTHONPATH:+:$PYTHONPATH}"
-  export TEXTCLS_DATA_DIR="$(cd "$BUNDLE" && pwd)/datasets" HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
+  data_dir="$(cd "$BUNDLE" && pwd)/datasets"
+  if [[ -f "$BUNDLE/datasets.tar.xz" ]]; then  # offline_bundle.py --pack
+    data_dir="$(cd "$unpacked" && pwd)/datasets"
+    mkdir -p "$data_dir" && tar -xJf "$BUNDLE/datasets.tar.xz" -C "$data_dir" || exit 3
+  fi
+  if [[ -f "$BUNDLE/cache.tar.xz" ]]; then
+    # The distilled MiniLM vectors (offline_bundle.py --minilm-static), as textcls's cache.
+    mkdir -p "$unpacked/cache" && tar -xJf "$BUNDLE/cache.tar.xz" -C "$unpacked/cache" || exit 3
+    export TEXTCLS_CACHE="$(cd "$unpacked" && pwd)/cache"
+  fi
+  export PYTHONPATH="$(cd "$unpacked" && pwd)/site:$(cd "$BUNDLE" && pwd)/site${PYTHONPATH:+:$PYTHONPATH}"
+  export TEXTCLS_DATA_DIR="$data_dir" HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
 fi
 export RUN_ARGS="--device cuda ${RUN_ARGS:-}" PYTHON=${PYTHON:-python3}
 mkdir -p "$root"

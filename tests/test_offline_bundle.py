@@ -2,12 +2,16 @@
 for a machine without network; the cut table must answer every lookup as the full one does,
 and a bundle that fails is not written at all."""
 
+import json
 import subprocess
+import tarfile
 
 import numpy as np
 import pyarrow.parquet as pq
+from safetensors.numpy import load_file
 
 from conftest import load_benchmark_script
+from textcls.text import embeddings
 from textcls.text.pipeline import TextPipeline
 
 bundle = load_benchmark_script("offline_bundle")
@@ -60,3 +64,34 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys)
     out.mkdir()
     assert bundle.main(["--out", str(out), "--dataset", "trec"]) == 2
     assert "exists; name a new folder" in capsys.readouterr().err
+
+
+def _unpack(archive, into):
+    with tarfile.open(archive) as packed:
+        packed.extractall(into, filter="data")
+    return into
+
+
+def test_a_packed_bundle_of_minilm_vectors_keeps_the_pieces_its_words_use_and_answers_as_the_full_cache(tmp_path, capsys):
+    out = tmp_path / "bundle"
+    assert bundle.main(["--out", str(out), "--dataset", "trec", "--minilm-static", "--no-glove", "--pack"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["cache.tar.xz", "datasets.tar.xz", "site"]
+    assert list((out / "site").iterdir()) == []  # --no-glove
+    data = _unpack(out / "datasets.tar.xz", tmp_path / "data")
+    assert sorted(p.name for p in (data / "trec").iterdir()) == ["TREC_10.label", "train_5500.label"]
+    cache = _unpack(out / "cache.tar.xz", tmp_path / "cache")
+    folder = cache / embeddings.MINILM_CACHE_NAME
+    vectors = load_file(str(folder / "vectors.safetensors"))["embedding"]
+    kept = int(np.count_nonzero(np.abs(vectors).sum(axis=1)))
+    info = json.loads((folder / "distill.json").read_text())
+    assert vectors.shape == (info["pieces"], info["pca_dims"]) and kept == info["bundle_rows_kept"]
+    assert 2_000 < kept < info["pieces"] // 2  # trec's questions use a small share of MiniLM's 30k pieces
+    assert f"{kept:,} MiniLM pieces" in capsys.readouterr().out
+    texts = bundle.dataset_texts("trec", bundle.loaders.data_dir(None))
+    vocabs = [TextPipeline().fit(texts).vocab, TextPipeline(lowercase=False, clitics=True).fit(texts).vocab]
+    assert bundle.check_minilm_cut(vocabs, cache) == []
+
+
+def test_the_minilm_check_names_a_word_whose_pieces_the_cut_cache_lacks(tmp_path):
+    assert bundle.write_minilm_cut([["<pad>", "<unk>", "what"]], tmp_path) >= 1
+    assert bundle.check_minilm_cut([["<pad>", "<unk>", "what", "zebra"]], tmp_path) == ["zebra"]

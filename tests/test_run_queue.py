@@ -4,6 +4,7 @@ finished runs are skipped, a run cut off is made again, and two workers share on
 import os
 import stat
 import subprocess
+import tarfile
 import threading
 import time
 from pathlib import Path
@@ -90,7 +91,7 @@ GPU_WORKERS = SCRIPT.parent / "gpu_workers.sh"
 
 # Records its call and environment; a run of the entry "slow:..." outlives the deadline.
 GPU_FAKE = """#!/usr/bin/env bash
-echo "$TEXTCLS_DATA_DIR|$PYTHONPATH|$*" >> "$CALLS"
+echo "${TEXTCLS_CACHE:-}|$TEXTCLS_DATA_DIR|$PYTHONPATH|$*" >> "$CALLS"
 while [[ $# -gt 0 ]]; do case "$1" in --output-dir) dir=$2 ;; --only) only=$2 ;; esac; shift; done
 mkdir -p "$dir"
 if [[ $only == slow:* ]]; then sleep 20; touch "$dir/still-ran-after-the-deadline"; fi
@@ -129,5 +130,23 @@ def test_gpu_workers_read_a_bundle_and_refuse_a_folder_that_is_not_one(tmp_path)
     (bundle / "datasets").mkdir()
     done = _gpu_workers(tmp_path, "sst2:fcsr 0\n", BUNDLE=str(bundle))
     assert done.returncode == 0 and "0 run(s)" in done.stdout
-    data_dir, pythonpath, _ = (tmp_path / "calls.txt").read_text().strip().split("|")
-    assert data_dir == str(bundle / "datasets") and f"{bundle / 'site'}" in pythonpath.split(":")
+    cache, data_dir, pythonpath, _ = (tmp_path / "calls.txt").read_text().strip().split("|")
+    assert data_dir == str(bundle / "datasets") and f"{bundle / 'site'}" in pythonpath.split(":") and cache == ""
+
+
+def test_gpu_workers_unpack_a_packed_bundle_under_the_root_and_read_its_datasets_and_vectors_there(tmp_path):
+    bundle = tmp_path / "bundle"
+    (bundle / "site").mkdir(parents=True)
+    for name, member in (("datasets", "trec/train_5500.label"), ("cache", "minilm-static-pca256/distill.json")):
+        source = tmp_path / f"{name}-source"
+        (source / member).parent.mkdir(parents=True)
+        (source / member).write_text("packed")
+        with tarfile.open(bundle / f"{name}.tar.xz", "w:xz") as archive:
+            archive.add(source, arcname=".")
+    done = _gpu_workers(tmp_path, "sst2:fcsr 0\n", BUNDLE=str(bundle))
+    assert done.returncode == 0, done.stderr
+    cache, data_dir, _, _ = (tmp_path / "calls.txt").read_text().strip().split("|")
+    unpacked = tmp_path / "runs" / ".bundle"
+    assert data_dir == str(unpacked / "datasets") and cache == str(unpacked / "cache")
+    assert (unpacked / "datasets" / "trec" / "train_5500.label").read_text() == "packed"
+    assert (unpacked / "cache" / "minilm-static-pca256" / "distill.json").read_text() == "packed"

