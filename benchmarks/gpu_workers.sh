@@ -7,9 +7,10 @@
 # root, each run with --device cuda (small models leave a GPU mostly idle, so processes share
 # it; on a lent H200 12 workers made 90 hcan_full runs in 4.2 min), stops them at DEADLINE_S
 # (default 470) seconds, then lists the queue's runs that have no report. With BUNDLE=<folder written by
-# benchmarks/offline_bundle.py> it installs the bundle's wheels and unpacks what it packed under
-# ROOT/.bundle, and reads the bundle's datasets, GloVe table and MiniLM vectors, for a machine
-# that has no network.
+# benchmarks/offline_bundle.py> it installs the bundle's wheels and unpacks what it packed into
+# ROOT.bundle, and reads the bundle's datasets, GloVe table and MiniLM vectors, for a machine
+# that has no network. Exit status: 2 for a folder that is not a bundle, 3 when its wheels do
+# not install or its archives do not unpack, else that of the final listing (1: runs unfinished).
 set -uo pipefail
 suite=$1; queue=$2; root=$3; deadline=${4:-470}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,9 +19,10 @@ if [[ -n "${BUNDLE:-}" ]]; then
     echo "error: BUNDLE=$BUNDLE is not a folder written by benchmarks/offline_bundle.py (no site/ and datasets/ or datasets.tar.xz in it)" >&2
     exit 2
   fi
-  # What the bundle holds packed is unpacked under ROOT/.bundle, so that two gpu_workers.sh on
-  # one bundle (two suites sharing the GPU) never write the same files ("*/" does not match it).
-  unpacked="$root/.bundle"
+  # What the bundle holds packed is unpacked beside ROOT (ROOT.bundle), so that two gpu_workers.sh
+  # on one bundle (two suites sharing the GPU) never write the same files, and ROOT holds the
+  # runs' reports alone (`--merge-from ROOT` reads every JSON under it).
+  unpacked="${root%/}.bundle"
   mkdir -p "$unpacked"
   if compgen -G "$BUNDLE/whl/*.whl" > /dev/null; then
     "${PYTHON:-python3}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \

