@@ -150,12 +150,17 @@ def test_what_has_not_run_is_named_not_skipped(results):
     assert partly.missing.startswith("1 of 2 datasets lack a seed both ran (imdb")
 
 
-def test_the_gap_table_lists_figures_more_than_two_points_off_with_the_experiments_on_them(results):
+def _a_gap_and_a_close_figure(results):
+    """Verdicts on the toy model's mr figure against 84.0 (a gap: ours 80.66) and 81.5 (within 2)."""
     claims = [Claim(id="toy.figure.mr", paper="spe_cnn", source="T", claim="c", kind="within", suites=["toy"],
                     datasets=["mr"], model="model", paper_figure=84.0),
               Claim(id="toy.close.mr", paper="spe_cnn", source="T", claim="c", kind="within", suites=["toy"],
                     datasets=["mr"], model="model", paper_figure=81.5)]
-    verdicts = evaluate_claims(results, claims)
+    return evaluate_claims(results, claims)
+
+
+def test_the_gap_table_lists_figures_more_than_two_points_off_with_the_experiments_on_them(results):
+    verdicts = _a_gap_and_a_close_figure(results)
     diagnoses = [_diagnosis(), _diagnosis(id="elsewhere", bears_on=["toy.other"]),
                  _diagnosis(id="later-run", suite="nowhere", bears_on=["toy.figure"])]
     lines = format_gaps(verdicts, results, diagnoses)
@@ -165,6 +170,18 @@ def test_the_gap_table_lists_figures_more_than_two_points_off_with_the_experimen
     assert "`later-run`: not run yet (`nowhere` has no results JSON)" in rows[0]
     assert "1 of our figures miss the paper's by more than 2 points; 1 have an experiment on them." in lines
     assert "#### `elsewhere`" in lines  # every experiment has its section, on a gap or not
+
+
+def test_experiments_on_a_claim_that_is_not_a_gap_are_listed_under_its_verdict(results):
+    verdicts = _a_gap_and_a_close_figure(results)
+    lines = format_gaps(verdicts, results, [_diagnosis(id="on-close", bears_on=["toy.close"]),
+                                            _diagnosis(id="on-gap", bears_on=["toy.figure"])])
+    start = lines.index("### Experiments on the other claims")
+    rows = [line for line in lines[start:lines.index("### The experiments")] if line.startswith("| `toy.")]
+    assert len(rows) == 1 and rows[0].startswith("| `toy.close.mr` | **")
+    assert "`on-close` (mr): Δ +1.86 (p <0.001, n=5)" in rows[0] and "`on-gap`" not in rows[0]
+    assert not [line for line in format_gaps(verdicts, results, [_diagnosis(id="on-gap", bears_on=["toy.figure"])])
+                if line == "### Experiments on the other claims"]
 
 
 @pytest.mark.parametrize("body, message", [

@@ -387,6 +387,29 @@ def plot_within_figures(figures: Sequence[Gap], path: str | Path) -> Path:
     return write_figure(Path(path), fig)
 
 
+def _other_claims(verdicts: Sequence[Verdict], gaps: Sequence[Gap], rows: Sequence[Row]) -> list[str]:
+    """The table of the claims that are not gaps (orderings, figures within 2 points) with the
+    experiments that bear on them, so that a verdict read on one setting shows what another did."""
+    gap_ids = {g.verdict.claim.id for g in gaps}
+    table = []
+    for v in verdicts:
+        claim = v.claim
+        if claim.id in gap_ids:
+            continue
+        dataset = claim.datasets[0] if claim.kind == "within" and claim.unit != "dataset" else None
+        mine = [r for r in rows if r.diagnosis.bears_on_claim(claim.id, dataset)
+                and (dataset is None or r.dataset == dataset)]
+        if mine:
+            tried = "; ".join(f"`{r.diagnosis.id}` ({r.dataset}): {r.short()}" for r in mine)
+            table.append("| " + " | ".join(_cell(c) for c in (f"`{claim.id}`", f"**{v.verdict}**", tried)) + " |")
+    if not table:
+        return []
+    return ["", "### Experiments on the other claims", "",
+            "Experiments bear on orderings and on figures within 2 points too. A verdict is read on the runs "
+            "its claim names; these rows show what the same comparison gave with one thing changed, and do "
+            "not change it.", "", "| claim id | verdict | experiments on it |", "|---|---|---|", *table]
+
+
 def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
                 diagnoses: Sequence[Diagnosis]) -> list[str]:
     """REPRODUCTION.md's section on the gaps and the experiments on them (Markdown lines)."""
@@ -408,6 +431,7 @@ def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
         tried = "; ".join(f"`{r.diagnosis.id}`: {r.short()}" for r in g.rows) or "none yet"
         lines.append("| " + " | ".join(_cell(c) for c in (
             f"`{g.verdict.claim.id}`", _fmt(g.ours), _fmt(g.paper), _fmt(g.ours - g.paper, signed=True), tried)) + " |")
+    lines += _other_claims(verdicts, gaps, rows)
     lines += ["", "### The experiments", ""]
     for d in diagnoses:
         mine = [r for r in rows if r.diagnosis is d]
