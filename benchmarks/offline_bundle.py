@@ -45,6 +45,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from textcls.data import catalog, loaders
 from textcls.data.load import load_dataset
@@ -148,7 +149,11 @@ def write_minilm_cut(vocabs: list[list[str]], out_cache: Path) -> int:
         raise ConfigError(f"{info['cache']} is itself a cut cache ({info[embeddings.CUT_KEY]:,} pieces kept); "
                           "unset TEXTCLS_CACHE so that the bundle is cut from the whole one")
     words = [word for word in embeddings._lookup_order(minilm_words(vocabs)) if word]
-    keep = sorted({piece for pieces in model.tokenize(words) for piece in pieces})
+    # Every piece of every word: the lookup encodes words untruncated (max_length=None), while
+    # the tokenizer as saved stops at 512 pieces (a 20news post holds longer "words").
+    tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
+    tokenizer.no_truncation()
+    keep = sorted({piece for e in tokenizer.encode_batch_fast(words, add_special_tokens=False) for piece in e.ids})
     full = np.asarray(model.embedding, dtype=np.float32)
     cut = np.zeros_like(full)
     cut[keep] = full[keep]

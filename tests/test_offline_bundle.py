@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from safetensors.numpy import load_file
+from tokenizers import Tokenizer
 
 from conftest import load_benchmark_script
 from textcls.errors import ConfigError
@@ -131,3 +132,14 @@ def test_a_cut_cache_is_read_without_the_minilm_package_says_it_is_a_cut_and_ser
 def test_the_minilm_check_names_a_word_whose_pieces_the_cut_cache_lacks(tmp_path):
     assert bundle.write_minilm_cut([["<pad>", "<unk>", "what"]], tmp_path) >= 1
     assert bundle.check_minilm_cut([["<pad>", "<unk>", "what", "zebra"]], tmp_path) == ["zebra"]
+
+
+def test_a_word_of_more_pieces_than_the_tokenizer_keeps_is_cut_whole(tmp_path):
+    # "ab.ab. ... .zebra": 601 pieces, "zebra" past the saved tokenizer's 512-piece truncation,
+    # which the untruncated lookup still reads.
+    long_word = ".".join(["ab"] * 300 + ["zebra"])
+    bundle.write_minilm_cut([["<pad>", "<unk>", long_word]], tmp_path)
+    folder = tmp_path / embeddings.MINILM_CACHE_NAME
+    zebra = Tokenizer.from_file(str(folder / "tokenizer.json")).token_to_id("zebra")
+    assert np.abs(load_file(str(folder / "vectors.safetensors"))["embedding"][zebra]).sum() > 0
+    assert bundle.check_minilm_cut([["<pad>", "<unk>", long_word]], tmp_path) == []
