@@ -22,23 +22,23 @@ if [[ -n "${BUNDLE:-}" ]]; then
   # What the bundle holds packed is unpacked beside ROOT (ROOT.bundle), so that two gpu_workers.sh
   # on one bundle (two suites sharing the GPU) never write the same files, and ROOT holds the
   # runs' reports alone (`--merge-from ROOT` reads every JSON under it).
-  unpacked="${root%/}.bundle"
-  mkdir -p "$unpacked"
+  mkdir -p "${root%/}.bundle"
+  unpacked=$(cd "${root%/}.bundle" && pwd)
   if compgen -G "$BUNDLE/whl/*.whl" > /dev/null; then
     "${PYTHON:-python3}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target "$unpacked/site" "$BUNDLE"/whl/*.whl || exit 3
   fi
   data_dir="$(cd "$BUNDLE" && pwd)/datasets"
   if [[ -f "$BUNDLE/datasets.tar.xz" ]]; then  # offline_bundle.py --pack
-    data_dir="$(cd "$unpacked" && pwd)/datasets"
+    data_dir="$unpacked/datasets"
     mkdir -p "$data_dir" && tar -xJf "$BUNDLE/datasets.tar.xz" -C "$data_dir" || exit 3
   fi
   if [[ -f "$BUNDLE/cache.tar.xz" ]]; then
     # The distilled MiniLM vectors (offline_bundle.py --minilm-static), as textcls's cache.
     mkdir -p "$unpacked/cache" && tar -xJf "$BUNDLE/cache.tar.xz" -C "$unpacked/cache" || exit 3
-    export TEXTCLS_CACHE="$(cd "$unpacked" && pwd)/cache"
+    export TEXTCLS_CACHE="$unpacked/cache"
   fi
-  export PYTHONPATH="$(cd "$unpacked" && pwd)/site:$(cd "$BUNDLE" && pwd)/site${PYTHONPATH:+:$PYTHONPATH}"
+  export PYTHONPATH="$unpacked/site:$(cd "$BUNDLE" && pwd)/site${PYTHONPATH:+:$PYTHONPATH}"
   export TEXTCLS_DATA_DIR="$data_dir" HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
 fi
 export RUN_ARGS="--device cuda ${RUN_ARGS:-}" PYTHON=${PYTHON:-python3}

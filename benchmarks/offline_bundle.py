@@ -43,6 +43,7 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -151,7 +152,8 @@ def write_minilm_cut(vocabs: list[list[str]], out_cache: Path) -> int:
     words = [word for word in embeddings._lookup_order(minilm_words(vocabs)) if word]
     # Every piece of every word: the lookup encodes words untruncated (max_length=None), while
     # the tokenizer as saved stops at 512 pieces (a 20news post holds longer "words").
-    tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
+    tokenizer_json = model.tokenizer.to_str()
+    tokenizer = Tokenizer.from_str(tokenizer_json)
     tokenizer.no_truncation()
     keep = sorted({piece for e in tokenizer.encode_batch_fast(words, add_special_tokens=False) for piece in e.ids})
     full = np.asarray(model.embedding, dtype=np.float32)
@@ -161,7 +163,7 @@ def write_minilm_cut(vocabs: list[list[str]], out_cache: Path) -> int:
             if key in info}
     folder = out_cache / embeddings.MINILM_CACHE_NAME
     folder.mkdir(parents=True)
-    embeddings.write_static_cache(folder, cut, model.tokenizer.to_str(), {**kept, embeddings.CUT_KEY: len(keep)})
+    embeddings.write_static_cache(folder, cut, tokenizer_json, {**kept, embeddings.CUT_KEY: len(keep)})
     return len(keep)
 
 
@@ -171,16 +173,9 @@ def check_minilm_cut(vocabs: list[list[str]], cut_cache: Path) -> list[str]:
     domains give 640 vocabularies that share most of their words."""
     vocab = minilm_words(vocabs)
     full = embeddings._minilm_static(vocab)
-    previous = os.environ.get("TEXTCLS_CACHE")
-    os.environ["TEXTCLS_CACHE"] = str(cut_cache)
-    try:
+    with mock.patch.dict(os.environ, {"TEXTCLS_CACHE": str(cut_cache)}):
         cut = embeddings._minilm_static(vocab)
-    finally:
-        if previous is None:
-            del os.environ["TEXTCLS_CACHE"]
-        else:
-            os.environ["TEXTCLS_CACHE"] = previous
-    if cut[3]["distilled_now"] or "cache_cut_to_pieces" not in cut[3]:
+    if cut[3]["distilled_now"]:  # the cut folder was unreadable, so a whole cache was distilled into it
         raise ConfigError(f"{cut_cache}: the cut MiniLM cache could not be read back; nothing was written")
     return sorted(_differing_words(vocab, full, cut))
 

@@ -324,11 +324,14 @@ def find_gaps(verdicts: Sequence[Verdict], results: _Results, rows: Sequence[Row
     for gap in within_figures(verdicts, results):
         if abs(gap.ours - gap.paper) <= GAP:
             continue
-        claim_id, dataset = gap.verdict.claim.id, gap.dataset
-        gap.rows = [r for r in rows if r.diagnosis.bears_on_claim(claim_id, dataset)
-                    and (dataset is None or r.dataset == dataset)]
+        gap.rows = _rows_on(rows, gap.verdict.claim.id, gap.dataset)
         gaps.append(gap)
     return gaps
+
+
+def _rows_on(rows: Sequence[Row], claim_id: str, dataset: str | None) -> list[Row]:
+    """The experiments' rows about a claim (on its dataset, for a one-dataset figure)."""
+    return [r for r in rows if r.diagnosis.bears_on_claim(claim_id, dataset) and (dataset is None or r.dataset == dataset)]
 
 
 VERDICT_COLORS = {SUPPORTED: "C2", CONTRADICTED: "C3", INCONCLUSIVE: "C1"}
@@ -397,8 +400,7 @@ def _other_claims(verdicts: Sequence[Verdict], gaps: Sequence[Gap], rows: Sequen
         if claim.id in gap_ids:
             continue
         dataset = claim.datasets[0] if claim.kind == "within" and claim.unit != "dataset" else None
-        mine = [r for r in rows if r.diagnosis.bears_on_claim(claim.id, dataset)
-                and (dataset is None or r.dataset == dataset)]
+        mine = _rows_on(rows, claim.id, dataset)
         if mine:
             tried = "; ".join(f"`{r.diagnosis.id}` ({r.dataset}): {r.short()}" for r in mine)
             table.append("| " + " | ".join(_cell(c) for c in (f"`{claim.id}`", f"**{v.verdict}**", tried)) + " |")

