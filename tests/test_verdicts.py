@@ -9,11 +9,12 @@ import re
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scipy import stats
 
 from textcls.benchmark.verdicts import (CONTRADICTED, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Claim, evaluate_claims,
-                                        format_reproduction, load_claims, planned_suites)
+                                        format_reproduction, load_claims, planned_suites, seeds_for_power)
 from textcls.benchmark.reproduction import write_reproduction
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,6 +190,52 @@ def test_an_ordering_needs_every_pair_and_is_contradicted_by_one_reversed(result
     assert v.p == pytest.approx(max(single), rel=1e-6)
     broken = _one(results, _claim(pairs=[["model-a", "model-c"], ["model-d", "model-c"]]))
     assert broken.verdict == CONTRADICTED
+
+
+def test_seeds_for_power_is_the_fewest_seeds_whose_paired_t_test_reaches_80_percent_power():
+    # Cohen's d = 1, one-sided at 0.05: 8 units (G*Power's table for a one-sample t-test)
+    assert seeds_for_power(1.0, 1.0) == 8
+    # and by simulation: the returned n reaches 80 % power, one seed fewer does not
+    rng = np.random.default_rng(0)
+    delta, sd = 0.5, 0.6
+    n = seeds_for_power(delta, sd)
+
+    def simulated_power(k):
+        diffs = rng.normal(delta, sd, size=(20000, k))
+        return float(np.mean(stats.ttest_1samp(diffs, 0.0, axis=1, alternative="greater").pvalue < 0.05))
+
+    # 20,000 simulated experiments: the power's standard error is about 0.003
+    assert simulated_power(n) >= 0.8 - 0.01
+    assert simulated_power(n - 1) < 0.8 + 0.01
+    assert seeds_for_power(-0.5, 0.6) is None and seeds_for_power(0.0, 0.6) is None
+    assert seeds_for_power(0.001, 5.0) is None  # more than MAX_PLANNED_SEEDS
+
+
+def test_an_inconclusive_ordering_says_how_many_seeds_would_detect_the_papers_difference(tmp_path):
+    out = tmp_path / "results"
+    noisy_a = [0.801, 0.815, 0.797, 0.808, 0.812]
+    noisy_b = [0.806, 0.802, 0.804, 0.801, 0.809]
+    _write_suite(out, "toy", [_entry("model-a", "mr", noisy_a), _entry("model-b", "mr", noisy_b)])
+    diffs = [100 * (a - b) for a, b in zip(noisy_a, noisy_b)]
+    sd = float(np.std(diffs, ddof=1))
+
+    v = _one(out, _claim(pairs=[["model-a", "model-b"]], paper_figures={"model-a": 81.0, "model-b": 80.5}))
+    assert v.verdict == INCONCLUSIVE
+    n = seeds_for_power(0.5, sd)
+    assert n > 5
+    assert f"the paper's Δ of +0.50 against our s.d. of {sd:.2f} between seeds needs {n} seeds" in v.reason
+    assert "(5 ran)" in v.reason
+
+    # a paper's difference large against our spread: 5 seeds were enough to see it
+    big = _one(out, _claim(pairs=[["model-a", "model-b"]], paper_figures={"model-a": 85.0, "model-b": 80.0}))
+    assert big.verdict == INCONCLUSIVE and "would likely have shown" in big.reason
+
+    # no paper figures, or an equivalence claim: no planning figure
+    bare = _one(out, _claim(pairs=[["model-a", "model-b"]]))
+    assert bare.verdict == INCONCLUSIVE and "seeds" not in bare.reason
+    same = _one(out, _claim(kind="equivalent", margin=0.1, pairs=[["model-a", "model-b"]],
+                            paper_figures={"model-a": 81.0, "model-b": 80.5}))
+    assert "power" not in same.reason
 
 
 def test_average_over_datasets_pairs_the_datasets(tmp_path):

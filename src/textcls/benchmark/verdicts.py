@@ -48,7 +48,7 @@ from typing import Iterable, Sequence
 from .report import vectors_without_info
 
 __all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction",
-           "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS"]
+           "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS", "seeds_for_power"]
 
 SUPPORTED = "supported"
 CONTRADICTED = "contradicted"
@@ -373,6 +373,34 @@ def _decide(p_for: float | None, p_against: float | None) -> str:
     if p_against is not None and p_against < ALPHA:
         return CONTRADICTED
     return INCONCLUSIVE
+
+
+POWER = 0.8
+MAX_PLANNED_SEEDS = 1000
+
+
+def seeds_for_power(delta: float, sd: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
+    """The fewest units (seeds) with which a one-sided paired t-test at ``alpha`` detects a true
+    mean difference ``delta`` with probability ``power``, when the differences have standard
+    deviation ``sd``: the smallest n with P(T > t_{1-alpha, n-1}) >= power, T noncentral t with
+    n - 1 degrees of freedom and noncentrality delta / sd * sqrt(n) (exact, not the normal
+    approximation, which undercounts at the few seeds a suite runs).
+
+    A planning figure for a claim left inconclusive: ``delta`` is the paper's own difference and
+    ``sd`` ours, so it answers "would more seeds settle it, and how many?", not a post-hoc
+    power of the observed difference. None when the paper's difference is not in the claimed
+    direction (``delta <= 0``), or when more than MAX_PLANNED_SEEDS would be needed."""
+    if not delta > 0:
+        return None
+    if sd <= 0:
+        return 2  # no noise: two units give a test
+    from scipy import stats
+
+    for n in range(2, MAX_PLANNED_SEEDS + 1):
+        df = n - 1
+        if stats.nct.sf(stats.t.ppf(1 - alpha, df), df, delta / sd * math.sqrt(n)) >= power:
+            return n
+    return None
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -756,6 +784,8 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
     k = len(claim.pairs)
     if claim.combine == "mean" and k > 1:
         return _compare_mean(claim, v, per_pair_diffs, problems, shown_models)
+    planned = [_planned(claim, _paper_delta(claim, [pair]), x[0]) if x is not None else None
+               for pair, x in zip(claim.pairs, tests)]
     tested = [x for x in tests if x is not None]
     p_for = max(x[1] for x in tested) if tested and len(tested) == k else None
     p_against = min(1.0, k * min(x[2] for x in tested)) if tested else None
@@ -771,12 +801,45 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
         v.short = "; ".join(dict.fromkeys(why for _, why in problems))
     elif v.verdict == INCONCLUSIVE:
         v.reason = "no pair significant either way" if k > 1 else "not significant either way"
+        if any(planned):
+            v.reason += "; " + "; ".join(f"{a} vs {b}: {text}" if k > 1 else text
+                                         for (a, b), text in zip(claim.pairs, planned) if text)
     if not equivalent and any(x is not None and x[0].wilcoxon is not None for x in tests):
         v.details.append("")
         v.details.append("Wilcoxon signed-rank (one-sided, beside the t-test): " + "; ".join(
             f"{a} vs {b} {_p_is(x[0].wilcoxon)}" for (a, b), x in zip(claim.pairs, tests)
             if x is not None and x[0].wilcoxon is not None))
     return v
+
+
+def _paper_delta(claim: Claim, pairs) -> float | None:
+    """The paper's mean difference over ``pairs`` in the claimed direction, if it gives both figures
+    of every pair."""
+    figures = claim.paper_figures
+    if not pairs or any(a not in figures or b not in figures for a, b in pairs):
+        return None
+    sign = 1.0 if claim.better == "higher" else -1.0
+    return sign * _mean([figures[a] - figures[b] for a, b in pairs])
+
+
+def _planned(claim: Claim, paper_delta: float | None, t: _T) -> str:
+    """How many seeds would detect the paper's own difference at our seed-to-seed spread: said for a
+    one-sided claim over paired seeds (more seeds cannot add datasets, nor speed up a ratio)."""
+    if (claim.kind != "greater" or claim.unit != "seed" or claim.log or paper_delta is None
+            or not t.label.startswith("paired")):
+        return ""
+    sd = t.se * math.sqrt(t.n)
+    head = (f"the paper's Δ of {_fmt(paper_delta, claim.metric, signed=True)} against our s.d. of "
+            f"{_fmt(sd, claim.metric)} between seeds")
+    if not paper_delta > 0:
+        return f"the paper's own Δ is {_fmt(paper_delta, claim.metric, signed=True)}: no seed count tests it"
+    n = seeds_for_power(paper_delta, sd)
+    if n is None:
+        return f"{head} would take more than {MAX_PLANNED_SEEDS:,} seeds for {POWER * 100:.0f} % power"
+    if n <= t.n:
+        return (f"{head} needs {n} seeds for {POWER * 100:.0f} % power, and {t.n} ran: a difference of the "
+                "paper's size would likely have shown")
+    return f"{head} needs {n} seeds for {POWER * 100:.0f} % power ({t.n} ran)"
 
 
 def _problems(problems: Sequence[tuple[str, str]]) -> str:
@@ -832,6 +895,9 @@ def _compare_mean(claim: Claim, v: Verdict, per_pair_diffs, problems, shown_mode
         p_for, p_against = t.p_greater(delta), t.p_less(delta)
     v.verdict = _decide(p_for, p_against)
     v.p = p_against if v.verdict == CONTRADICTED else p_for
+    planned = _planned(claim, _paper_delta(claim, claim.pairs), t)
+    if v.verdict == INCONCLUSIVE and planned:
+        v.reason = "not significant either way; " + planned
     v.stats = (f"mean of the {k} pairs' differences per {unit[:-1]}: "
                + ", ".join(_fmt(m, claim.metric, signed=True) for m in means)
                + f"; {_p_is(p_for)} (claim), {_p_is(p_against)} (opposite)")
@@ -1069,6 +1135,12 @@ Tests (scipy.stats' t distribution):
   per document) reads only the runs made on the CPU: a run on a lent GPU counts as missing.
 - Seeds vary initialisation, dropout and the dev split; the test split is fixed, so the
   spread shown is training noise, not test-set sampling error.
+- An ordering left inconclusive over paired seeds says how many seeds would settle it: the
+  fewest with which the one-sided paired t-test at α detects the paper's own difference with
+  80 % power, given our standard deviation of the differences between seeds (noncentral t,
+  exact). A planning figure, not a test; with 5 seeds that standard deviation is itself rough.
+  Where fewer seeds than ran would do, a difference of the paper's size would likely have
+  shown.
 
 A claim's verdict is decided on one dataset, declared in the claims file (the paper's own
 when offline, else the one its suite runs with the most seeds); the others are shown beside
