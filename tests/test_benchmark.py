@@ -18,7 +18,7 @@ from textcls.benchmark import report as report_module
 from textcls.benchmark.peers import create_peer
 from textcls.benchmark.runner import SUITES_DIR_ENV, _child_main, _run_job, summarize_entry
 from textcls.data import load_dataset
-from textcls.errors import ConfigError
+from textcls.errors import CheckpointError, ConfigError
 from tolerance import approx32
 
 REPO = Path(__file__).resolve().parents[1]
@@ -493,6 +493,54 @@ def test_minilm_peer_state_restores_the_same_probabilities(data_dir):
     texts = ds["test"]["text"][:20]
     np.testing.assert_array_equal(restored.predict_proba(texts), peer.predict_proba(texts))
     assert restored.num_parameters() == peer.num_parameters()
+
+
+def test_the_feature_cache_encodes_each_distinct_text_once_and_shares_rows_between_handles(tmp_path):
+    from textcls.benchmark.peers import FeatureCache, cached_features
+
+    calls = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return np.array([[len(t), t.count("a"), 0.5] for t in texts], dtype=np.float32)
+
+    texts = ["a cat", "a dog", "a cat", "banana"]
+    first = FeatureCache(tmp_path / "f.sqlite", dim=3)
+    rows, encoded = cached_features(first, texts, encode)
+    assert calls == [["a cat", "a dog", "banana"]] and encoded == 3
+    np.testing.assert_array_equal(rows, encode(texts))
+    # a second handle on the file (another worker) reads the rows and encodes nothing new
+    second = FeatureCache(tmp_path / "f.sqlite", dim=3)
+    again, encoded = cached_features(second, ["banana", "a cat", "new one"], encode)
+    assert calls[-1] == ["new one"] and encoded == 1
+    np.testing.assert_array_equal(again, encode(["banana", "a cat", "new one"]))
+    first.close()
+    second.close()
+    # rows of another width under the same file are refused, not used
+    wrong = FeatureCache(tmp_path / "f.sqlite", dim=384)
+    with pytest.raises(CheckpointError, match="holds 3-d rows where 384-d are expected; delete the file"):
+        cached_features(wrong, ["a cat"], encode)
+    wrong.close()
+
+
+def test_the_minilm_peer_reads_its_cached_features_and_fits_the_same_regression(data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path))
+    ds = load_dataset("trec", data_dir=data_dir, max_per_split=120)
+    texts = ds["test"]["text"][:20]
+    plain = create_peer("minilm-lr", seed=0).fit(ds)
+    cold = create_peer("minilm-lr", seed=0, cache_features=True).fit(ds)
+    warm = create_peer("minilm-lr", seed=0, cache_features=True).fit(ds)
+    distinct = len(set(ds["train"]["text"]))
+    assert cold.settings()["training_texts_encoded_now"] == distinct
+    assert warm.settings()["training_texts_encoded_now"] == 0
+    assert "training_texts_encoded_now" not in plain.settings()
+    assert cold.feature_cache_path().is_file() and cold.feature_cache_path().parent.parent == tmp_path
+    # float32 rows, stored as computed: the warm fit is the cold one exactly
+    np.testing.assert_array_equal(warm.predict_proba(texts), cold.predict_proba(texts))
+    # and the uncached fit differs at most by float32 noise of the encoder's batch composition
+    np.testing.assert_allclose(cold.predict_proba(texts), plain.predict_proba(texts), atol=1e-5)
+    with pytest.raises(ConfigError, match="cache_features must be true or false"):
+        create_peer("minilm-lr", cache_features="yes")
 
 
 def test_a_long_only_list_gets_a_short_report_name():

