@@ -184,23 +184,28 @@ def test_summary_averages_each_row_over_the_datasets_it_ran_on_with_their_count(
 
 
 def test_seconds_of_runs_made_on_a_gpu_are_marked_so_they_are_not_read_as_cpu_seconds(tmp_path):
-    def entry(model, devices):
+    def entry(model, devices, cached=()):
         row = _summary_entry("d1", model, 0.8)
-        row.update(runs=[{"device": d, "status": "ok"} for d in devices], seeds=list(range(len(devices))), status="ok",
+        runs = [{"device": d, "status": "ok", **({"features_cached": True} if i in cached else {})}
+                for i, d in enumerate(devices)]
+        row.update(runs=runs, seeds=list(range(len(devices))), status="ok",
                    summary={**row["summary"], "macro_f1": {"mean": 0.8, "std": 0.0, "n": 1}})
         return row
 
     entries = [entry("on-cpu", ["cpu"] * 2), entry("on-gpu", ["cuda: NVIDIA H200"] * 2),
-               entry("mixed", ["cpu", "cuda: NVIDIA H200", "cuda: NVIDIA H200"])]
+               entry("mixed", ["cpu", "cuda: NVIDIA H200", "cuda: NVIDIA H200"]),
+               entry("cached", ["cpu"] * 3, cached={1, 2})]
     seconds = {line.split("|")[1].strip(): line.split("|")[2].strip()
                for line in report_module.format_summary({"entries": entries}).split("**Training seconds")[1]
                .splitlines() if line.startswith("| ")}
     assert seconds["on-cpu"] == "1.0" and seconds["on-gpu"] == "1.0 (cuda)"
     assert seconds["mixed"] == "1.0 (cuda: 2 of 3 seeds)"
+    # a MiniLM + LR run that read its rows from the feature cache timed the cache, not the encoder
+    assert seconds["cached"] == "1.0 (features cached: 2 of 3 seeds)"
     table = report_module.format_tables({"entries": entries})
-    assert "| 1.0 (cuda) |" in table and report_module.ACCELERATOR_NOTE in table
+    assert "| 1.0 (cuda) |" in table and report_module.TIMING_NOTE in table
     cpu_only = report_module.format_tables({"entries": entries[:1]})
-    assert "(cuda" not in cpu_only and report_module.ACCELERATOR_NOTE not in cpu_only
+    assert "(cuda" not in cpu_only and report_module.TIMING_NOTE not in cpu_only
 
 
 def test_render_rewrites_the_markdown_and_plot_from_the_json_alone(tiny_run, tmp_path):
@@ -506,20 +511,24 @@ def test_the_feature_cache_encodes_each_distinct_text_once_and_shares_rows_betwe
 
     texts = ["a cat", "a dog", "a cat", "banana"]
     first = FeatureCache(tmp_path / "f.sqlite", dim=3)
-    rows, encoded = cached_features(first, texts, encode)
-    assert calls == [["a cat", "a dog", "banana"]] and encoded == 3
+    rows, read = cached_features(first, texts, encode)
+    assert calls == [["a cat", "a dog", "banana"]] and read == 0
     np.testing.assert_array_equal(rows, encode(texts))
     # a second handle on the file (another worker) reads the rows and encodes nothing new
     second = FeatureCache(tmp_path / "f.sqlite", dim=3)
-    again, encoded = cached_features(second, ["banana", "a cat", "new one"], encode)
-    assert calls[-1] == ["new one"] and encoded == 1
-    np.testing.assert_array_equal(again, encode(["banana", "a cat", "new one"]))
+    again, read = cached_features(second, ["banana", "a cat", "new one", "a cat"], encode)
+    assert calls[-1] == ["new one"] and read == 3
+    np.testing.assert_array_equal(again, encode(["banana", "a cat", "new one", "a cat"]))
+    empty, read = cached_features(second, [], encode)
+    assert empty.shape == (0, 3) and read == 0
     first.close()
     second.close()
-    # rows of another width under the same file are refused, not used
+    # rows of another width under the same file are refused, when read and when written
     wrong = FeatureCache(tmp_path / "f.sqlite", dim=384)
     with pytest.raises(CheckpointError, match="holds 3-d rows where 384-d are expected; delete the file"):
         cached_features(wrong, ["a cat"], encode)
+    with pytest.raises(CheckpointError, match=r"cannot store rows of shape \(1, 3\) for 1 texts"):
+        cached_features(wrong, ["unseen"], encode)
     wrong.close()
 
 
@@ -530,10 +539,12 @@ def test_the_minilm_peer_reads_its_cached_features_and_fits_the_same_regression(
     plain = create_peer("minilm-lr", seed=0).fit(ds)
     cold = create_peer("minilm-lr", seed=0, cache_features=True).fit(ds)
     warm = create_peer("minilm-lr", seed=0, cache_features=True).fit(ds)
-    distinct = len(set(ds["train"]["text"]))
-    assert cold.settings()["training_texts_encoded_now"] == distinct
-    assert warm.settings()["training_texts_encoded_now"] == 0
-    assert "training_texts_encoded_now" not in plain.settings()
+    train = ds["train"]["text"]
+    # the cold fit encodes every distinct text (its repeats once); the warm one reads them all
+    assert cold.settings()["training_texts_read_from_cache"] == 0
+    assert warm.settings()["training_texts_read_from_cache"] == len(train)
+    assert "training_texts_read_from_cache" not in plain.settings()
+    assert cold.caches_features and not plain.caches_features
     assert cold.feature_cache_path().is_file() and cold.feature_cache_path().parent.parent == tmp_path
     # float32 rows, stored as computed: the warm fit is the cold one exactly
     np.testing.assert_array_equal(warm.predict_proba(texts), cold.predict_proba(texts))
@@ -541,6 +552,23 @@ def test_the_minilm_peer_reads_its_cached_features_and_fits_the_same_regression(
     np.testing.assert_allclose(cold.predict_proba(texts), plain.predict_proba(texts), atol=1e-5)
     with pytest.raises(ConfigError, match="cache_features must be true or false"):
         create_peer("minilm-lr", cache_features="yes")
+
+
+def test_a_run_that_reads_cached_features_records_no_throughput(data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
+    path = _write(tmp_path, """
+[[entry]]
+dataset = "trec"
+model = "minilm-lr"
+max_per_split = 120
+overrides = { cache_features = true }
+""")
+    entry = load_suite(path).entries[0]
+    record = _run_job({"entry": entry.to_dict(), "seed": 0, "data_dir": data_dir, "threads": 1, "infer_b1": 5})
+    assert record["status"] == "ok" and record["features_cached"] is True and record["accuracy"] > 0.3
+    for key in ("train_docs_per_second", "infer_docs_per_second_b1", "infer_docs_per_second_b256"):
+        assert record[key] is None
+    assert record["train_seconds"] > 0
 
 
 def test_a_long_only_list_gets_a_short_report_name():

@@ -303,9 +303,11 @@ class FeatureCache:
 
     One SQLite file per encoder setting (the caller names it): SQLite because several benchmark
     workers share the file, and its locking makes their reads and writes safe without a lock of
-    ours. Rows are stored as the encoder returned them (float32 bytes), so a cached row is the
-    same array as a fresh one of the same text. A row of the wrong width (another encoder under
-    the same name) is refused, not used.
+    ours. Rows are stored as the encoder returned them (float32 bytes). A fresh encoding of the
+    same text can differ from the stored row in the last float32 bits (the encoder pads each
+    batch to its longest text), and where two workers encode a text at once the first row
+    written is kept. A row of the wrong width (another encoder under the same name) is refused,
+    on writing as on reading.
     """
 
     _CHUNK = 500  # keys per SELECT: under SQLite's limit on bound parameters
@@ -340,6 +342,9 @@ class FeatureCache:
 
     def put(self, keys: Sequence[bytes], rows: np.ndarray) -> None:
         rows = np.asarray(rows, dtype=np.float32)
+        if rows.ndim != 2 or len(rows) != len(keys) or (self.dim is not None and rows.shape[1] != self.dim):
+            raise CheckpointError(f"cannot store rows of shape {rows.shape} for {len(keys)} texts in {self.path}, "
+                                  f"which holds {self.dim}-d rows; the encoder's output does not match its cache")
         with self._db:
             self._db.executemany("INSERT OR IGNORE INTO features VALUES (?, ?)",
                                  ((k, r.tobytes()) for k, r in zip(keys, rows)))
@@ -350,9 +355,11 @@ class FeatureCache:
 
 def cached_features(cache: FeatureCache, texts: Sequence[str], encode) -> tuple[np.ndarray, int]:
     """``encode(texts)``'s float32 rows, reading the texts ``cache`` holds and encoding (then
-    storing) only the others, each distinct text once; and how many texts were encoded."""
+    storing) only the others, each distinct text once; and how many of ``texts`` (counted with
+    their repeats) were read from the cache."""
     keys = [FeatureCache.key(t) for t in texts]
     found = cache.get(keys)
+    read = sum(1 for k in keys if k in found)
     missing = list(dict.fromkeys(k for k in keys if k not in found))
     if missing:
         first = {}
@@ -363,7 +370,7 @@ def cached_features(cache: FeatureCache, texts: Sequence[str], encode) -> tuple[
         found.update(zip(missing, rows))
     if not keys:
         return np.zeros((0, cache.dim or 0), dtype=np.float32), 0
-    return np.stack([found[k] for k in keys]), len(missing)
+    return np.stack([found[k] for k in keys]), read
 
 
 class EncoderLogRegPeer(Peer):
@@ -478,7 +485,7 @@ class MiniLMLogRegPeer(EncoderLogRegPeer):
             raise ConfigError(f"cache_features must be true or false, got {cache_features!r}")
         self.cache_features = cache_features
         self.encoder_ = None
-        self.encoded_texts_ = 0
+        self.texts_read_from_cache_ = 0
 
     def _encoder(self):
         if self.encoder_ is None:
@@ -486,6 +493,12 @@ class MiniLMLogRegPeer(EncoderLogRegPeer):
             if self.max_seq_length is not None:
                 self.encoder_.max_seq_length = int(self.max_seq_length)
         return self.encoder_
+
+    @property
+    def caches_features(self) -> bool:
+        """Whether this peer's fit and predictions read rows from the feature cache (the benchmark
+        then records no throughput for the run)."""
+        return self.cache_features
 
     def _encode_now(self, texts: Sequence[str]) -> np.ndarray:
         import torch
@@ -513,12 +526,12 @@ class MiniLMLogRegPeer(EncoderLogRegPeer):
         if self.cache_features:
             cache = FeatureCache(self.feature_cache_path(), dim=self.DIM)
             try:
-                features, encoded = cached_features(cache, texts, self._encode_now)
+                features, read = cached_features(cache, texts, self._encode_now)
             finally:
                 cache.close()
         else:
-            features, encoded = self._encode_now(texts), len(texts)
-        self.encoded_texts_ = encoded
+            features, read = self._encode_now(texts), 0
+        self.texts_read_from_cache_ = read
         # float64 for the regression, so that its probabilities sum to 1 to machine precision.
         return np.asarray(features, dtype=np.float64)
 
@@ -529,7 +542,7 @@ class MiniLMLogRegPeer(EncoderLogRegPeer):
                     "C": self.C, "max_iter": self.max_iter, "batch_size": self.batch_size}
         if self.cache_features:
             # A fit that read its features from the cache took less time than one that encoded them.
-            settings["training_texts_encoded_now"] = int(self.encoded_texts_)
+            settings["training_texts_read_from_cache"] = int(self.texts_read_from_cache_)
         return info, settings
 
     def _state_meta(self) -> dict:

@@ -228,19 +228,26 @@ def _model_cell(entry: dict) -> str:
     return text
 
 
-def _accelerator(entry: dict) -> str:
-    """`` (cuda)``, or `` (cuda: 3 of 5 seeds)``, when the entry's runs trained off the CPU: their
-    seconds and throughputs sit beside CPU rows in one table and cannot be compared with them."""
+FEATURES_CACHED = "features cached"
+
+
+def _timing_mark(entry: dict) -> str:
+    """`` (cuda)``, `` (cuda: 3 of 5 seeds)`` or `` (features cached)``, when the entry's runs
+    trained off the CPU, or read their features from a cache (MiniLM + LR's ``cache_features``):
+    their seconds sit beside CPU rows in one table and cannot be compared with them."""
     runs = [run for run in entry.get("runs", []) if run.get("status", "ok") == "ok"]
-    elsewhere = [str(run["device"]).split(":")[0] for run in runs if str(run.get("device", "cpu")) != "cpu"]
-    if not elsewhere:
+    marks = [FEATURES_CACHED if run.get("features_cached") else str(run.get("device", "cpu")).split(":")[0]
+             for run in runs]
+    marked = [m for m in marks if m != "cpu"]
+    if not marked:
         return ""
-    kinds = ", ".join(sorted(set(elsewhere)))
-    return f" ({kinds})" if len(elsewhere) == len(runs) else f" ({kinds}: {len(elsewhere)} of {len(runs)} seeds)"
+    kinds = ", ".join(sorted(set(marked)))
+    return f" ({kinds})" if len(marked) == len(runs) else f" ({kinds}: {len(marked)} of {len(runs)} seeds)"
 
 
-ACCELERATOR_NOTE = ("a device after the seconds, as in 12.0 (cuda): those runs trained on it (the header's rerun "
-                    "lines name it), so the row's seconds and docs/s are not comparable with the CPU rows beside it.")
+TIMING_NOTE = ("a mark after the seconds, as in 12.0 (cuda): those runs trained on that device (the header's rerun "
+               "lines name it), or read their features from a cache (features cached: no throughput is recorded "
+               "for them), so the row's seconds and docs/s are not comparable with the CPU rows beside it.")
 
 
 def _cell(text) -> str:
@@ -286,7 +293,7 @@ def format_tables(result: dict) -> str:
             row = [_model_cell(entry), accuracy]
             if with_paper:
                 row.append(f"{entry['paper']:.2f}" if entry.get("paper") is not None else DASH)
-            row += [_pct(s, "macro_f1"), _auc(s), _epoch(s), _number(s, "train_seconds") + _accelerator(entry),
+            row += [_pct(s, "macro_f1"), _auc(s), _epoch(s), _number(s, "train_seconds") + _timing_mark(entry),
                     _number(s, "epoch_seconds", 2), _number(s, "train_ms_per_document", 3),
                     _number(s, "train_docs_per_second", 0), _number(s, "infer_docs_per_second_b1", 0),
                     _number(s, "infer_docs_per_second_b256", 0), _params(entry.get("parameters")),
@@ -325,8 +332,8 @@ def format_tables(result: dict) -> str:
                 footnotes.append(f"FAILED {entry['id']}: {error}")
         if any(e.get("kind") == "peer" for e in entries):
             footnotes.append("† a peer (another tool), not a textcls model.")
-        if any(_accelerator(e) for e in entries):
-            footnotes.append(ACCELERATOR_NOTE)
+        if any(_timing_mark(e) for e in entries):
+            footnotes.append(TIMING_NOTE)
         if footnotes:
             lines.append("")
             lines += [f"- {_cell(f)}" for f in footnotes]
@@ -417,7 +424,7 @@ def format_summary(result: dict) -> str:
     def seconds(entry):
         if entry is None or not entry.get("summary"):
             return DASH
-        return _number(entry["summary"], "train_seconds") + _accelerator(entry)
+        return _number(entry["summary"], "train_seconds") + _timing_mark(entry)
 
     def mean_accuracy(entries):
         # Like the papers' "Average" rows (FCSR Table 4), over the datasets the model ran on,
@@ -433,8 +440,8 @@ def format_summary(result: dict) -> str:
     lines = table("Test accuracy, % (mean ± std over seeds) [paper's figure]", accuracy,
                   mean_accuracy if len(datasets) >= MIN_DATASETS_FOR_AVERAGE else None)
     lines += table("Training seconds (mean over seeds; whole fit, including vocabulary and vectors)", seconds)
-    if any(_accelerator(e) for e in result["entries"]):
-        lines += [f"- {ACCELERATOR_NOTE}", ""]
+    if any(_timing_mark(e) for e in result["entries"]):
+        lines += [f"- {TIMING_NOTE}", ""]
     return "\n".join(lines)
 
 
@@ -515,8 +522,8 @@ def plot_accuracy_vs_time(result: dict, path: str | Path) -> Path:
             y = 100 * s["accuracy"]["mean"]
             yerr = 100 * s["accuracy"]["std"] if s["accuracy"]["n"] > 1 else None
             label = shown if shown not in drawn else None
-            # Hollow: its seconds are a GPU's, so its x is not on the CPU rows' scale.
-            face = "none" if _accelerator(entry) else color
+            # Hollow: its seconds are a GPU's or a cache's, so its x is not on the CPU rows' scale.
+            face = "none" if _timing_mark(entry) else color
             ax.errorbar([x], [y], yerr=None if yerr is None else [yerr], fmt=marker, color=color,
                         markerfacecolor=face, markersize=7, capsize=3, label=label)
             drawn.add(shown)
@@ -538,8 +545,8 @@ def plot_accuracy_vs_time(result: dict, path: str | Path) -> Path:
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), frameon=False)
     title = f"suite {result['suite']}: accuracy against training time"
-    if any(_accelerator(e) for e in result["entries"]):
-        title += "\n(hollow markers trained on a GPU: their seconds are not CPU seconds)"
+    if any(_timing_mark(e) for e in result["entries"]):
+        title += "\n(hollow markers trained on a GPU or read cached features: their seconds are not comparable)"
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.08 if handles else 0, 1, 0.95))
     return write_figure(Path(path), fig)
