@@ -88,17 +88,19 @@ def _reference_logits(model, doc):
     words = model.embedding.weight[torch.tensor(doc)]  # D [L, d]
     if model.fusion == "sinusoidal":
         words = words + _sinusoid(*words.shape)
+    add = model.add_and_norm  # the Transformer's reading: LN(x + Att(x))
     if model.fusion == "relative":
-        semantic = _layer_norm(model.semantic_norm, _relative(model.relative, words))
+        semantic = _layer_norm(model.semantic_norm, add * words + _relative(model.relative, words))
     elif model.semantic_attention:
-        semantic = _layer_norm(model.semantic_norm, _attend(words))  # S (eq. 4)
+        semantic = _layer_norm(model.semantic_norm, add * words + _attend(words))  # S (eq. 4)
     else:
         semantic = words
     if model.lstm is None:
         features = semantic
     else:
         hidden = model.lstm((words if model.fusion == "parallel" else semantic).unsqueeze(0))[0][0]  # H (eqs. 5-7)
-        positional = _layer_norm(model.positional_norm, _attend(hidden)) if model.positional_attention else hidden
+        positional = (_layer_norm(model.positional_norm, add * hidden + _attend(hidden))
+                      if model.positional_attention else hidden)
         features = semantic + positional if model.residual else positional  # F (eq. 9)
     if model.pooling == "mean":
         document = features.mean(0)
@@ -196,7 +198,8 @@ def test_output_shapes_and_attention_maps_only_in_eval():
 
 
 @pytest.mark.parametrize("name", ["cspan-base", "cspan-big", "cspan-ablation-bilstm", "cspan-ablation-self-att",
-                                  "cspan-fusion-position", "cspan-fusion-relative", "cspan-fusion-parallel"])
+                                  "cspan-fusion-position", "cspan-fusion-relative", "cspan-fusion-parallel",
+                                  "cspan-base-addnorm"])
 @pytest.mark.parametrize("mode", ["eval", "train"])
 def test_padded_batch_gives_the_same_logits_as_each_document_alone(name, mode):
     model = _model(name, relative_clip=3)
