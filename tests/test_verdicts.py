@@ -234,6 +234,10 @@ def test_an_inconclusive_ordering_says_how_many_seeds_would_detect_the_papers_di
     # a paper's difference large against our spread: 5 seeds were enough to see it
     big = _one(out, _claim(pairs=[["model-a", "model-b"]], paper_figures={"model-a": 85.0, "model-b": 80.0}))
     assert big.verdict == INCONCLUSIVE and "would likely have shown" in big.reason
+    # and the paper's own difference is then rejected: ours is smaller (one-sided t against +5.00)
+    p_smaller = stats.ttest_1samp(diffs, 5.0, alternative="less").pvalue
+    assert "ours is smaller than the paper's +5.00 (one-sided t against it, p < 0.001)" in big.reason
+    assert p_smaller < 0.001 and "smaller" not in v.reason
 
     # no paper figures, or an equivalence claim: no planning figure
     bare = _one(out, _claim(pairs=[["model-a", "model-b"]]))

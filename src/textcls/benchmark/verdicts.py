@@ -804,7 +804,7 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
     k = len(claim.pairs)
     if claim.combine == "mean" and k > 1:
         return _compare_mean(claim, v, per_pair_diffs, problems, shown_models, datasets[0] == claim.datasets[0])
-    deciding = datasets[0] == claim.datasets[0] and not claim.extension
+    deciding = datasets[0] == claim.datasets[0]
     planned = [_planned(claim, _paper_delta(claim, [pair]), x[0]) if x is not None and deciding else None
                for pair, x in zip(claim.pairs, tests)]
     tested = [x for x in tests if x is not None]
@@ -861,11 +861,18 @@ def _planned(claim: Claim, paper_delta: float | None, t: _T) -> str:
         return f"the paper's own Δ is {_fmt(paper_delta, claim.metric, signed=True)}: no seed count tests it"
     n = seeds_for_power(paper_delta, sd)
     if n is None:
-        return f"{head} would take more than {MAX_PLANNED_SEEDS:,} seeds for {POWER * 100:.0f} % power"
-    if n <= t.n:
-        return (f"{head} needs {n} seeds for {POWER * 100:.0f} % power, and {t.n} ran: a difference of the "
+        text = f"{head} would take more than {MAX_PLANNED_SEEDS:,} seeds for {POWER * 100:.0f} % power"
+    elif n <= t.n:
+        text = (f"{head} needs {n} seeds for {POWER * 100:.0f} % power, and {t.n} ran: a difference of the "
                 "paper's size would likely have shown")
-    return f"{head} needs {n} seeds for {POWER * 100:.0f} % power ({t.n} ran)"
+    else:
+        text = f"{head} needs {n} seeds for {POWER * 100:.0f} % power ({t.n} ran)"
+    # Not significant either way can still rule out the paper's own difference.
+    p_smaller = t.p_less(paper_delta)
+    if p_smaller < ALPHA:
+        text += (f"; ours is smaller than the paper's {_fmt(paper_delta, claim.metric, signed=True)} "
+                 f"(one-sided t against it, {_p_is(p_smaller)})")
+    return text
 
 
 def _stage_pending(claim: Claim, k: int, diffs: dict) -> str | None:
