@@ -790,21 +790,11 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
                 continue
         tests.append((t, p_for, p_against))
         rows.append((a, b, _diff_text(claim, t), p_for, p_against))
-    v.details.append("| model | ours | paper |")
-    v.details.append("|---|---|---|")
-    for name, text in shown_models.items():
-        paper = claim.paper_figures.get(name)
-        v.details.append(f"| {name} | {text} | {_fmt(paper) if paper is not None else DASH} |")
-    v.details.append("")
-    direction = "≈" if equivalent else (">" if claim.better == "higher" else "faster than")
-    v.details.append("| pair | difference | p (claim) | p (opposite) |")
-    v.details.append("|---|---|---|---|")
-    for a, b, diff, p_for, p_against in rows:
-        v.details.append(f"| {a} {direction} {b} | {diff} | {_fmt_p(p_for)} | {_fmt_p(p_against)} |")
+    v.details += _pair_tables(claim, shown_models, rows)
     k = len(claim.pairs)
-    if claim.combine == "mean" and k > 1:
-        return _compare_mean(claim, v, per_pair_diffs, problems, shown_models, datasets[0] == claim.datasets[0])
     deciding = datasets[0] == claim.datasets[0]
+    if claim.combine == "mean" and k > 1:
+        return _compare_mean(claim, v, per_pair_diffs, problems, shown_models, deciding)
     planned = [_planned(claim, _paper_delta(claim, [pair]), x[0]) if x is not None and deciding else None
                for pair, x in zip(claim.pairs, tests)]
     tested = [x for x in tests if x is not None]
@@ -815,7 +805,7 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
     first = tested[0][0] if tested else (waiting[0] if waiting else None)
     v.n = first.n if first else None
     v.test = _test_label(claim, first, k)
-    if claim.extension and datasets[0] == claim.datasets[0]:
+    if claim.extension and deciding:
         e = claim.extension
         v.test += (f" (a second stage: seeds {e['first_seeds']} on, planned after seeds 0-{e['first_seeds'] - 1} "
                    f"to {'/'.join(map(str, e['planned_seeds']))} in all)")
@@ -835,6 +825,19 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
             f"{a} vs {b} {_p_is(x[0].wilcoxon)}" for (a, b), x in zip(claim.pairs, tests)
             if x is not None and x[0].wilcoxon is not None))
     return v
+
+
+def _pair_tables(claim: Claim, shown_models: dict[str, str], rows) -> list[str]:
+    """The Markdown of a comparison's models (ours and the paper's) and pairs (difference, p)."""
+    lines = ["| model | ours | paper |", "|---|---|---|"]
+    for name, text in shown_models.items():
+        paper = claim.paper_figures.get(name)
+        lines.append(f"| {name} | {text} | {_fmt(paper) if paper is not None else DASH} |")
+    direction = "≈" if claim.kind == "equivalent" else (">" if claim.better == "higher" else "faster than")
+    lines += ["", "| pair | difference | p (claim) | p (opposite) |", "|---|---|---|---|"]
+    lines += [f"| {a} {direction} {b} | {diff} | {_fmt_p(p_for)} | {_fmt_p(p_against)} |"
+              for a, b, diff, p_for, p_against in rows]
+    return lines
 
 
 def _paper_delta(claim: Claim, pairs) -> float | None:
