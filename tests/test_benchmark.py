@@ -521,6 +521,18 @@ def test_the_feature_cache_encodes_each_distinct_text_once_and_shares_rows_betwe
     np.testing.assert_array_equal(again, encode(["banana", "a cat", "new one", "a cat"]))
     empty, read = cached_features(second, [], encode)
     assert empty.shape == (0, 3) and read == 0
+    # encoded and stored a chunk at a time: a run stopped in its second chunk keeps the first
+    chunks = []
+
+    def fails_on_the_second_call(batch):
+        chunks.append(batch)
+        if len(chunks) == 2:
+            raise KeyboardInterrupt
+        return encode(batch)
+
+    with pytest.raises(KeyboardInterrupt):
+        cached_features(second, ["p", "q", "r", "s"], fails_on_the_second_call, chunk=2)
+    assert set(second.get([FeatureCache.key(t) for t in "pqrs"])) == {FeatureCache.key("p"), FeatureCache.key("q")}
     first.close()
     second.close()
     # rows of another width under the same file are refused, when read and when written

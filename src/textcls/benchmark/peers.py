@@ -353,10 +353,14 @@ class FeatureCache:
         self._db.close()
 
 
-def cached_features(cache: FeatureCache, texts: Sequence[str], encode) -> tuple[np.ndarray, int]:
+CACHE_CHUNK_TEXTS = 4096  # texts encoded, then stored, at a time: a run stopped midway keeps what it encoded
+
+
+def cached_features(cache: FeatureCache, texts: Sequence[str], encode,
+                    chunk: int = CACHE_CHUNK_TEXTS) -> tuple[np.ndarray, int]:
     """``encode(texts)``'s float32 rows, reading the texts ``cache`` holds and encoding (then
-    storing) only the others, each distinct text once; and how many of ``texts`` (counted with
-    their repeats) were read from the cache."""
+    storing, ``chunk`` texts at a time) only the others, each distinct text once; and how many of
+    ``texts`` (counted with their repeats) were read from the cache."""
     keys = [FeatureCache.key(t) for t in texts]
     found = cache.get(keys)
     read = sum(1 for k in keys if k in found)
@@ -365,9 +369,11 @@ def cached_features(cache: FeatureCache, texts: Sequence[str], encode) -> tuple[
         first = {}
         for text, key in zip(texts, keys):
             first.setdefault(key, text)
-        rows = np.asarray(encode([first[k] for k in missing]), dtype=np.float32)
-        cache.put(missing, rows)
-        found.update(zip(missing, rows))
+        for start in range(0, len(missing), chunk):
+            part = missing[start:start + chunk]
+            rows = np.asarray(encode([first[k] for k in part]), dtype=np.float32)
+            cache.put(part, rows)
+            found.update(zip(part, rows))
     if not keys:
         return np.zeros((0, cache.dim or 0), dtype=np.float32), 0
     return np.stack([found[k] for k in keys]), read
