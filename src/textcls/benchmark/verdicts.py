@@ -763,6 +763,7 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
     shown_models: dict[str, str] = {}
     per_pair_diffs = []
     waiting = []  # tests of pairs whose planned second stage is not complete
+    deciding = datasets[0] == claim.datasets[0]
     for a, b in claim.pairs:
         t, problem, sa, sb, diffs = _pair_test(claim, result, a, b, datasets)
         for name, ss in ((a, sa), (b, sb)):
@@ -780,7 +781,7 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
             p_for, p_against = t.tost(claim.margin)
         else:
             p_for, p_against = t.p_greater(delta), t.p_less(delta)
-        if claim.extension and datasets[0] == claim.datasets[0] and diffs is not None:
+        if claim.extension and deciding and diffs is not None:
             pending = _stage_pending(claim, claim.pairs.index((a, b)), diffs)
             if pending:
                 waiting.append(t)
@@ -792,7 +793,6 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
         rows.append((a, b, _diff_text(claim, t), p_for, p_against))
     v.details += _pair_tables(claim, shown_models, rows)
     k = len(claim.pairs)
-    deciding = datasets[0] == claim.datasets[0]
     if claim.combine == "mean" and k > 1:
         return _compare_mean(claim, v, per_pair_diffs, problems, shown_models, deciding)
     planned = [_planned(claim, _paper_delta(claim, [pair]), x[0]) if x is not None and deciding else None
