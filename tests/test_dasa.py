@@ -19,13 +19,15 @@ from textcls.models.dasa import (
     TextAxialAttention,
     attenuation_matrix,
     multi_dimensional_self_attention,
+    row_mean_normalised,
 )
 from textcls.train.engine import fit
 from tolerance import FEW_OPS, KERNEL, approx32
 
 VOCAB = 60
 BUCKETS = 40
-DASA_PRESETS = ["dasa", "dasa-softmax", "dasa-text-axial", "dasa-text-axial-no-attenuation"]
+DASA_PRESETS = ["dasa", "dasa-softmax", "dasa-text-axial", "dasa-text-axial-no-attenuation",
+                "dasa-text-axial-attenuation-shape"]
 SA_PRESETS = ["self-attention-additive", "self-attention-general", "self-attention-dot", "self-attention-scaled-dot"]
 ALL_PRESETS = DASA_PRESETS + SA_PRESETS + ["disan-t2t"]
 
@@ -83,6 +85,35 @@ def test_attenuation_matrix_matches_eq_9_by_hand():
     assert zeta[0, 0, 2].item() == approx32(1 / math.log(2 * 5 + 3))
     assert zeta[0, 1, 1].item() == approx32(1 / math.log(3))
     assert zeta[0, 2, 1].item() == approx32(1 / math.log(2 * 4 + 3))
+
+
+def test_row_mean_attenuation_keeps_eq_9s_shape_and_drops_its_scale_over_the_real_keys():
+    positions = torch.arange(5).unsqueeze(0)
+    zeta = attenuation_matrix(positions)
+    mask = torch.tensor([[True, True, True, False, False]])  # 3 real words, 2 padded
+    scaled = row_mean_normalised(zeta, mask)
+    real = scaled[0, :3, :3]
+    torch.testing.assert_close(real.mean(dim=-1), torch.ones(3), **FEW_OPS)  # each row averages 1
+    # the decay with distance is eq. 9's: ratios within a row are unchanged
+    torch.testing.assert_close(real[0] / real[0, 0], zeta[0, 0, :3] / zeta[0, 0, 0], **FEW_OPS)
+    # by hand for the first row: zeta = [1, z1, z2] over 3 real keys, divided by its mean
+    z1, z2 = 1 / (1 + math.log(2)), 1 / (1 + math.log(3))
+    assert real[0, 1].item() == approx32(z1 / ((1 + z1 + z2) / 3))
+    # padding changes nothing: the 3-word document alone gives the same rows
+    alone = row_mean_normalised(attenuation_matrix(positions[:, :3]), mask[:, :3])
+    torch.testing.assert_close(real, alone[0], **FEW_OPS)
+    # eq. 9 itself shrinks the weights: its real rows average well under 1
+    assert zeta[0, :3, :3].mean() < 0.75
+
+
+def test_row_mean_preset_shares_the_text_axial_weights_and_changes_only_the_scale_of_zeta():
+    paper, shape = _model("dasa-text-axial"), _model("dasa-text-axial-attenuation-shape")
+    assert get_preset("dasa-text-axial-attenuation-shape").arch == {"axes": "text", "attenuation_scale": "row-mean"}
+    for (key, a), (_, b) in zip(paper.state_dict().items(), shape.state_dict().items()):
+        assert torch.equal(a, b), key
+    batch = _batch(_docs([7, 5], seed=4))
+    with torch.no_grad():
+        assert (paper.eval()(batch).logits - shape.eval()(batch).logits).abs().max() > 1e-4
 
 
 def _softplus(v):
@@ -396,6 +427,7 @@ def test_bad_settings_are_one_line_config_errors():
         ({"alpha": "sparsemax"}, "parameter 'alpha' = 'sparsemax' is not one of softplus, softmax"),
         ({"attenuation_c": 1.0}, r"parameter 'attenuation_c' = 1.0 is outside its allowed range \(1.0"),
         ({"attenuation_w": -1.0}, "parameter 'attenuation_w' = -1.0 is outside"),
+        ({"attenuation_scale": "max"}, "parameter 'attenuation_scale' = 'max' is not one of paper, row-mean"),
         ({"bigram_combine": "concat"}, "parameter 'bigram_combine' = 'concat' is not one of add, append"),
         ({"hidden_dim": 0}, "parameter 'hidden_dim' = 0 is outside"),
         ({"dropout": 1.0}, "parameter 'dropout' = 1.0 is outside"),

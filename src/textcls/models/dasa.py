@@ -41,6 +41,12 @@ Readings of what the paper leaves open (each also commented where it is coded):
   2**14 bigram buckets, texts cut at 512 tokens (128 for the b x N x N x d baselines).
 - Glorot for "the weights are all": every linear map and both embedding tables are drawn
   from Glorot's uniform range ``sqrt(6 / (fan_in + fan_out))``; every bias starts at 0.
+- ``attenuation_scale="row-mean"`` (preset ``dasa-text-axial-attenuation-shape``, ours, a
+  diagnosis and not the paper's): each row of ``zeta`` divided by its mean over the document's
+  real keys, so that the factor keeps eq. 9's decay with distance but no longer shrinks the
+  weights on average (eq. 9's mean is 0.40 over 20 words and 0.18 over 512, which eq. 10 folds
+  into the scale of ``w_i`` and so of eq. 8's gate). It asks whether Table 3's attenuation
+  result hangs on that scale.
 - ``dasa-softmax``: only eq. 6 changes (softmax over the real keys instead of softplus); the
   attenuation factor, ``mu`` and eq. 8's softplus stay.
 - Eq. 13 sums ``i = 0..N``; read as the N real tokens. The text-axial-only ablation pools the
@@ -68,6 +74,7 @@ from .self_attention import AttentionClassifier, frame_preset, glorot_linear
 
 __all__ = [
     "attenuation_matrix",
+    "row_mean_normalised",
     "multi_dimensional_self_attention",
     "TextAxialAttention",
     "FeatureAxialAttention",
@@ -77,6 +84,7 @@ __all__ = [
 
 ALPHAS = ("softplus", "softmax")
 AXES = ("dual", "text")
+ATTENUATION_SCALES = ("paper", "row-mean")  # "row-mean": a diagnosis, not eq. 9 (module docstring)
 
 
 # --------------------------------------------------------------------------- equations
@@ -91,6 +99,17 @@ def attenuation_matrix(positions: Tensor, w: float = math.e, c: float = math.e) 
     positions = positions.to(torch.float32)
     distance = (positions.unsqueeze(-1) - positions.unsqueeze(-2)).abs()
     return torch.log(w * distance + c).reciprocal()
+
+
+def row_mean_normalised(zeta: Tensor, key_mask: Tensor) -> Tensor:
+    """``zeta [B, N, N]`` with each row divided by its mean over the real keys (``key_mask [B, N]``).
+
+    Keeps eq. 9's shape (how the factor falls with distance) and removes its scale: every
+    row then averages 1 over the document's own words, whatever the padding.
+    """
+    keys = key_mask.bool().unsqueeze(-2).to(zeta.dtype)  # [B, 1, N]
+    row_mean = (zeta * keys).sum(dim=-1, keepdim=True) / keys.sum(dim=-1, keepdim=True).clamp_min(1)
+    return zeta / row_mean
 
 
 def multi_dimensional_self_attention(
@@ -141,12 +160,14 @@ class TextAxialAttention(nn.Module):
     """
 
     def __init__(self, dim: int, *, alpha: str = "softplus", attenuation: bool = True, normalise: bool = True,
-                 attenuation_w: float = math.e, attenuation_c: float = math.e):
+                 attenuation_w: float = math.e, attenuation_c: float = math.e, attenuation_scale: str = "paper"):
         super().__init__()
         check_positive_int("embedding_dim", dim, 1 << 16)
         check_choice("alpha", alpha, ALPHAS)
+        check_choice("attenuation_scale", attenuation_scale, ATTENUATION_SCALES)
         self.alpha, self.attenuation, self.normalise = alpha, attenuation, normalise
         self.attenuation_w, self.attenuation_c = attenuation_w, attenuation_c
+        self.attenuation_scale = attenuation_scale
         self.query = glorot_linear(dim, dim)
         self.key = glorot_linear(dim, dim)
         self.value = glorot_linear(dim, dim)
@@ -154,6 +175,8 @@ class TextAxialAttention(nn.Module):
     def forward(self, x: Tensor, mask: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
         mask = mask.bool()
         zeta = attenuation_matrix(positions, self.attenuation_w, self.attenuation_c) if self.attenuation else None
+        if zeta is not None and self.attenuation_scale == "row-mean":
+            zeta = row_mean_normalised(zeta, mask)  # a diagnosis, not eq. 9 (module docstring)
         # mu = 1/N with N the document's true length, so padding cannot change the output.
         mu = mask.sum(dim=1).clamp_min(1).to(x.dtype).reciprocal().view(-1, 1, 1) if self.normalise else None
         return multi_dimensional_self_attention(
@@ -200,10 +223,10 @@ class DualAxialAttention(nn.Module):
     """
 
     def __init__(self, dim: int, *, alpha: str = "softplus", attenuation: bool = True, feature_axis: bool = True,
-                 attenuation_w: float = math.e, attenuation_c: float = math.e):
+                 attenuation_w: float = math.e, attenuation_c: float = math.e, attenuation_scale: str = "paper"):
         super().__init__()
-        self.text = TextAxialAttention(dim, alpha=alpha, attenuation=attenuation,
-                                       attenuation_w=attenuation_w, attenuation_c=attenuation_c)
+        self.text = TextAxialAttention(dim, alpha=alpha, attenuation=attenuation, attenuation_w=attenuation_w,
+                                       attenuation_c=attenuation_c, attenuation_scale=attenuation_scale)
         self.feature = FeatureAxialAttention(dim, alpha=alpha) if feature_axis else None
         if feature_axis:
             # Eq. 12: W^t and W^f are d x d, with one shared bias b.
@@ -249,6 +272,7 @@ class DualAxialSelfAttentionClassifier(AttentionClassifier):
         attenuation: bool = True,
         attenuation_w: float = math.e,
         attenuation_c: float = math.e,
+        attenuation_scale: str = "paper",
     ):
         super().__init__(vocab_size, num_classes, embeddings, embedding_dim=embedding_dim,
                          bigram_buckets=bigram_buckets, bigram_combine=bigram_combine,
@@ -261,7 +285,7 @@ class DualAxialSelfAttentionClassifier(AttentionClassifier):
         range_check("attenuation_c", attenuation_c, 1.0, 1e6, low_open=True)
         self.attention = DualAxialAttention(embedding_dim, alpha=alpha, attenuation=attenuation,
                                             feature_axis=axes == "dual", attenuation_w=attenuation_w,
-                                            attenuation_c=attenuation_c)
+                                            attenuation_c=attenuation_c, attenuation_scale=attenuation_scale)
 
     def forward(self, batch: dict[str, Tensor]) -> Output:
         x, mask, positions = self.embed(batch)
@@ -280,6 +304,11 @@ DASA_PRESETS = [
                  "Table 3 'Text-axial SA': the text-axial module alone (no feature axis, no gate)."),
     frame_preset("dasa-text-axial-no-attenuation", "dasa", {"axes": "text", "attenuation": False},
                  "Table 3 'Text-axial SA w/o attenuation factor': zeta = 1."),
+    frame_preset("dasa-text-axial-attenuation-shape", "dasa",
+                 {"axes": "text", "attenuation_scale": "row-mean"},
+                 "Ours, a diagnosis of Table 3's attenuation row (not in the paper): text-axial SA with eq. 9's "
+                 "zeta divided by its mean over each row's real keys, its decay with distance kept and its "
+                 "shrinking of the weights removed."),
 ]
 
 # Registered after the class so that the presets sit together here.
