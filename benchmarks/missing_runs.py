@@ -14,26 +14,13 @@ with a checkpoint there come first, each with a comment saying after which epoch
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from textcls.benchmark.runner import checkpointed_run, load_suite
+from textcls.benchmark.progress import missing_runs
+from textcls.benchmark.runner import checkpointed_run
 from textcls.errors import CheckpointError
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def missing_runs(suite: str, results: Path, only: list[str] | None = None) -> list[tuple[str, int]]:
-    loaded = load_suite(suite)
-    report = results / f"{loaded.name}.json"
-    present: dict[str, set[int]] = {}
-    if report.is_file():
-        for entry in json.loads(report.read_text(encoding="utf-8"))["entries"]:
-            present[entry["id"]] = {run["seed"] for run in entry["runs"] if run.get("accuracy") is not None}
-    wanted = [e for e in loaded.entries if not only or any(s in e.id for s in only)]
-    runs = [(e.id, seed) for e in wanted for seed in e.seeds if seed not in present.get(e.id, set())]
-    order = {e.id: i for i, e in enumerate(wanted)}
-    return sorted(runs, key=lambda run: (run[1], order[run[0]]))
 
 
 def resumable_epochs(checkpoints: Path, entry: str, seed: int) -> int | None:

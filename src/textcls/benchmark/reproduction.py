@@ -1,6 +1,6 @@
-"""REPRODUCTION.md: every claim's verdict (``verdicts``), then the gaps to the papers and the
-experiments on them (``gaps``), written from the committed JSON alone by ``textcls benchmark
---verdicts``."""
+"""REPRODUCTION.md: every claim's verdict (``verdicts``), how far each full suite has run
+(``progress``), then the gaps to the papers and the experiments on them (``gaps``), written
+from the committed JSON alone by ``textcls benchmark --verdicts``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Sequence
 
 from ..artifacts import atomic_write_bytes
 from .gaps import format_gaps, load_diagnoses, plot_within_figures, within_figures
+from .progress import format_progress, full_suite_progress
 from .verdicts import Claim, _Results, evaluate_claims, format_reproduction, update_readme_summary
 
 __all__ = ["write_reproduction"]
@@ -24,13 +25,18 @@ def write_reproduction(results_dir: str | Path = Path("benchmarks/results"),
     returns ``out``. ``diagnoses``: the experiments on the gaps (``gaps.Diagnosis`` objects or
     their TOML file; default ``benchmarks/diagnoses.toml``), measured in the page's last
     section. ``figure``: where to draw every tested figure of ours against the paper's
-    (``gaps.plot_within_figures``; the page links ``results/reproduction.png``). Deterministic: the
-    same claims and JSON give the same Markdown."""
+    (``gaps.plot_within_figures``; the page links ``results/reproduction.png``). After the summary,
+    how far each ``*_full.toml`` suite of ``suites_dir`` (default ``results_dir``'s sibling
+    ``suites``) has run (``progress``). Deterministic: the same claims, suites and JSON give the
+    same Markdown."""
     verdicts = evaluate_claims(results_dir, claims, suites_dir=suites_dir)
     if diagnoses is None or isinstance(diagnoses, (str, Path)):
         diagnoses = load_diagnoses(diagnoses)
     out = Path(out)
-    text = format_reproduction(verdicts, format_gaps(verdicts, results_dir, diagnoses))
+    suites = Path(suites_dir) if suites_dir is not None else Path(results_dir).parent / "suites"
+    in_claims = list(dict.fromkeys(v.suite for v in verdicts if v.suite))  # the page's order of the papers
+    progress = full_suite_progress(Path(results_dir), suites, first=in_claims)
+    text = format_reproduction(verdicts, format_gaps(verdicts, results_dir, diagnoses), format_progress(progress))
     atomic_write_bytes(out, text.encode("utf-8"))
     if figure is not None:
         plot_within_figures(within_figures(verdicts, _Results(Path(results_dir))), figure)

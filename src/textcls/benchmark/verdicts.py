@@ -1250,9 +1250,10 @@ def update_readme_summary(readme: str | Path, verdicts: Sequence[Verdict]) -> bo
     return True
 
 
-def format_reproduction(verdicts: Sequence[Verdict], gaps: Sequence[str] = ()) -> str:
-    """REPRODUCTION.md's text for these verdicts, ending with ``gaps`` (``gaps.format_gaps``'
-    lines) when given."""
+def format_reproduction(verdicts: Sequence[Verdict], gaps: Sequence[str] = (), progress: Sequence[str] = ()) -> str:
+    """REPRODUCTION.md's text for these verdicts, with ``progress`` (``progress.format_progress``'
+    lines) right after the summary table and ending with ``gaps`` (``gaps.format_gaps``' lines)
+    when given."""
     counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in VERDICTS}
     lines = ["# Reproduction: a verdict for every claim", "",
              "Generated from `benchmarks/claims.toml` and `benchmarks/results/*.json` by "
@@ -1270,6 +1271,8 @@ def format_reproduction(verdicts: Sequence[Verdict], gaps: Sequence[str] = ()) -
         lines.append("| " + " | ".join(_cell(c) for c in (
             f"`{v.claim.id}`", v.claim.claim, f"**{v.verdict}**", _fmt_p(v.p), v.test, v.ours, v.paper,
             f"`{v.suite}`" if v.suite else DASH, f"`{v.command}`" if v.command else DASH)) + " |")
+    if progress:
+        lines += [""] + list(progress)
     papers = []
     for v in verdicts:
         if v.claim.paper not in papers:

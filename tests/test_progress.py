@@ -1,0 +1,123 @@
+"""How far each full suite has run (textcls.benchmark.progress) on a hand-made suite file and
+report, and its section of REPRODUCTION.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from textcls.benchmark.progress import Remaining, format_progress, full_suite_progress, missing_runs, suite_progress
+from textcls.benchmark.reproduction import write_reproduction
+from textcls.benchmark.verdicts import Claim
+
+SUITE = """\
+[suite]
+name = "toy_full"
+description = "t"
+[defaults]
+seeds = [0, 1, 2, 3]
+[[entry]]
+dataset = "mr"
+models = ["tfidf-lr", "tfidf-nb"]
+[[entry]]
+dataset = "trec"
+model = "tfidf-lr"
+seeds = [0, 1]
+"""
+
+
+def _run(seed, wall=None, device="cpu", accuracy=0.9, **extra):
+    run = {"seed": seed, "accuracy": accuracy, "device": device, **extra}
+    if wall is not None:
+        run["wall_seconds"] = wall
+    return run
+
+
+def _entry(entry_id: str, runs: list[dict]) -> dict:
+    dataset, model = entry_id.split(":")
+    return {"id": entry_id, "dataset": dataset, "model": model, "status": "ok", "runs": runs}
+
+
+def _write(root: Path) -> tuple[Path, Path]:
+    suites, results = root / "suites", root / "results"
+    suites.mkdir()
+    results.mkdir()
+    (suites / "toy_full.toml").write_text(SUITE, encoding="utf-8")
+    (suites / "toy.toml").write_text(SUITE.replace("toy_full", "toy"), encoding="utf-8")  # not a full suite
+    (results / "toy_full.json").write_text(json.dumps({"entries": [
+        _entry("mr:tfidf-lr", [
+            _run(0, 100.0), _run(1, 300.0),
+            _run(2, 5000.0, device="cuda: NVIDIA H200"),      # a GPU run: finished, not timed
+            _run(5, 9000.0, features_cached=True),          # cached features: not timed (nor planned)
+            _run(3, 7000.0, accuracy=None, status="failed"),  # failed: neither finished nor timed
+        ]),
+        _entry("mr:tfidf-nb", [_run(0), _run(1, device=None)]),  # no wall time: untimed
+        # trec:tfidf-lr has no record at all
+    ]}), encoding="utf-8")
+    return suites, results
+
+
+def test_planned_finished_missing_and_the_hours_left(tmp_path):
+    suites, results = _write(tmp_path)
+    p = suite_progress(suites / "toy_full.toml", results)
+    assert (p.suite, p.planned, p.finished) == ("toy_full", 10, 5)
+    # mr:tfidf-lr misses seed 3 (its failed run), timed at (100 + 300) / 2 s; mr:tfidf-nb misses
+    # seeds 2 and 3 and trec:tfidf-lr both its seeds, all untimed
+    assert p.left == Remaining(missing=5, seconds=200.0, untimed=4)
+    assert p.datasets == (("mr", Remaining(3, 200.0, 2)), ("trec", Remaining(2, 0.0, 2)))
+    assert len(missing_runs(suites / "toy_full.toml", results)) == p.left.missing
+
+
+def test_only_full_suites_count_in_the_order_given_then_by_name(tmp_path):
+    suites, results = _write(tmp_path)
+    (suites / "abc_full.toml").write_text(SUITE.replace("toy_full", "abc_full"), encoding="utf-8")
+    assert [p.suite for p in full_suite_progress(results, suites)] == ["abc_full", "toy_full"]
+    assert [p.suite for p in full_suite_progress(results, suites, first=["toy_full"])] == ["toy_full", "abc_full"]
+    # no report at all: every planned run is missing and untimed
+    [abc, _] = full_suite_progress(results, suites)
+    assert (abc.planned, abc.finished, abc.left) == (10, 0, Remaining(10, 0.0, 10))
+    assert full_suite_progress(results, tmp_path / "nowhere") == []
+
+
+def test_the_table_rows_and_the_per_dataset_breakdown(tmp_path):
+    suites, results = _write(tmp_path)
+    lines = format_progress([suite_progress(suites / "toy_full.toml", results)])
+    assert lines[0] == "## How far each full suite has run"
+    assert "| suite | planned | finished | missing | ~CPU hours left (timed part) | untimed runs |" in lines
+    assert "| `toy_full` | 10 | 5 | 5 | 0.1 | 4 |" in lines  # 200 s = 0.06 h
+    assert "- `toy_full`: mr: 3 missing, ~0.1 h (+2 untimed); trec: 2 missing, untimed" in lines
+    assert "python benchmarks/missing_runs.py SUITE" in "\n".join(lines)
+    assert format_progress([]) == []
+
+
+def test_a_complete_suite_says_so_and_hours_add_up_over_its_runs(tmp_path):
+    suites, results = _write(tmp_path)
+    report = json.loads((results / "toy_full.json").read_text(encoding="utf-8"))
+    report["entries"] = [_entry("trec:tfidf-lr", [_run(0, 3600.0), _run(1, 7200.0)]),
+                         _entry("mr:tfidf-lr", [_run(s, 1800.0) for s in range(4)]),
+                         _entry("mr:tfidf-nb", [_run(s, 60.0) for s in range(4)])]
+    (results / "toy_full.json").write_text(json.dumps(report), encoding="utf-8")
+    p = suite_progress(suites / "toy_full.toml", results)
+    assert (p.planned, p.finished, p.left, p.datasets) == (10, 10, Remaining(), ())
+    assert "- `toy_full`: complete" in format_progress([p])
+    report["entries"][1]["runs"] = report["entries"][1]["runs"][:1]  # mr:tfidf-lr: 3 more runs of 1800 s
+    (results / "toy_full.json").write_text(json.dumps(report), encoding="utf-8")
+    p = suite_progress(suites / "toy_full.toml", results)
+    assert p.left == Remaining(3, pytest.approx(5400.0), 0)
+    assert "| `toy_full` | 10 | 7 | 3 | 1.5 | 0 |" in format_progress([p])
+
+
+def test_the_page_has_the_section_right_after_the_summary_and_is_deterministic(tmp_path):
+    suites, results = _write(tmp_path)
+    claim = Claim(id="toy.claim", paper="spe_cnn", source="Table 0", claim="a claim", kind="greater",
+                  suites=["toy_full"], datasets=["mr"], pairs=[["tfidf-lr", "tfidf-nb"]])
+    out = write_reproduction(results, tmp_path / "R.md", [claim], suites_dir=suites)
+    text = out.read_text(encoding="utf-8")
+    assert text.index("## Summary") < text.index("## How far each full suite has run") < text.index("## spe_cnn")
+    assert "| `toy_full` | 10 | 5 | 5 | 0.1 | 4 |" in text and "`toy` |" not in text
+    again = write_reproduction(results, tmp_path / "again.md", [claim], suites_dir=suites)
+    assert again.read_bytes() == out.read_bytes()
+    # suites_dir defaults to the results folder's sibling `suites`
+    assert write_reproduction(results, tmp_path / "default.md", [claim]).read_bytes() == out.read_bytes()
