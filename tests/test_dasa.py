@@ -104,6 +104,29 @@ def test_row_mean_attenuation_keeps_eq_9s_shape_and_drops_its_scale_over_the_rea
     torch.testing.assert_close(real, alone[0], **FEW_OPS)
     # eq. 9 itself shrinks the weights: its real rows average well under 1
     assert zeta[0, :3, :3].mean() < 0.75
+    # a document without real words keeps finite (zero-weighted) rows, not 0 / 0
+    assert torch.isfinite(row_mean_normalised(zeta, torch.zeros(1, 5, dtype=torch.bool))).all()
+
+
+def test_row_mean_text_axis_is_eq_6_to_8_with_the_scaled_zeta_and_an_empty_document_stays_finite():
+    torch.manual_seed(0)
+    module = TextAxialAttention(4, attenuation_scale="row-mean").eval()
+    x = torch.randn(2, 5, 4)
+    mask = torch.tensor([[True] * 5, [False] * 5])  # the second document has no real word
+    positions = torch.arange(5).expand(2, 5)
+    with torch.no_grad():
+        h, _ = module(x, mask, positions)
+        zeta = row_mean_normalised(attenuation_matrix(positions), mask)
+        expected, _ = multi_dimensional_self_attention(module.query(x), module.key(x), module.value(x), x,
+                                                       key_mask=mask, attenuation=zeta,
+                                                       normaliser=torch.tensor([1 / 5, 1.0]).view(2, 1, 1))
+    torch.testing.assert_close(h, expected, **FEW_OPS)
+    assert torch.isfinite(h).all()
+    model = _model("dasa-text-axial-attenuation-shape").eval()
+    empty = {"input_ids": torch.zeros(1, 3, dtype=torch.long), "mask": torch.zeros(1, 3, dtype=torch.bool),
+             "bigram_ids": torch.zeros(1, 2, dtype=torch.long), "bigram_mask": torch.zeros(1, 2, dtype=torch.bool)}
+    with torch.no_grad():
+        assert torch.isfinite(model(empty).logits).all()
 
 
 def test_row_mean_preset_shares_the_text_axial_weights_and_changes_only_the_scale_of_zeta():
@@ -428,6 +451,7 @@ def test_bad_settings_are_one_line_config_errors():
         ({"attenuation_c": 1.0}, r"parameter 'attenuation_c' = 1.0 is outside its allowed range \(1.0"),
         ({"attenuation_w": -1.0}, "parameter 'attenuation_w' = -1.0 is outside"),
         ({"attenuation_scale": "max"}, "parameter 'attenuation_scale' = 'max' is not one of paper, row-mean"),
+        ({"attenuation": False, "attenuation_scale": "row-mean"}, "attenuation=False turns off"),
         ({"bigram_combine": "concat"}, "parameter 'bigram_combine' = 'concat' is not one of add, append"),
         ({"hidden_dim": 0}, "parameter 'hidden_dim' = 0 is outside"),
         ({"dropout": 1.0}, "parameter 'dropout' = 1.0 is outside"),

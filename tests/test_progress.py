@@ -121,3 +121,15 @@ def test_the_page_has_the_section_right_after_the_summary_and_is_deterministic(t
     assert again.read_bytes() == out.read_bytes()
     # suites_dir defaults to the results folder's sibling `suites`
     assert write_reproduction(results, tmp_path / "default.md", [claim]).read_bytes() == out.read_bytes()
+
+
+def test_a_resumed_run_counts_its_earlier_processes_and_a_record_without_device_ran_on_the_cpu(tmp_path):
+    suites, results = _write(tmp_path)
+    report = json.loads((results / "toy_full.json").read_text(encoding="utf-8"))
+    older = {"seed": 0, "accuracy": 0.8, "wall_seconds": 50.0}  # before runs recorded their device
+    resumed = _run(1, 300.0, resumed={"from_epoch": 30, "seconds_before": 6000.0})
+    report["entries"] = [_entry("mr:tfidf-nb", [older, resumed])]
+    (results / "toy_full.json").write_text(json.dumps(report), encoding="utf-8")
+    p = suite_progress(suites / "toy_full.toml", results)
+    # mr:tfidf-nb's seeds 2 and 3 at (50 + 6300) / 2 s each; mr:tfidf-lr and trec untimed
+    assert dict(p.datasets)["mr"] == Remaining(6, pytest.approx(6350.0), 4)

@@ -4,8 +4,9 @@ full-tier suites (``benchmarks/suites/*_full.toml``) runs planned, finished and 
 estimate of the one-thread CPU hours left -> REPRODUCTION.md's "How far each full suite has run".
 
 A run counts as finished when its record in ``<results>/<suite>.json`` has an accuracy. The
-estimate of a missing run is the mean ``wall_seconds`` of its entry's finished CPU runs
-(``device`` "cpu", features not cached); an entry with none leaves its missing runs untimed."""
+estimate of a missing run is the mean wall time of its entry's finished runs timed on the CPU
+(``report.timed_on_cpu``), a resumed run's earlier processes included; an entry with none
+leaves its missing runs untimed."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from .report import timed_on_cpu
 from .runner import Suite, load_suite
 
-__all__ = ["missing_runs", "SuiteProgress", "suite_progress", "full_suite_progress", "format_progress"]
+__all__ = ["missing_runs", "cpu_seconds_per_run", "Remaining", "SuiteProgress", "suite_progress",
+           "full_suite_progress", "format_progress"]
 
 FULL_SUITES = "*_full.toml"
 
@@ -52,11 +55,17 @@ def missing_runs(suite: str | os.PathLike, results: Path, only: Sequence[str] | 
     return _missing(loaded, _report_runs(Path(results), loaded), only)
 
 
+def _run_seconds(run: dict) -> float:
+    # A run resumed from a checkpoint records the wall time of its last process only; the
+    # seconds its checkpointed epochs took before are in ``resumed`` (their data preparation is not).
+    return run["wall_seconds"] + (run.get("resumed") or {}).get("seconds_before", 0.0)
+
+
 def cpu_seconds_per_run(runs: Sequence[dict]) -> float | None:
-    """The mean ``wall_seconds`` of the finished CPU runs among ``runs`` (features not read from
-    a cache), or None without one."""
-    timed = [run["wall_seconds"] for run in _finished(runs)
-             if run.get("device") == "cpu" and not run.get("features_cached") and run.get("wall_seconds") is not None]
+    """The mean wall seconds of the finished runs among ``runs`` timed on the CPU
+    (``report.timed_on_cpu``), a resumed run's earlier processes included, or None without one."""
+    timed = [_run_seconds(run) for run in _finished(runs)
+             if timed_on_cpu(run) and run.get("wall_seconds") is not None]
     return sum(timed) / len(timed) if timed else None
 
 
@@ -133,9 +142,11 @@ def format_progress(progress: Sequence[SuiteProgress]) -> list[str]:
              "plans. A run is finished when its record in `benchmarks/results/<suite>.json` has an "
              "accuracy; planned = every entry of `benchmarks/suites/<suite>.toml` x its seeds. The hours "
              "left are a planning figure from our own finished runs, on whatever CPU they ran on: each "
-             "missing run counts the mean wall time of its entry's finished CPU runs (`device` \"cpu\"; "
-             "runs on a GPU or with cached features left out). A missing run whose entry has no such "
-             "finished run is counted as untimed, not guessed, and adds nothing to the hours. The queue of "
+             "missing run counts the mean wall time of its entry's finished CPU runs (a resumed run's "
+             "earlier processes included; runs on a GPU or with cached features left out). A missing run "
+             "whose entry has no such "
+             "finished run is counted as untimed, not guessed, and adds nothing to the hours, so the hours "
+             "cover the timed runs only. The queue of "
              "a suite's missing runs: `python benchmarks/missing_runs.py SUITE`.", "",
              "| suite | planned | finished | missing | ~CPU hours left (timed part) | untimed runs |",
              "|---|---|---|---|---|---|"]

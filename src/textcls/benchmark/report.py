@@ -231,6 +231,13 @@ def _model_cell(entry: dict) -> str:
 FEATURES_CACHED = "features cached"
 
 
+def timed_on_cpu(run: dict) -> bool:
+    """Whether a run's seconds are CPU seconds of its own work: it trained on the CPU (a record
+    without ``device`` predates the field and ran there) and did not read its features from a
+    cache. Only such runs are compared on time."""
+    return str(run.get("device", "cpu")).split(":")[0] == "cpu" and not run.get("features_cached")
+
+
 def _timing_mark(entry: dict) -> str:
     """`` (cuda)``, `` (cuda: 3 of 5 seeds)`` or `` (features cached)``, when the entry's runs
     trained off the CPU, or read their features from a cache (MiniLM + LR's ``cache_features``):

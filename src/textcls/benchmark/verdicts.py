@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .report import vectors_without_info
+from .report import timed_on_cpu, vectors_without_info
 
 __all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction",
            "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS", "seeds_for_power"]
@@ -294,7 +294,7 @@ def _series(result: dict, name: str, dataset: str, metric: str) -> _Series | Non
 
 
 def _comparable(run: dict, metric: str) -> bool:
-    return metric not in TIME_METRICS or (str(run.get("device", "cpu")) == "cpu" and not run.get("features_cached"))
+    return metric not in TIME_METRICS or timed_on_cpu(run)
 
 
 def _finite(x) -> bool:

@@ -109,7 +109,10 @@ def row_mean_normalised(zeta: Tensor, key_mask: Tensor) -> Tensor:
     """
     keys = key_mask.bool().unsqueeze(-2).to(zeta.dtype)  # [B, 1, N]
     row_mean = (zeta * keys).sum(dim=-1, keepdim=True) / keys.sum(dim=-1, keepdim=True).clamp_min(1)
-    return zeta / row_mean
+    # A document without real words has a zero mean; its weights are all masked to 0 anyway,
+    # and dividing by 1 keeps them 0 where dividing by 0 would make 0 x inf = NaN, and NaN
+    # the whole batch's loss.
+    return zeta / torch.where(row_mean > 0, row_mean, torch.ones_like(row_mean))
 
 
 def multi_dimensional_self_attention(
@@ -157,7 +160,8 @@ class TextAxialAttention(nn.Module):
 
     ``forward(x, mask, positions) -> (H^t [B, N, d], softplus(W^t) [B, N, d])``; ``positions``
     (``[B, N]``) are the tokens' places in the text, from which ``zeta`` is built.
-    """
+    ``attenuation_scale="row-mean"`` (ours, a diagnosis) divides each row of ``zeta`` by its mean
+    over the real keys (``row_mean_normalised``)."""
 
     def __init__(self, dim: int, *, alpha: str = "softplus", attenuation: bool = True, normalise: bool = True,
                  attenuation_w: float = math.e, attenuation_c: float = math.e, attenuation_scale: str = "paper"):
@@ -165,6 +169,9 @@ class TextAxialAttention(nn.Module):
         check_positive_int("embedding_dim", dim, 1 << 16)
         check_choice("alpha", alpha, ALPHAS)
         check_choice("attenuation_scale", attenuation_scale, ATTENUATION_SCALES)
+        if attenuation_scale != "paper" and not attenuation:
+            raise ConfigError(f"parameter 'attenuation_scale' = {attenuation_scale!r} scales the attenuation factor, "
+                              "which attenuation=False turns off; set attenuation=True or leave the scale 'paper'")
         self.alpha, self.attenuation, self.normalise = alpha, attenuation, normalise
         self.attenuation_w, self.attenuation_c = attenuation_w, attenuation_c
         self.attenuation_scale = attenuation_scale
