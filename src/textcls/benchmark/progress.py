@@ -101,10 +101,11 @@ def suite_progress(suite: str | os.PathLike, results: Path) -> SuiteProgress:
     missing = _missing(loaded, by_entry)
     entries = {e.id: e for e in loaded.entries}
     order = {entry_id: i for i, entry_id in enumerate(entries)}
+    per_run = {entry_id: cpu_seconds_per_run(by_entry.get(entry_id, [])) for entry_id in {run[0] for run in missing}}
     datasets: dict[str, Remaining] = {}
     for entry_id, _seed in sorted(missing, key=lambda run: order[run[0]]):
-        per_run = cpu_seconds_per_run(by_entry.get(entry_id, []))
-        one = Remaining(1, per_run or 0.0, int(per_run is None))
+        seconds = per_run[entry_id]
+        one = Remaining(1, seconds or 0.0, int(seconds is None))
         dataset = entries[entry_id].dataset
         datasets[dataset] = datasets.get(dataset, Remaining()) + one
     planned = sum(len(e.seeds) for e in loaded.entries)

@@ -10,7 +10,7 @@ from typing import Sequence
 from ..artifacts import atomic_write_bytes
 from .gaps import format_gaps, load_diagnoses, plot_within_figures, within_figures
 from .progress import format_progress, full_suite_progress
-from .verdicts import Claim, _Results, evaluate_claims, format_reproduction, update_readme_summary
+from .verdicts import Claim, _Results, evaluate_claims, format_reproduction, suites_dir_for, update_readme_summary
 
 __all__ = ["write_reproduction"]
 
@@ -33,9 +33,8 @@ def write_reproduction(results_dir: str | Path = Path("benchmarks/results"),
     if diagnoses is None or isinstance(diagnoses, (str, Path)):
         diagnoses = load_diagnoses(diagnoses)
     out = Path(out)
-    suites = Path(suites_dir) if suites_dir is not None else Path(results_dir).parent / "suites"
     in_claims = list(dict.fromkeys(v.suite for v in verdicts if v.suite))  # the page's order of the papers
-    progress = full_suite_progress(Path(results_dir), suites, first=in_claims)
+    progress = full_suite_progress(Path(results_dir), suites_dir_for(results_dir, suites_dir), first=in_claims)
     text = format_reproduction(verdicts, format_gaps(verdicts, results_dir, diagnoses), format_progress(progress))
     atomic_write_bytes(out, text.encode("utf-8"))
     if figure is not None:

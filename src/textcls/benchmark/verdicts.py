@@ -442,11 +442,16 @@ class Verdict:
     n: int | None = None
 
 
+def suites_dir_for(results_dir: str | Path, suites_dir: str | Path | None = None) -> Path:
+    """``suites_dir``, or by default the suite files beside the results folder (``../suites``)."""
+    return Path(suites_dir) if suites_dir is not None else Path(results_dir).parent / "suites"
+
+
 class _Context:
     def __init__(self, results_dir: Path, suites_dir: Path | None):
         self.results = _Results(results_dir)
         self.results_dir = Path(results_dir)
-        self.suites_dir = Path(suites_dir) if suites_dir is not None else self.results_dir.parent / "suites"
+        self.suites_dir = suites_dir_for(results_dir, suites_dir)
 
     def command(self, suite: str) -> str:
         return f"textcls benchmark --suite {suite} --output-dir {self.results_dir.as_posix()}"
