@@ -85,8 +85,9 @@ def test_the_table_rows_and_the_per_dataset_breakdown(tmp_path):
     suites, results = _write(tmp_path)
     lines = format_progress([suite_progress(suites / "toy_full.toml", results)])
     assert lines[0] == "## How far each full suite has run"
-    assert "| suite | planned | finished | missing | ~CPU hours left (timed part) | untimed runs |" in lines
-    assert "| `toy_full` | 10 | 5 | 5 | 0.1 | 4 |" in lines  # 200 s = 0.06 h
+    assert ("| suite | planned | finished | missing | ~CPU hours left (timed part) "
+            "| runs with a timed epoch only | their hours at the epoch cap | untimed runs |") in lines
+    assert "| `toy_full` | 10 | 5 | 5 | 0.1 | 0 | 0.0 | 4 |" in lines  # 200 s = 0.06 h
     assert "- `toy_full`: mr: 3 missing, ~0.1 h (+2 untimed); trec: 2 missing, untimed" in lines
     assert "python benchmarks/missing_runs.py SUITE" in "\n".join(lines)
     assert format_progress([]) == []
@@ -106,7 +107,7 @@ def test_a_complete_suite_says_so_and_hours_add_up_over_its_runs(tmp_path):
     (results / "toy_full.json").write_text(json.dumps(report), encoding="utf-8")
     p = suite_progress(suites / "toy_full.toml", results)
     assert p.left == Remaining(3, pytest.approx(5400.0), 0)
-    assert "| `toy_full` | 10 | 7 | 3 | 1.5 | 0 |" in format_progress([p])
+    assert "| `toy_full` | 10 | 7 | 3 | 1.5 | 0 | 0.0 | 0 |" in format_progress([p])
 
 
 def test_the_page_has_the_section_right_after_the_summary_and_is_deterministic(tmp_path):
@@ -116,7 +117,7 @@ def test_the_page_has_the_section_right_after_the_summary_and_is_deterministic(t
     out = write_reproduction(results, tmp_path / "R.md", [claim], suites_dir=suites)
     text = out.read_text(encoding="utf-8")
     assert text.index("## Summary") < text.index("## How far each full suite has run") < text.index("## spe_cnn")
-    assert "| `toy_full` | 10 | 5 | 5 | 0.1 | 4 |" in text and "`toy` |" not in text
+    assert "| `toy_full` | 10 | 5 | 5 | 0.1 | 0 | 0.0 | 4 |" in text and "`toy` |" not in text
     again = write_reproduction(results, tmp_path / "again.md", [claim], suites_dir=suites)
     assert again.read_bytes() == out.read_bytes()
     # suites_dir defaults to the results folder's sibling `suites`
@@ -133,3 +134,32 @@ def test_a_resumed_run_counts_its_earlier_processes_and_a_record_without_device_
     p = suite_progress(suites / "toy_full.toml", results)
     # mr:tfidf-nb's seeds 2 and 3 at (50 + 6300) / 2 s each; mr:tfidf-lr and trec untimed
     assert dict(p.datasets)["mr"] == Remaining(6, pytest.approx(6350.0), 4)
+
+
+def _epoch_row(entry_id: str, model: str, cap=10, train=30.0, dev=6.0, **extra) -> dict:
+    return {"entry": entry_id, "dataset": entry_id.split(":")[0], "model": model, "overrides": {},
+            "epochs_cap": cap, "train_epoch_seconds": train, "dev_seconds": dev, **extra}
+
+
+def test_an_entry_with_only_a_timed_epoch_is_bounded_at_its_epoch_cap(tmp_path):
+    suites, results = _write(tmp_path)
+    (results / "epoch_times").mkdir()
+    (results / "epoch_times" / "toy_full.json").write_text(json.dumps({"rows": [
+        _epoch_row("trec:tfidf-lr", "tfidf-lr"),                       # 10 x (30 + 6) = 360 s a run
+        _epoch_row("mr:tfidf-lr", "tfidf-lr", train=1e6),              # has finished runs: theirs count
+        {"entry": "mr:tfidf-nb", "dataset": "mr", "model": "tfidf-nb", "epochs_cap": 10},  # no times: skipped
+    ]}), encoding="utf-8")
+    # a second file of the suite's; the same dataset, model and overrides under another entry name
+    (results / "epoch_times" / "toy_full_vectors.json").write_text(json.dumps({"rows": [
+        _epoch_row("mr:renamed", "tfidf-nb", cap=5, train=100.0, dev=20.0),  # 600 s
+        _epoch_row("trec:tfidf-lr", "tfidf-lr", train=1e6),                 # the first file's row wins
+    ]}), encoding="utf-8")
+    (results / "epoch_times" / "other_full.json").write_text(json.dumps({"rows": [
+        _epoch_row("mr:tfidf-nb", "tfidf-nb", train=1e6)]}), encoding="utf-8")  # another suite's
+    p = suite_progress(suites / "toy_full.toml", results)
+    assert p.datasets == (("mr", Remaining(3, 200.0, 0, capped=2, capped_seconds=pytest.approx(1200.0))),
+                          ("trec", Remaining(2, 0.0, 0, capped=2, capped_seconds=pytest.approx(720.0))))
+    lines = format_progress([p])
+    assert "| `toy_full` | 10 | 5 | 5 | 0.1 | 4 | 0.5 | 0 |" in lines  # 1920 s = 0.53 h
+    assert ("- `toy_full`: mr: 3 missing, ~0.1 h (+2 at most ~0.3 h at the epoch cap); "
+            "trec: 2 missing, 2 at most ~0.2 h at the epoch cap") in lines

@@ -5,8 +5,10 @@ estimate of the one-thread CPU hours left -> REPRODUCTION.md's "How far each ful
 
 A run counts as finished when its record in ``<results>/<suite>.json`` has an accuracy. The
 estimate of a missing run is the mean wall time of its entry's finished runs timed on the CPU
-(``report.timed_on_cpu``), a resumed run's earlier processes included; an entry with none
-leaves its missing runs untimed."""
+(``report.timed_on_cpu``), a resumed run's earlier processes included. An entry with none but
+with an epoch timed by ``benchmarks/time_epochs.py`` (``<results>/epoch_times/<suite>*.json``)
+gets a bound instead: its epoch cap x (one training epoch + one dev pass), CPU seconds, start-up
+and test left out; an entry with neither leaves its missing runs untimed."""
 
 from __future__ import annotations
 
@@ -19,10 +21,11 @@ from typing import Sequence
 from .report import timed_on_cpu
 from .runner import Suite, load_suite
 
-__all__ = ["missing_runs", "cpu_seconds_per_run", "Remaining", "SuiteProgress", "suite_progress",
+__all__ = ["missing_runs", "cpu_seconds_per_run", "epoch_cap_seconds", "Remaining", "SuiteProgress", "suite_progress",
            "full_suite_progress", "format_progress"]
 
 FULL_SUITES = "*_full.toml"
+EPOCH_TIMES = "epoch_times"  # benchmarks/time_epochs.py's folder under the results
 
 
 def _report_runs(results: Path, suite: Suite) -> dict[str, list[dict]]:
@@ -69,17 +72,58 @@ def cpu_seconds_per_run(runs: Sequence[dict]) -> float | None:
     return sum(timed) / len(timed) if timed else None
 
 
+def _override_key(overrides: dict) -> str:
+    return json.dumps(overrides, sort_keys=True, default=str)
+
+
+def _epoch_rows(results: Path, suite_name: str) -> list[dict]:
+    """The rows of ``<results>/epoch_times/<suite>.json``, then of ``<suite>_*.json`` by name
+    (time_epochs.py's extra files: other vectors, say), that carry all a bound needs."""
+    folder = Path(results) / EPOCH_TIMES
+    files = [folder / f"{suite_name}.json"] + sorted(folder.glob(f"{suite_name}_*.json"))
+    rows = []
+    for path in files:
+        if path.is_file():
+            rows += [row for row in json.loads(path.read_text(encoding="utf-8")).get("rows", [])
+                     if all(isinstance(row.get(key), (int, float))
+                            for key in ("epochs_cap", "train_epoch_seconds", "dev_seconds"))]
+    return rows
+
+
+def epoch_cap_seconds(results: Path, suite: Suite) -> dict[str, float]:
+    """Entry id -> CPU seconds of one run at its epoch cap, epochs_cap x (training epoch + dev
+    pass), from time_epochs.py's rows: an upper bound for a run that stops early, without its
+    start-up and test pass. A row counts for the entry it names, or else for an entry of the same
+    dataset, model and overrides (time_epochs.py times each such triple once); the first file's
+    row wins."""
+    by_id, by_key = {}, {}
+    for row in _epoch_rows(results, suite.name):
+        seconds = row["epochs_cap"] * (row["train_epoch_seconds"] + row["dev_seconds"])
+        by_id.setdefault(row.get("entry"), seconds)
+        by_key.setdefault((row.get("dataset"), row.get("model"), _override_key(row.get("overrides") or {})), seconds)
+    bounds = {}
+    for entry in suite.entries:
+        seconds = by_id.get(entry.id, by_key.get((entry.dataset, entry.model, _override_key(entry.overrides))))
+        if seconds is not None:
+            bounds[entry.id] = seconds
+    return bounds
+
+
 @dataclass(frozen=True)
 class Remaining:
-    """What is left of some runs: how many, the estimated CPU seconds of the timed ones, and
-    how many have no estimate (their entry has no finished CPU run)."""
+    """What is left of some runs: how many; the estimated CPU seconds of those whose entry has
+    finished CPU runs; how many have no estimate at all (``untimed``); and of the others, whose
+    entry has only a timed epoch, how many (``capped``) and their bound at the epoch cap."""
 
     missing: int = 0
     seconds: float = 0.0
     untimed: int = 0
+    capped: int = 0
+    capped_seconds: float = 0.0
 
     def __add__(self, other: Remaining) -> Remaining:
-        return Remaining(self.missing + other.missing, self.seconds + other.seconds, self.untimed + other.untimed)
+        return Remaining(self.missing + other.missing, self.seconds + other.seconds, self.untimed + other.untimed,
+                         self.capped + other.capped, self.capped_seconds + other.capped_seconds)
 
 
 @dataclass(frozen=True)
@@ -102,10 +146,16 @@ def suite_progress(suite: str | os.PathLike, results: Path) -> SuiteProgress:
     entries = {e.id: e for e in loaded.entries}
     order = {entry_id: i for i, entry_id in enumerate(entries)}
     per_run = {entry_id: cpu_seconds_per_run(by_entry.get(entry_id, [])) for entry_id in {run[0] for run in missing}}
+    bounds = epoch_cap_seconds(Path(results), loaded)
     datasets: dict[str, Remaining] = {}
     for entry_id, _seed in sorted(missing, key=lambda run: order[run[0]]):
-        seconds = per_run[entry_id]
-        one = Remaining(1, seconds or 0.0, int(seconds is None))
+        seconds, bound = per_run[entry_id], bounds.get(entry_id)
+        if seconds is not None:
+            one = Remaining(1, seconds)
+        elif bound is not None:
+            one = Remaining(1, capped=1, capped_seconds=bound)
+        else:
+            one = Remaining(1, untimed=1)
         dataset = entries[entry_id].dataset
         datasets[dataset] = datasets.get(dataset, Remaining()) + one
     planned = sum(len(e.seeds) for e in loaded.entries)
@@ -129,8 +179,14 @@ def _hours(seconds: float) -> str:
 def _dataset_note(dataset: str, left: Remaining) -> str:
     if left.untimed == left.missing:
         return f"{dataset}: {left.missing} missing, untimed"
-    note = f"{dataset}: {left.missing} missing, ~{_hours(left.seconds)} h"
-    return note + (f" (+{left.untimed} untimed)" if left.untimed else "")
+    timed = left.missing - left.capped - left.untimed
+    parts = [f"~{_hours(left.seconds)} h"] if timed else []
+    if left.capped:
+        parts.append(f"{left.capped} at most ~{_hours(left.capped_seconds)} h at the epoch cap")
+    if left.untimed:
+        parts.append(f"{left.untimed} untimed")
+    head, rest = parts[0], parts[1:]
+    return f"{dataset}: {left.missing} missing, {head}" + (f" (+{'; +'.join(rest)})" if rest else "")
 
 
 def format_progress(progress: Sequence[SuiteProgress]) -> list[str]:
@@ -145,15 +201,19 @@ def format_progress(progress: Sequence[SuiteProgress]) -> list[str]:
              "left are a planning figure from our own finished runs, on whatever CPU they ran on: each "
              "missing run counts the mean wall time of its entry's finished CPU runs (a resumed run's "
              "earlier processes included; runs on a GPU or with cached features left out). A missing run "
-             "whose entry has no such "
-             "finished run is counted as untimed, not guessed, and adds nothing to the hours, so the hours "
-             "cover the timed runs only. The queue of "
+             "whose entry has no such finished run but whose epoch was timed by "
+             "`benchmarks/time_epochs.py` (`benchmarks/results/epoch_times/`) gets a bound instead, "
+             "listed apart: its epoch cap x (one training epoch + one dev pass), in CPU seconds of the "
+             "process, start-up and test pass left out; early stopping makes most runs shorter. A missing "
+             "run with neither is counted as untimed, not guessed, and adds nothing to the hours. The queue of "
              "a suite's missing runs: `python benchmarks/missing_runs.py SUITE`.", "",
-             "| suite | planned | finished | missing | ~CPU hours left (timed part) | untimed runs |",
-             "|---|---|---|---|---|---|"]
+             "| suite | planned | finished | missing | ~CPU hours left (timed part) "
+             "| runs with a timed epoch only | their hours at the epoch cap | untimed runs |",
+             "|---|---|---|---|---|---|---|---|"]
     for p in progress:
         lines.append(f"| `{p.suite}` | {p.planned} | {p.finished} | {p.left.missing} | "
-                     f"{_hours(p.left.seconds)} | {p.left.untimed} |")
+                     f"{_hours(p.left.seconds)} | {p.left.capped} | {_hours(p.left.capped_seconds)} | "
+                     f"{p.left.untimed} |")
     lines += ["", "Runs missing per dataset (one-thread CPU hours):", ""]
     for p in progress:
         notes = "; ".join(_dataset_note(dataset, left) for dataset, left in p.datasets)
