@@ -145,7 +145,7 @@ def time_entry(entry, data_dir, batches: int) -> dict:
     dev = (time.process_time() - cpu, time.perf_counter() - wall, len(dev_loader), len(dev_loader))
     scale_train, scale_dev = train[3] / max(train[2], 1), dev[3] / max(dev[2], 1)
     return {"entry": entry.id, "dataset": entry.dataset, "model": entry.model, "overrides": entry.overrides,
-            "documents": sizes, "batch_size": recipe.batch_size, "epochs_cap": recipe.epochs,
+            "max_per_split": entry.max_per_split, "documents": sizes, "batch_size": recipe.batch_size, "epochs_cap": recipe.epochs,
             "patience": recipe.patience, "train_batches": train[3], "train_batches_timed": train[2],
             "train_epoch_seconds": train[0] * scale_train, "train_epoch_wall_seconds": train[1] * scale_train,
             "dev_batches": dev[3], "dev_batches_timed": dev[2], "dev_seconds": dev[0] * scale_dev,

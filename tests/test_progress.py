@@ -86,9 +86,9 @@ def test_the_table_rows_and_the_per_dataset_breakdown(tmp_path):
     lines = format_progress([suite_progress(suites / "toy_full.toml", results)])
     assert lines[0] == "## How far each full suite has run"
     assert ("| suite | planned | finished | missing | ~CPU hours left (timed part) "
-            "| runs with a timed epoch only | their hours at the epoch cap | untimed runs |") in lines
+            "| runs with a timed epoch only | their CPU hours of training at the epoch cap | untimed runs |") in lines
     assert "| `toy_full` | 10 | 5 | 5 | 0.1 | 0 | 0.0 | 4 |" in lines  # 200 s = 0.06 h
-    assert "- `toy_full`: mr: 3 missing, ~0.1 h (+2 untimed); trec: 2 missing, untimed" in lines
+    assert "- `toy_full`: mr: 3 missing: 1 ~0.1 h, 2 untimed; trec: 2 missing, untimed" in lines
     assert "python benchmarks/missing_runs.py SUITE" in "\n".join(lines)
     assert format_progress([]) == []
 
@@ -141,25 +141,43 @@ def _epoch_row(entry_id: str, model: str, cap=10, train=30.0, dev=6.0, **extra) 
             "epochs_cap": cap, "train_epoch_seconds": train, "dev_seconds": dev, **extra}
 
 
-def test_an_entry_with_only_a_timed_epoch_is_bounded_at_its_epoch_cap(tmp_path):
+def _write_epoch_times(results: Path, name: str, suite: str, rows: list[dict]) -> None:
+    (results / "epoch_times").mkdir(exist_ok=True)
+    (results / "epoch_times" / f"{name}.json").write_text(json.dumps({"suite": suite, "rows": rows}), encoding="utf-8")
+
+
+def test_an_entry_with_only_a_timed_epoch_gets_its_cpu_time_at_the_epoch_cap(tmp_path):
     suites, results = _write(tmp_path)
-    (results / "epoch_times").mkdir()
-    (results / "epoch_times" / "toy_full.json").write_text(json.dumps({"rows": [
+    _write_epoch_times(results, "toy_full", "toy_full", [
         _epoch_row("trec:tfidf-lr", "tfidf-lr"),                       # 10 x (30 + 6) = 360 s a run
         _epoch_row("mr:tfidf-lr", "tfidf-lr", train=1e6),              # has finished runs: theirs count
         {"entry": "mr:tfidf-nb", "dataset": "mr", "model": "tfidf-nb", "epochs_cap": 10},  # no times: skipped
-    ]}), encoding="utf-8")
-    # a second file of the suite's; the same dataset, model and overrides under another entry name
-    (results / "epoch_times" / "toy_full_vectors.json").write_text(json.dumps({"rows": [
+    ])
+    # a second file of the suite's: the same dataset, model and overrides under another entry name
+    _write_epoch_times(results, "toy_full_vectors", "toy_full", [
         _epoch_row("mr:renamed", "tfidf-nb", cap=5, train=100.0, dev=20.0),  # 600 s
-        _epoch_row("trec:tfidf-lr", "tfidf-lr", train=1e6),                 # the first file's row wins
-    ]}), encoding="utf-8")
-    (results / "epoch_times" / "other_full.json").write_text(json.dumps({"rows": [
-        _epoch_row("mr:tfidf-nb", "tfidf-nb", train=1e6)]}), encoding="utf-8")  # another suite's
+        _epoch_row("trec:tfidf-lr", "tfidf-lr", train=1e6),                 # the row naming it in the first file wins
+    ])
     p = suite_progress(suites / "toy_full.toml", results)
     assert p.datasets == (("mr", Remaining(3, 200.0, 0, capped=2, capped_seconds=pytest.approx(1200.0))),
                           ("trec", Remaining(2, 0.0, 0, capped=2, capped_seconds=pytest.approx(720.0))))
     lines = format_progress([p])
     assert "| `toy_full` | 10 | 5 | 5 | 0.1 | 4 | 0.5 | 0 |" in lines  # 1920 s = 0.53 h
-    assert ("- `toy_full`: mr: 3 missing, ~0.1 h (+2 at most ~0.3 h at the epoch cap); "
-            "trec: 2 missing, 2 at most ~0.2 h at the epoch cap") in lines
+    assert ("- `toy_full`: mr: 3 missing: 1 ~0.1 h, 2 up to ~0.3 h of CPU at the epoch cap; "
+            "trec: 2 missing: 2 up to ~0.2 h of CPU at the epoch cap") in lines
+
+
+def test_epoch_rows_count_only_for_their_own_suite_and_the_settings_they_timed(tmp_path):
+    suites, results = _write(tmp_path)
+    # toy_full's file also matches the glob toy_*.json: its rows are not the suite toy's
+    _write_epoch_times(results, "toy_full", "toy_full", [_epoch_row("trec:tfidf-lr", "tfidf-lr")])
+    toy = suite_progress(suites / "toy.toml", results)
+    assert toy.left == Remaining(10, 0.0, 10)
+    # a row naming an entry whose settings have changed since does not count for it
+    _write_epoch_times(results, "toy_full", "toy_full", [
+        _epoch_row("trec:tfidf-lr", "tfidf-lr", overrides={"epochs": 3}),
+        _epoch_row("mr:tfidf-nb", "tfidf-nb", max_per_split=100),
+    ])
+    p = suite_progress(suites / "toy_full.toml", results)
+    assert (p.left.capped, p.left.untimed) == (0, 4)
+    assert "- `toy_full`: mr: 3 missing: 1 ~0.1 h, 2 untimed; trec: 2 missing, untimed" in format_progress([p])

@@ -6,9 +6,11 @@ estimate of the one-thread CPU hours left -> REPRODUCTION.md's "How far each ful
 A run counts as finished when its record in ``<results>/<suite>.json`` has an accuracy. The
 estimate of a missing run is the mean wall time of its entry's finished runs timed on the CPU
 (``report.timed_on_cpu``), a resumed run's earlier processes included. An entry with none but
-with an epoch timed by ``benchmarks/time_epochs.py`` (``<results>/epoch_times/<suite>*.json``)
-gets a bound instead: its epoch cap x (one training epoch + one dev pass), CPU seconds, start-up
-and test left out; an entry with neither leaves its missing runs untimed."""
+with an epoch timed by ``benchmarks/time_epochs.py`` (``<results>/epoch_times/<suite>.json`` and
+``<suite>_*.json`` written for that suite) gets another figure, listed apart: its epoch cap x (one
+training epoch + one dev pass) in CPU seconds of the process, start-up and test left out. It is
+not a bound on the wall clock (a busy machine stretches that, and start-up is left out), only on
+the training a run can do. An entry with neither leaves its missing runs untimed."""
 
 from __future__ import annotations
 
@@ -72,38 +74,45 @@ def cpu_seconds_per_run(runs: Sequence[dict]) -> float | None:
     return sum(timed) / len(timed) if timed else None
 
 
-def _override_key(overrides: dict) -> str:
-    return json.dumps(overrides, sort_keys=True, default=str)
-
-
 def _epoch_rows(results: Path, suite_name: str) -> list[dict]:
     """The rows of ``<results>/epoch_times/<suite>.json``, then of ``<suite>_*.json`` by name
-    (time_epochs.py's extra files: other vectors, say), that carry all a bound needs."""
+    (time_epochs.py's extra files: other vectors, say), that carry all a bound needs. A file
+    counts only when its ``suite`` is this suite: ``cspan_*.json`` also finds cspan_full's."""
     folder = Path(results) / EPOCH_TIMES
     files = [folder / f"{suite_name}.json"] + sorted(folder.glob(f"{suite_name}_*.json"))
     rows = []
     for path in files:
-        if path.is_file():
-            rows += [row for row in json.loads(path.read_text(encoding="utf-8")).get("rows", [])
+        timed = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if timed.get("suite") == suite_name:
+            rows += [row for row in timed.get("rows", [])
                      if all(isinstance(row.get(key), (int, float))
                             for key in ("epochs_cap", "train_epoch_seconds", "dev_seconds"))]
     return rows
 
 
+def _timed_settings(dataset, model, overrides, max_per_split) -> tuple:
+    # What time_epochs.py times once (its _entry_rows key); rows written before they recorded
+    # max_per_split were all of full-data entries.
+    return dataset, model, json.dumps(overrides or {}, sort_keys=True, default=str), max_per_split
+
+
 def epoch_cap_seconds(results: Path, suite: Suite) -> dict[str, float]:
     """Entry id -> CPU seconds of one run at its epoch cap, epochs_cap x (training epoch + dev
-    pass), from time_epochs.py's rows: an upper bound for a run that stops early, without its
-    start-up and test pass. A row counts for the entry it names, or else for an entry of the same
-    dataset, model and overrides (time_epochs.py times each such triple once); the first file's
-    row wins."""
-    by_id, by_key = {}, {}
+    pass), from time_epochs.py's rows, without start-up and test pass. A row counts for an entry
+    of the same dataset, model, overrides and max_per_split (time_epochs.py times each such set of
+    settings once), the row naming the entry first, then the first file's; a row whose settings
+    no longer agree with the entry it names does not count for it."""
+    by_settings: dict[tuple, float] = {}
+    named: dict[tuple, float] = {}
     for row in _epoch_rows(results, suite.name):
         seconds = row["epochs_cap"] * (row["train_epoch_seconds"] + row["dev_seconds"])
-        by_id.setdefault(row.get("entry"), seconds)
-        by_key.setdefault((row.get("dataset"), row.get("model"), _override_key(row.get("overrides") or {})), seconds)
+        settings = _timed_settings(row.get("dataset"), row.get("model"), row.get("overrides"), row.get("max_per_split"))
+        by_settings.setdefault(settings, seconds)
+        named.setdefault((row.get("entry"), settings), seconds)
     bounds = {}
     for entry in suite.entries:
-        seconds = by_id.get(entry.id, by_key.get((entry.dataset, entry.model, _override_key(entry.overrides))))
+        settings = _timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
+        seconds = named.get((entry.id, settings), by_settings.get(settings))
         if seconds is not None:
             bounds[entry.id] = seconds
     return bounds
@@ -111,9 +120,9 @@ def epoch_cap_seconds(results: Path, suite: Suite) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Remaining:
-    """What is left of some runs: how many; the estimated CPU seconds of those whose entry has
+    """What is left of some runs: how many; the estimated seconds of those whose entry has
     finished CPU runs; how many have no estimate at all (``untimed``); and of the others, whose
-    entry has only a timed epoch, how many (``capped``) and their bound at the epoch cap."""
+    entry has only a timed epoch, how many (``capped``) and their CPU seconds at the epoch cap."""
 
     missing: int = 0
     seconds: float = 0.0
@@ -177,16 +186,17 @@ def _hours(seconds: float) -> str:
 
 
 def _dataset_note(dataset: str, left: Remaining) -> str:
+    timed = left.missing - left.capped - left.untimed
+    if timed == left.missing:
+        return f"{dataset}: {left.missing} missing, ~{_hours(left.seconds)} h"
     if left.untimed == left.missing:
         return f"{dataset}: {left.missing} missing, untimed"
-    timed = left.missing - left.capped - left.untimed
-    parts = [f"~{_hours(left.seconds)} h"] if timed else []
+    parts = [f"{timed} ~{_hours(left.seconds)} h"] if timed else []
     if left.capped:
-        parts.append(f"{left.capped} at most ~{_hours(left.capped_seconds)} h at the epoch cap")
+        parts.append(f"{left.capped} up to ~{_hours(left.capped_seconds)} h of CPU at the epoch cap")
     if left.untimed:
         parts.append(f"{left.untimed} untimed")
-    head, rest = parts[0], parts[1:]
-    return f"{dataset}: {left.missing} missing, {head}" + (f" (+{'; +'.join(rest)})" if rest else "")
+    return f"{dataset}: {left.missing} missing: " + ", ".join(parts)
 
 
 def format_progress(progress: Sequence[SuiteProgress]) -> list[str]:
@@ -202,13 +212,14 @@ def format_progress(progress: Sequence[SuiteProgress]) -> list[str]:
              "missing run counts the mean wall time of its entry's finished CPU runs (a resumed run's "
              "earlier processes included; runs on a GPU or with cached features left out). A missing run "
              "whose entry has no such finished run but whose epoch was timed by "
-             "`benchmarks/time_epochs.py` (`benchmarks/results/epoch_times/`) gets a bound instead, "
-             "listed apart: its epoch cap x (one training epoch + one dev pass), in CPU seconds of the "
-             "process, start-up and test pass left out; early stopping makes most runs shorter. A missing "
+             "`benchmarks/time_epochs.py` (`benchmarks/results/epoch_times/`) gets another figure, listed "
+             "apart and in another unit: its epoch cap x (one training epoch + one dev pass), in CPU seconds "
+             "of the process, start-up and test pass left out. Early stopping makes most runs train less; a "
+             "busy machine makes the wall clock longer. A missing "
              "run with neither is counted as untimed, not guessed, and adds nothing to the hours. The queue of "
              "a suite's missing runs: `python benchmarks/missing_runs.py SUITE`.", "",
              "| suite | planned | finished | missing | ~CPU hours left (timed part) "
-             "| runs with a timed epoch only | their hours at the epoch cap | untimed runs |",
+             "| runs with a timed epoch only | their CPU hours of training at the epoch cap | untimed runs |",
              "|---|---|---|---|---|---|---|---|"]
     for p in progress:
         lines.append(f"| `{p.suite}` | {p.planned} | {p.finished} | {p.left.missing} | "
