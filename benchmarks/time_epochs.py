@@ -42,6 +42,7 @@ LEGACY_HEADER = "file_header_before_rows_had_machines"
 def _entry_rows(suite, only: list[str]) -> list:
     """One entry per distinct (dataset, model, overrides, max_per_split) among the neural ones."""
     from textcls.benchmark.peers import PEERS
+    from textcls.benchmark.progress import timed_settings
     from textcls.models.registry import get_preset
 
     seen, rows = set(), []
@@ -50,7 +51,7 @@ def _entry_rows(suite, only: list[str]) -> list:
             continue
         if entry.model in PEERS or get_preset(entry.model).kind != "neural":  # TF-IDF fits once, no epochs
             continue
-        key = (entry.dataset, entry.model, repr(sorted(entry.overrides.items())), entry.max_per_split)
+        key = timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
         if key not in seen:
             seen.add(key)
             rows.append(entry)
@@ -145,7 +146,8 @@ def time_entry(entry, data_dir, batches: int) -> dict:
     dev = (time.process_time() - cpu, time.perf_counter() - wall, len(dev_loader), len(dev_loader))
     scale_train, scale_dev = train[3] / max(train[2], 1), dev[3] / max(dev[2], 1)
     return {"entry": entry.id, "dataset": entry.dataset, "model": entry.model, "overrides": entry.overrides,
-            "max_per_split": entry.max_per_split, "documents": sizes, "batch_size": recipe.batch_size, "epochs_cap": recipe.epochs,
+            "max_per_split": entry.max_per_split, "documents": sizes, "batch_size": recipe.batch_size,
+            "epochs_cap": recipe.epochs,
             "patience": recipe.patience, "train_batches": train[3], "train_batches_timed": train[2],
             "train_epoch_seconds": train[0] * scale_train, "train_epoch_wall_seconds": train[1] * scale_train,
             "dev_batches": dev[3], "dev_batches_timed": dev[2], "dev_seconds": dev[0] * scale_dev,

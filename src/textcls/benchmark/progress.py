@@ -23,8 +23,8 @@ from typing import Sequence
 from .report import timed_on_cpu
 from .runner import Suite, load_suite
 
-__all__ = ["missing_runs", "cpu_seconds_per_run", "epoch_cap_seconds", "Remaining", "SuiteProgress", "suite_progress",
-           "full_suite_progress", "format_progress"]
+__all__ = ["missing_runs", "cpu_seconds_per_run", "epoch_cap_seconds", "timed_settings", "Remaining",
+           "SuiteProgress", "suite_progress", "full_suite_progress", "format_progress"]
 
 FULL_SUITES = "*_full.toml"
 EPOCH_TIMES = "epoch_times"  # benchmarks/time_epochs.py's folder under the results
@@ -90,9 +90,9 @@ def _epoch_rows(results: Path, suite_name: str) -> list[dict]:
     return rows
 
 
-def _timed_settings(dataset, model, overrides, max_per_split) -> tuple:
-    # What time_epochs.py times once (its _entry_rows key); rows written before they recorded
-    # max_per_split were all of full-data entries.
+def timed_settings(dataset, model, overrides, max_per_split) -> tuple:
+    """What benchmarks/time_epochs.py times once: entries that agree on these share one epoch
+    row (rows written before they recorded max_per_split were all of full-data entries)."""
     return dataset, model, json.dumps(overrides or {}, sort_keys=True, default=str), max_per_split
 
 
@@ -106,12 +106,12 @@ def epoch_cap_seconds(results: Path, suite: Suite) -> dict[str, float]:
     named: dict[tuple, float] = {}
     for row in _epoch_rows(results, suite.name):
         seconds = row["epochs_cap"] * (row["train_epoch_seconds"] + row["dev_seconds"])
-        settings = _timed_settings(row.get("dataset"), row.get("model"), row.get("overrides"), row.get("max_per_split"))
+        settings = timed_settings(row.get("dataset"), row.get("model"), row.get("overrides"), row.get("max_per_split"))
         by_settings.setdefault(settings, seconds)
         named.setdefault((row.get("entry"), settings), seconds)
     bounds = {}
     for entry in suite.entries:
-        settings = _timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
+        settings = timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
         seconds = named.get((entry.id, settings), by_settings.get(settings))
         if seconds is not None:
             bounds[entry.id] = seconds
