@@ -75,9 +75,10 @@ def test_only_full_suites_count_in_the_order_given_then_by_name(tmp_path):
     (suites / "abc_full.toml").write_text(SUITE.replace("toy_full", "abc_full"), encoding="utf-8")
     assert [p.suite for p in full_suite_progress(results, suites)] == ["abc_full", "toy_full"]
     assert [p.suite for p in full_suite_progress(results, suites, first=["toy_full"])] == ["toy_full", "abc_full"]
-    # no report at all: every planned run is missing and untimed
+    # no report at all: every planned run is missing; mr:tfidf-lr's 4 take toy_full's 200 s a run
+    # (the same dataset, model and overrides), the others are untimed
     [abc, _] = full_suite_progress(results, suites)
-    assert (abc.planned, abc.finished, abc.left) == (10, 0, Remaining(10, 0.0, 10))
+    assert (abc.planned, abc.finished, abc.left) == (10, 0, Remaining(10, pytest.approx(800.0), 6))
     assert full_suite_progress(results, tmp_path / "nowhere") == []
 
 
@@ -181,3 +182,28 @@ def test_epoch_rows_count_only_for_their_own_suite_and_the_settings_they_timed(t
     p = suite_progress(suites / "toy_full.toml", results)
     assert (p.left.capped, p.left.untimed) == (0, 4)
     assert "- `toy_full`: mr: 3 missing: 1 ~0.1 h, 2 untimed; trec: 2 missing, untimed" in format_progress([p])
+
+
+def test_an_entry_without_cpu_runs_of_its_own_takes_those_of_the_same_settings_in_the_full_suites(tmp_path):
+    suites, results = _write(tmp_path)
+    other = SUITE.replace("toy_full", "other_full").replace('models = ["tfidf-lr", "tfidf-nb"]',
+                                                            'model = "tfidf-nb"\noverrides = {alpha = 0.5}')
+    (suites / "other_full.toml").write_text(other, encoding="utf-8")
+    (results / "other_full.json").write_text(json.dumps({"entries": [
+        _entry("trec:tfidf-lr", [_run(0, 40.0), _run(1, 80.0), _run(2, 999.0, device="cuda: NVIDIA H200")]),
+        _entry("mr:tfidf-nb", [_run(s, 5000.0) for s in range(4)]),  # other overrides: not toy_full's mr:tfidf-nb
+    ]}), encoding="utf-8")
+    # a suite that is not a full one lends nothing
+    (results / "toy.json").write_text(json.dumps({"entries": [_entry("mr:tfidf-nb", [_run(0, 7.0)])]}),
+                                      encoding="utf-8")
+    _write_epoch_times(results, "toy_full", "toy_full", [_epoch_row("trec:tfidf-lr", "tfidf-lr")])
+    by_name = {p.suite: p for p in full_suite_progress(results, suites)}
+    toy = by_name["toy_full"]
+    # trec:tfidf-lr: other_full's CPU runs (40 + 80) / 2 s, ahead of its own epoch-cap row; mr:tfidf-lr
+    # keeps its own 200 s; mr:tfidf-nb has no run with its settings anywhere: untimed
+    assert toy.datasets == (("mr", Remaining(3, 200.0, 2)), ("trec", Remaining(2, pytest.approx(120.0), 0)))
+    # other_full has finished all it plans
+    assert by_name["other_full"].left == Remaining()
+    # without the full suites' pool, suite_progress keeps to its own runs and epoch rows
+    assert suite_progress(suites / "toy_full.toml", results).datasets[1] == \
+        ("trec", Remaining(2, 0.0, 0, capped=2, capped_seconds=pytest.approx(720.0)))

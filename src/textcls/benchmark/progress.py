@@ -5,7 +5,10 @@ estimate of the one-thread CPU hours left -> REPRODUCTION.md's "How far each ful
 
 A run counts as finished when its record in ``<results>/<suite>.json`` has an accuracy. The
 estimate of a missing run is the mean wall time of its entry's finished runs timed on the CPU
-(``report.timed_on_cpu``), a resumed run's earlier processes included. An entry with none but
+(``report.timed_on_cpu``), a resumed run's earlier processes included. An entry with none takes,
+in ``full_suite_progress``, the mean of the finished CPU runs of the entries of every full suite
+with the same dataset, model, overrides and max_per_split (``timed_settings``): those run the
+same code on the same data whichever suite lists them (the peers, above all). An entry with none but
 with an epoch timed by ``benchmarks/time_epochs.py`` (``<results>/epoch_times/<suite>.json`` and
 ``<suite>_*.json`` written for that suite) gets another figure, listed apart: its epoch cap x (one
 training epoch + one dev pass) in CPU seconds of the process, start-up and test left out. It is
@@ -23,8 +26,8 @@ from typing import Sequence
 from .report import timed_on_cpu
 from .runner import Suite, load_suite
 
-__all__ = ["missing_runs", "cpu_seconds_per_run", "epoch_cap_seconds", "timed_settings", "Remaining",
-           "SuiteProgress", "suite_progress", "full_suite_progress", "format_progress"]
+__all__ = ["missing_runs", "cpu_seconds_per_run", "cpu_seconds_by_settings", "epoch_cap_seconds", "timed_settings",
+           "Remaining", "SuiteProgress", "suite_progress", "full_suite_progress", "format_progress"]
 
 FULL_SUITES = "*_full.toml"
 EPOCH_TIMES = "epoch_times"  # benchmarks/time_epochs.py's folder under the results
@@ -96,6 +99,20 @@ def timed_settings(dataset, model, overrides, max_per_split) -> tuple:
     return dataset, model, json.dumps(overrides or {}, sort_keys=True, default=str), max_per_split
 
 
+def cpu_seconds_by_settings(results: Path, suites: Sequence[Suite]) -> dict[tuple, float]:
+    """``timed_settings`` -> the mean wall seconds of the finished CPU runs of every entry with
+    those settings in ``suites`` (their runs pooled), for the entries of any suite without a
+    finished CPU run of their own."""
+    pooled: dict[tuple, list[dict]] = {}
+    for suite in suites:
+        by_entry = _report_runs(Path(results), suite)
+        for entry in suite.entries:
+            settings = timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
+            pooled.setdefault(settings, []).extend(by_entry.get(entry.id, []))
+    means = {settings: cpu_seconds_per_run(runs) for settings, runs in pooled.items()}
+    return {settings: seconds for settings, seconds in means.items() if seconds is not None}
+
+
 def epoch_cap_seconds(results: Path, suite: Suite) -> dict[str, float]:
     """Entry id -> CPU seconds of one run at its epoch cap, epochs_cap x (training epoch + dev
     pass), from time_epochs.py's rows, without start-up and test pass. A row counts for an entry
@@ -147,14 +164,22 @@ class SuiteProgress:
     datasets: tuple[tuple[str, Remaining], ...]
 
 
-def suite_progress(suite: str | os.PathLike, results: Path) -> SuiteProgress:
-    """How far ``suite`` (a name or a file) has run in ``<results>/<suite>.json``."""
-    loaded = load_suite(suite)
+def suite_progress(suite: str | os.PathLike | Suite, results: Path,
+                   same_settings: dict[tuple, float] | None = None) -> SuiteProgress:
+    """How far ``suite`` (a name, a file or a loaded suite) has run in ``<results>/<suite>.json``;
+    an entry without a finished CPU run takes its settings' seconds from ``same_settings``
+    (``cpu_seconds_by_settings``) when they are there."""
+    loaded = suite if isinstance(suite, Suite) else load_suite(suite)
     by_entry = _report_runs(Path(results), loaded)
     missing = _missing(loaded, by_entry)
     entries = {e.id: e for e in loaded.entries}
     order = {entry_id: i for i, entry_id in enumerate(entries)}
-    per_run = {entry_id: cpu_seconds_per_run(by_entry.get(entry_id, [])) for entry_id in {run[0] for run in missing}}
+    per_run = {}
+    for entry_id in {run[0] for run in missing}:
+        entry = entries[entry_id]
+        settings = timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
+        own = cpu_seconds_per_run(by_entry.get(entry_id, []))
+        per_run[entry_id] = own if own is not None else (same_settings or {}).get(settings)
     bounds = epoch_cap_seconds(Path(results), loaded)
     datasets: dict[str, Remaining] = {}
     for entry_id, _seed in sorted(missing, key=lambda run: order[run[0]]):
@@ -174,11 +199,14 @@ def suite_progress(suite: str | os.PathLike, results: Path) -> SuiteProgress:
 
 def full_suite_progress(results: Path, suites_dir: Path, first: Sequence[str] = ()) -> list[SuiteProgress]:
     """``suite_progress`` of every ``*_full.toml`` in ``suites_dir`` (none when it is absent):
-    the suites named in ``first`` in that order, then the others by name."""
+    the suites named in ``first`` in that order, then the others by name. An entry without a
+    finished CPU run of its own is timed by the same settings' runs in all of them."""
     paths = sorted(Path(suites_dir).glob(FULL_SUITES)) if Path(suites_dir).is_dir() else []
     rank = {name: i for i, name in enumerate(first)}
     paths.sort(key=lambda p: (rank.get(p.stem, len(rank)), p.stem))
-    return [suite_progress(path, results) for path in paths]
+    suites = [load_suite(path) for path in paths]
+    same_settings = cpu_seconds_by_settings(Path(results), suites)
+    return [suite_progress(suite, results, same_settings) for suite in suites]
 
 
 def _hours(seconds: float) -> str:
@@ -210,7 +238,10 @@ def format_progress(progress: Sequence[SuiteProgress]) -> list[str]:
              "accuracy; planned = every entry of `benchmarks/suites/<suite>.toml` x its seeds. The hours "
              "left are a planning figure from our own finished runs, on whatever CPU they ran on: each "
              "missing run counts the mean wall time of its entry's finished CPU runs (a resumed run's "
-             "earlier processes included; runs on a GPU or with cached features left out). A missing run "
+             "earlier processes included; runs on a GPU or with cached features left out), or, where its "
+             "entry has none, of the finished CPU runs of the entries with the same dataset, model, "
+             "overrides and slice in all the full suites (the same code on the same data: the peers, "
+             "above all). A missing run "
              "whose entry has no such finished run but whose epoch was timed by "
              "`benchmarks/time_epochs.py` (`benchmarks/results/epoch_times/`) gets another figure, listed "
              "apart and in another unit: its epoch cap x (one training epoch + one dev pass), in CPU seconds "
