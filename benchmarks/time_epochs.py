@@ -42,7 +42,7 @@ LEGACY_HEADER = "file_header_before_rows_had_machines"
 def _entry_rows(suite, only: list[str]) -> list:
     """One entry per distinct (dataset, model, overrides, max_per_split) among the neural ones."""
     from textcls.benchmark.peers import PEERS
-    from textcls.benchmark.progress import timed_settings
+    from textcls.benchmark.progress import entry_settings
     from textcls.models.registry import get_preset
 
     seen, rows = set(), []
@@ -51,7 +51,7 @@ def _entry_rows(suite, only: list[str]) -> list:
             continue
         if entry.model in PEERS or get_preset(entry.model).kind != "neural":  # TF-IDF fits once, no epochs
             continue
-        key = timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
+        key = entry_settings(entry)
         if key not in seen:
             seen.add(key)
             rows.append(entry)

@@ -27,7 +27,7 @@ from .report import timed_on_cpu
 from .runner import Suite, load_suite
 
 __all__ = ["missing_runs", "cpu_seconds_per_run", "cpu_seconds_by_settings", "epoch_cap_seconds", "timed_settings",
-           "Remaining", "SuiteProgress", "suite_progress", "full_suite_progress", "format_progress"]
+           "entry_settings", "Remaining", "SuiteProgress", "suite_progress", "full_suite_progress", "format_progress"]
 
 FULL_SUITES = "*_full.toml"
 EPOCH_TIMES = "epoch_times"  # benchmarks/time_epochs.py's folder under the results
@@ -99,16 +99,19 @@ def timed_settings(dataset, model, overrides, max_per_split) -> tuple:
     return dataset, model, json.dumps(overrides or {}, sort_keys=True, default=str), max_per_split
 
 
-def cpu_seconds_by_settings(results: Path, suites: Sequence[Suite]) -> dict[tuple, float]:
+def entry_settings(entry) -> tuple:
+    """``timed_settings`` of a suite entry."""
+    return timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
+
+
+def cpu_seconds_by_settings(runs_by_suite: Sequence[tuple[Suite, dict[str, list[dict]]]]) -> dict[tuple, float]:
     """``timed_settings`` -> the mean wall seconds of the finished CPU runs of every entry with
-    those settings in ``suites`` (their runs pooled), for the entries of any suite without a
-    finished CPU run of their own."""
+    those settings in the given (suite, its run records by entry id) pairs (their runs pooled),
+    for the entries of any suite without a finished CPU run of their own."""
     pooled: dict[tuple, list[dict]] = {}
-    for suite in suites:
-        by_entry = _report_runs(Path(results), suite)
+    for suite, by_entry in runs_by_suite:
         for entry in suite.entries:
-            settings = timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
-            pooled.setdefault(settings, []).extend(by_entry.get(entry.id, []))
+            pooled.setdefault(entry_settings(entry), []).extend(by_entry.get(entry.id, []))
     means = {settings: cpu_seconds_per_run(runs) for settings, runs in pooled.items()}
     return {settings: seconds for settings, seconds in means.items() if seconds is not None}
 
@@ -128,7 +131,7 @@ def epoch_cap_seconds(results: Path, suite: Suite) -> dict[str, float]:
         named.setdefault((row.get("entry"), settings), seconds)
     bounds = {}
     for entry in suite.entries:
-        settings = timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
+        settings = entry_settings(entry)
         seconds = named.get((entry.id, settings), by_settings.get(settings))
         if seconds is not None:
             bounds[entry.id] = seconds
@@ -164,23 +167,25 @@ class SuiteProgress:
     datasets: tuple[tuple[str, Remaining], ...]
 
 
-def suite_progress(suite: str | os.PathLike | Suite, results: Path,
-                   same_settings: dict[tuple, float] | None = None) -> SuiteProgress:
-    """How far ``suite`` (a name, a file or a loaded suite) has run in ``<results>/<suite>.json``;
-    an entry without a finished CPU run takes its settings' seconds from ``same_settings``
-    (``cpu_seconds_by_settings``) when they are there."""
-    loaded = suite if isinstance(suite, Suite) else load_suite(suite)
-    by_entry = _report_runs(Path(results), loaded)
+def suite_progress(suite: str | os.PathLike, results: Path) -> SuiteProgress:
+    """How far ``suite`` (a name or a file) has run in ``<results>/<suite>.json``, from its own
+    runs and epoch rows alone (``full_suite_progress`` also borrows across the full suites)."""
+    loaded = load_suite(suite)
+    return _progress(loaded, _report_runs(Path(results), loaded), Path(results), {})
+
+
+def _progress(loaded: Suite, by_entry: dict[str, list[dict]], results: Path,
+              same_settings: dict[tuple, float]) -> SuiteProgress:
+    """``loaded``'s progress from its run records by entry id; an entry without a finished CPU run
+    takes its settings' seconds from ``same_settings`` (``cpu_seconds_by_settings``) if there."""
     missing = _missing(loaded, by_entry)
     entries = {e.id: e for e in loaded.entries}
     order = {entry_id: i for i, entry_id in enumerate(entries)}
     per_run = {}
     for entry_id in {run[0] for run in missing}:
-        entry = entries[entry_id]
-        settings = timed_settings(entry.dataset, entry.model, entry.overrides, entry.max_per_split)
         own = cpu_seconds_per_run(by_entry.get(entry_id, []))
-        per_run[entry_id] = own if own is not None else (same_settings or {}).get(settings)
-    bounds = epoch_cap_seconds(Path(results), loaded)
+        per_run[entry_id] = own if own is not None else same_settings.get(entry_settings(entries[entry_id]))
+    bounds = epoch_cap_seconds(results, loaded)
     datasets: dict[str, Remaining] = {}
     for entry_id, _seed in sorted(missing, key=lambda run: order[run[0]]):
         seconds, bound = per_run[entry_id], bounds.get(entry_id)
@@ -204,9 +209,9 @@ def full_suite_progress(results: Path, suites_dir: Path, first: Sequence[str] = 
     paths = sorted(Path(suites_dir).glob(FULL_SUITES)) if Path(suites_dir).is_dir() else []
     rank = {name: i for i, name in enumerate(first)}
     paths.sort(key=lambda p: (rank.get(p.stem, len(rank)), p.stem))
-    suites = [load_suite(path) for path in paths]
-    same_settings = cpu_seconds_by_settings(Path(results), suites)
-    return [suite_progress(suite, results, same_settings) for suite in suites]
+    runs_by_suite = [(suite, _report_runs(Path(results), suite)) for suite in map(load_suite, paths)]
+    same_settings = cpu_seconds_by_settings(runs_by_suite)  # each report is read once, for both uses
+    return [_progress(suite, by_entry, Path(results), same_settings) for suite, by_entry in runs_by_suite]
 
 
 def _hours(seconds: float) -> str:
