@@ -18,7 +18,7 @@ from ..artifacts import atomic_write_bytes, write_figure, write_json as _write_j
 
 __all__ = ["write_report", "write_json", "start_script_result", "script_header", "write_script_result", "run_datasets",
            "dev_choice_table", "format_markdown", "format_tables", "format_summary",
-           "plot_accuracy_vs_time"]
+           "plot_accuracy_vs_time", "accuracy_vs_time_figure"]
 
 DASH = "–"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
@@ -499,8 +499,14 @@ def format_markdown(result: dict) -> str:
 
 def plot_accuracy_vs_time(result: dict, path: str | Path) -> Path:
     """Test accuracy against training seconds (log x), one panel per dataset, one marker per model."""
+    return write_figure(Path(path), accuracy_vs_time_figure(result))
+
+
+def accuracy_vs_time_figure(result: dict):
+    """The figure of ``plot_accuracy_vs_time``, not yet written."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
 
     datasets = _datasets(result) or ["(no entries)"]
     models = []
@@ -536,6 +542,8 @@ def plot_accuracy_vs_time(result: dict, path: str | Path) -> Path:
             drawn.add(shown)
             plotted += 1
         ax.set_xscale("log")
+        # Within one decade matplotlib labels the minor ticks too, and they collide; the grid keeps them.
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(dataset)
         ax.set_xlabel("training seconds (log scale)")
         ax.set_ylabel("test accuracy %")
@@ -549,14 +557,17 @@ def plot_accuracy_vs_time(result: dict, path: str | Path) -> Path:
         h, l = ax.get_legend_handles_labels()
         handles += h
         labels += l
+    legend_rows = math.ceil(len(labels) / 5)
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), frameon=False)
     title = f"suite {result['suite']}: accuracy against training time"
     if any(_timing_mark(e) for e in result["entries"]):
         title += "\n(hollow markers trained on a GPU or read cached features: their seconds are not comparable)"
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.08 if handles else 0, 1, 0.95))
-    return write_figure(Path(path), fig)
+    # The legend's rows (about a quarter inch each) are kept clear of the lowest panels' axis labels.
+    legend_inches = 0.3 + 0.25 * legend_rows if handles else 0.0
+    fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 0.95))
+    return fig
 
 
 def _simd(machine: dict) -> str:
