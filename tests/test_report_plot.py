@@ -34,7 +34,7 @@ def test_a_legend_of_four_rows_stays_below_every_panels_axis_labels():
 
 
 def test_an_axis_within_one_decade_has_no_overlapping_tick_labels():
-    # 2.5-40 s: under two decades, where matplotlib would also label the minor ticks.
+    # 2.5-36.5 s: under two decades, where matplotlib would also label the minor ticks.
     fig, renderer = _drawn(_result(["imdb"], lambda d, m: 2.5 + 2 * m))
     ax = fig.axes[0]
     boxes = sorted((label.get_window_extent(renderer) for label in ax.get_xticklabels(which="both")

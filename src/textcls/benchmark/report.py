@@ -22,6 +22,7 @@ __all__ = ["write_report", "write_json", "start_script_result", "script_header",
 
 DASH = "–"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+LEGEND_COLUMNS = 5
 
 
 def start_script_result(script: str | Path, argv: Sequence[str], **fields) -> dict:
@@ -557,15 +558,15 @@ def accuracy_vs_time_figure(result: dict):
         h, l = ax.get_legend_handles_labels()
         handles += h
         labels += l
-    legend_rows = math.ceil(len(labels) / 5)
+    legend_inches = 0.0
     if handles:
-        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), frameon=False)
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), LEGEND_COLUMNS), frameon=False)
+        # Its rows (about a quarter inch each) are kept clear of the lowest panels' axis labels.
+        legend_inches = 0.3 + 0.25 * math.ceil(len(labels) / LEGEND_COLUMNS)
     title = f"suite {result['suite']}: accuracy against training time"
     if any(_timing_mark(e) for e in result["entries"]):
         title += "\n(hollow markers trained on a GPU or read cached features: their seconds are not comparable)"
     fig.suptitle(title)
-    # The legend's rows (about a quarter inch each) are kept clear of the lowest panels' axis labels.
-    legend_inches = 0.3 + 0.25 * legend_rows if handles else 0.0
     fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 0.95))
     return fig
 
