@@ -200,6 +200,62 @@ def test_bad_diagnoses_are_refused_with_the_reason(tmp_path, body, message):
         load_diagnoses(path)
 
 
+_NAMED = ('[published."kim.t2"]\nsource = "Kim, Table 2"\nfigures = { mr = 76.1, trec = 91.2 }\n\n'
+          '[[diagnosis]]\nid = "on-kim"\nquestion = "q"\nchange = "c"\nsuite = "s"\nvariant = "v"\n'
+          'reference = "kim.t2"\ndatasets = ["mr"]\n\n'
+          '[[diagnosis]]\nid = "on-figures"\nquestion = "q"\nchange = "c"\nsuite = "s"\nvariant = "v"\n'
+          'reference = "toy.t3.model"\nreference_source = "Toy, Table 3"\ndatasets = ["mr", "trec"]\n\n'
+          '[[diagnosis]]\nid = "on-average"\nquestion = "q"\nchange = "c"\nsuite = "s"\nvariant = "v"\n'
+          'reference = "toy.t4.average"\nunit = "dataset"\ndatasets = ["d1", "d2"]\n')
+_NAMED_CLAIMS = [
+    Claim(id="toy.t3.model.mr", paper="spe_cnn", source="T3", claim="c", kind="within", suites=["toy"],
+          datasets=["mr"], model="model", paper_figure=80.5),
+    Claim(id="toy.t3.model.trec", paper="spe_cnn", source="T3", claim="c", kind="within", suites=["toy"],
+          datasets=["trec"], model="model", paper_figure=92.5),
+    Claim(id="toy.t4.average", paper="fcsr", source="T4", claim="c", kind="within", unit="dataset", suites=["toy"],
+          model="model", paper_figure=70.0, paper_figures={"d1": 71.0, "d2": 69.0, "d3": 68.0})]
+
+
+def test_a_reference_by_name_takes_the_figures_written_once_in_a_published_table_or_a_claim(tmp_path):
+    path = tmp_path / "diagnoses.toml"
+    path.write_text(_NAMED, encoding="utf-8")
+    on_kim, on_figures, on_average = load_diagnoses(path, claims=_NAMED_CLAIMS)
+    # Only the experiment's datasets, and a published table's source unless one is given.
+    assert on_kim.reference == {"mr": 76.1} and on_kim.reference_source == "Kim, Table 2"
+    assert on_figures.reference == {"mr": 80.5, "trec": 92.5} and on_figures.reference_source == "Toy, Table 3"
+    assert on_average.reference == {"d1": 71.0, "d2": 69.0} and on_average.reference_source is None
+
+
+def test_the_shipped_references_by_name_resolve_to_the_claims_figures():
+    figures = {c.id: c.paper_figure for c in load_claims()}
+    averages = {c.id: c.paper_figures for c in load_claims() if c.paper_figures}
+    named = tomllib.loads((ROOT / "benchmarks" / "diagnoses.toml").read_text(encoding="utf-8"))["diagnosis"]
+    by_id = {d.id: d for d in load_diagnoses()}
+    checked = 0
+    for block in named:
+        name = block.get("reference")
+        if not isinstance(name, str) or not (name in averages or any(k.startswith(name + ".") for k in figures)):
+            continue
+        for dataset, figure in by_id[block["id"]].reference.items():
+            assert figure == (averages[name][dataset] if name in averages else figures[f"{name}.{dataset}"])
+        checked += 1
+    assert checked >= 9  # the Table 3 and Table 4 rows that the diagnoses once repeated by hand
+
+
+@pytest.mark.parametrize("reference, message", [
+    ("toy.t9.nothing", "reference 'toy.t9.nothing' is neither a \\[published\\] table"),
+    ("kim.t2", "reference 'kim.t2' has no figure for \\['mpqa'\\]"),
+    ("toy.t4.average", "reference 'toy.t4.average' has no figure for \\['mr', 'mpqa'\\]"),
+])
+def test_a_reference_by_name_that_is_not_found_or_lacks_a_dataset_is_refused(tmp_path, reference, message):
+    path = tmp_path / "diagnoses.toml"
+    path.write_text('[published."kim.t2"]\nsource = "Kim"\nfigures = { mr = 76.1 }\n\n[[diagnosis]]\nid = "x"\n'
+                    f'question = "q"\nchange = "c"\nsuite = "s"\nvariant = "v"\nreference = "{reference}"\n'
+                    'datasets = ["mr", "mpqa"]\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        load_diagnoses(path, claims=_NAMED_CLAIMS)
+
+
 def _suite_entries(suite: str) -> set[tuple[str, str]]:
     """(entry name, dataset) of every entry a suite file defines."""
     data = tomllib.loads((SUITES / f"{suite}.toml").read_text(encoding="utf-8"))

@@ -30,8 +30,8 @@ from typing import Sequence
 
 # The verdicts' own series, statistics and cell formats, so that the two sections read alike.
 from ..artifacts import write_figure
-from .verdicts import (CONTRADICTED, DASH, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Verdict, _cell, _finite, _fmt, _fmt_p,
-                       _fmt_series, _mean, _one_sample, _paired, _Results, _series, _Series, _T)
+from .verdicts import (CONTRADICTED, DASH, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Claim, Verdict, _cell, _finite, _fmt,
+                       _fmt_p, _fmt_series, _mean, _one_sample, _paired, _Results, _series, _Series, _T, load_claims)
 
 DEFAULT_DIAGNOSES = Path("benchmarks/diagnoses.toml")
 GAP = 2.0  # points: the issue's bar for a gap that needs an experiment
@@ -108,21 +108,66 @@ class Row:
 _KEYS = {f.name for f in fields(Diagnosis)}
 
 
-def load_diagnoses(path: str | Path | None = None) -> list[Diagnosis]:
-    """The experiments of a diagnoses TOML file (default ``benchmarks/diagnoses.toml``)."""
+def load_diagnoses(path: str | Path | None = None, claims: str | Path | Sequence[Claim] | None = None
+                   ) -> list[Diagnosis]:
+    """The experiments of a diagnoses TOML file (default ``benchmarks/diagnoses.toml``).
+
+    A ``reference`` given as a name is looked up, so that a published table is written once:
+    first among the file's own ``[published.<name>]`` tables (another paper's figures, with their
+    ``source``), then among ``claims``' paper figures (a ``[[figures]]`` id, or a ``unit =
+    "dataset"`` claim's per-dataset figures), by default those of the ``claims.toml`` beside the
+    file."""
     path = Path(path) if path is not None else _default_path()
     data = tomllib.loads(path.read_text(encoding="utf-8"))
+    published = data.get("published", {})
+    claim_figures: dict | None = None  # read only when a reference names a claim
     diagnoses = []
     for block in data.get("diagnosis", []):
         unknown = set(block) - _KEYS
         if unknown:
             raise ValueError(f"{path}: diagnosis {block.get('id')}: unknown keys {sorted(unknown)}")
+        name = block.get("reference")
+        if isinstance(name, str):
+            if name not in published and claim_figures is None:
+                claim_figures = _paper_figures_by_claim(_claims_beside(path) if claims is None else claims)
+            table = published.get(name) or {"figures": (claim_figures or {}).get(name)}
+            if table.get("figures") is None:
+                raise ValueError(f"{path}: diagnosis {block.get('id')}: reference {name!r} is neither a "
+                                 "[published] table of this file nor a claim with per-dataset paper figures")
+            datasets = block.get("datasets", [])
+            lacking = [d for d in datasets if d not in table["figures"]]
+            if lacking:
+                raise ValueError(f"{path}: diagnosis {block.get('id')}: reference {name!r} has no figure for {lacking}")
+            block = {**block, "reference": {d: table["figures"][d] for d in datasets}}
+            if table.get("source"):
+                block.setdefault("reference_source", table["source"])
         diagnoses.append(Diagnosis(**block))
     ids = [d.id for d in diagnoses]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
         raise ValueError(f"{path}: diagnosis id {twice[0]} appears twice")
     return diagnoses
+
+
+def _claims_beside(path: Path) -> list[Claim]:
+    beside = path.parent / "claims.toml"
+    return load_claims(beside if beside.is_file() else None)
+
+
+def _paper_figures_by_claim(claims: str | Path | Sequence[Claim]) -> dict[str, dict]:
+    """Claim id -> {dataset: the paper's figure}: a ``[[figures]]`` block by its id (its
+    expanded claims are ``<id>.<dataset>``), a ``unit = "dataset"`` claim by its own."""
+    if isinstance(claims, (str, Path)):
+        claims = load_claims(claims)
+    figures: dict[str, dict] = {}
+    for c in claims:
+        if c.paper_figures:
+            figures[c.id] = dict(c.paper_figures)
+        elif c.kind == "within" and c.paper_figure is not None and len(c.datasets) == 1:
+            block, dataset = c.id.rsplit(".", 1)
+            if dataset == c.datasets[0]:
+                figures.setdefault(block, {})[dataset] = c.paper_figure
+    return figures
 
 
 def _default_path() -> Path:
