@@ -602,6 +602,8 @@ def test_a_seed_rerun_fills_in_that_seed_and_keeps_the_others(tmp_path):
     full = run_suite(suite_file, output_dir=folder, progress=False, threads=1)
     assert [r["seed"] for r in full["entries"][0]["runs"]] == [0, 1]
     assert {r["device"] for r in full["entries"][0]["runs"]} == {"cpu"}
+    # Each run names the CPU that timed it: a merged report holds runs of several machines.
+    assert {r["cpu_model"] for r in full["entries"][0]["runs"]} == {full["machine"]["cpu_model"]}
     rerun = run_suite(suite_file, output_dir=folder, seeds=[1], progress=False, threads=1, merge=True)
     alone = json.loads((folder / "two_seeds--seeds-1.json").read_text(encoding="utf-8"))
     assert [r["seed"] for r in alone["entries"][0]["runs"]] == [1] and alone["entries"][0]["seeds"] == [1]
@@ -675,6 +677,21 @@ def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
     (tmp_path / "other.json").write_text('{"a": 1}', encoding="utf-8")
     with pytest.raises(ConfigError, match="other.json: not a benchmark report"):
         merge_run_files([tmp_path / "other.json"], together)
+
+
+def test_runs_at_one_commit_on_two_cpus_keep_a_record_each():
+    """A lent GPU machine and this one run a queue at the same commit: a joined report names one
+    machine, so each CPU model's runs are joined apart and keep their own record."""
+    from textcls.benchmark.runner import combine_by_commit
+
+    def part(minute: int, entry: str, cpu: str) -> dict:
+        return {"suite": "s", "date": f"2030-01-01T00:0{minute}:00+00:00", "command": "c", "wall_seconds": 1.0,
+                "git": {"commit": "a" * 40, "dirty": False}, "machine": {"cpu_model": cpu},
+                "entries": [{"id": entry, "runs": [{"seed": 0}]}]}
+
+    groups = combine_by_commit([part(0, "e1", "GPU host"), part(1, "e2", "AMD EPYC"), part(2, "e3", "GPU host")])
+    assert [(g["machine"]["cpu_model"], [e["id"] for e in g["entries"]]) for g in groups] == [
+        ("GPU host", ["e1", "e3"]), ("AMD EPYC", ["e2"])]
 
 
 def _restamp(folder, *, commit=None, finished=None):

@@ -43,7 +43,7 @@ def _entry(name, dataset, accuracies, seeds=None, max_per_split=None, kind="neur
 def _write_suite(results_dir: Path, suite: str, entries: list[dict]) -> None:
     results_dir.mkdir(parents=True, exist_ok=True)
     doc = {"suite": suite, "git": {"commit": "0123456789abcdef" * 2 + "01234567", "dirty": False},
-           "entries": entries, "date": "2030-01-01T00:00:00+00:00"}
+           "entries": entries, "date": "2030-01-01T00:00:00+00:00", "machine": {"cpu_model": "Toy CPU"}}
     (results_dir / f"{suite}.json").write_text(json.dumps(doc), encoding="utf-8")
 
 
@@ -332,6 +332,53 @@ def test_a_time_claim_compares_cpu_runs_only_and_falls_back_when_a_side_ran_on_a
             run.update(device="cpu", features_cached=True)
     _write_suite(out, "fdu_full", full)
     assert _one(out, claim).suite == "fdu"
+
+
+def test_a_time_claim_compares_seconds_timed_on_one_cpu_model(tmp_path):
+    """A merged report holds runs of several machines. FCSR's first runs were timed on the
+    report's first machine ("Toy CPU", 12 s an epoch), the LSTM's on a slower one (8 s): across
+    CPUs the claim would be contradicted. On one CPU, with the same preset run again there
+    (``fcsr-rerun``, 4 s), it is supported."""
+    out = tmp_path / "results"
+    datasets = [f"fdu_mtl/d{i}" for i in range(4)]
+
+    def timed(entry, seconds, cpu=None):
+        for run in entry["runs"]:
+            run["epoch_seconds"] = seconds * (1.0 + 0.01 * len(entry["id"]) + 0.001 * run["seed"])
+            if cpu:
+                run["cpu_model"] = cpu
+        return entry
+
+    fcsr = [timed(_entry("fcsr", d, [0.85, 0.86]), 12.0) for d in datasets]
+    lstm = [timed(_entry("lstm", d, [0.80, 0.81]), 8.0, "Slow CPU") for d in datasets]
+    rerun = [timed(_entry("fcsr-rerun", d, [0.85], model="fcsr"), 4.0, "Slow CPU") for d in datasets]
+    claim = _claim(suites=["fdu_full"], unit="dataset", pairs=[["fcsr", "lstm"]], datasets=datasets,
+                   metric="epoch_seconds", better="lower", log=True)
+    _write_suite(out, "fdu_full", fcsr + lstm + rerun)
+    v = _one(out, claim)
+    assert v.verdict == SUPPORTED and v.suite == "fdu_full"
+    assert ("seconds of the 12 runs timed on Slow CPU, 4 of them by `fcsr-rerun` (the same configuration, "
+            "for seeds its entry lacks there); 8 run(s) of these entries timed on another CPU, on a GPU or not at "
+            "all left out") in v.evidence
+    # Without a run of FCSR on the LSTM's CPU there is nothing to compare: no verdict, and why.
+    _write_suite(out, "fdu_full", fcsr + lstm)
+    v = _one(out, claim)
+    assert v.verdict == UNTESTABLE
+    assert "fdu_full: no CPU model timed every entry on every dataset (fcsr: Toy CPU; lstm: Slow CPU)" in v.reason
+    # A run merged by a rerun record and not naming its CPU may come from either machine.
+    for entry in lstm:
+        for run in entry["runs"]:
+            del run["cpu_model"]
+    doc = json.loads((out / "fdu_full.json").read_text(encoding="utf-8"))
+    doc["entries"], doc["reruns"] = fcsr + lstm + rerun, [{"entries": [e["id"] for e in lstm],
+                                                           "machine": {"cpu_model": "Slow CPU"}}]
+    (out / "fdu_full.json").write_text(json.dumps(doc), encoding="utf-8")
+    v = _one(out, claim)
+    assert v.verdict == UNTESTABLE
+    assert "the CPU that timed lstm on fdu_mtl/d0 (and 3 more) is not known" in v.reason
+    # An accuracy claim reads every run, whichever machine made it.
+    assert _one(out, _claim(suites=["fdu_full"], unit="dataset", pairs=[["fcsr", "lstm"]],
+                            datasets=datasets)).verdict == SUPPORTED
 
 
 def test_speed_claims_test_log_step_times(tmp_path):

@@ -239,6 +239,22 @@ def timed_on_cpu(run: dict) -> bool:
     return str(run.get("device", "cpu")).split(":")[0] == "cpu" and not run.get("features_cached")
 
 
+def timing_cpu(result: dict, entry: dict, run: dict) -> str | None:
+    """The CPU model that timed ``run`` (of ``entry`` in the suite report ``result``), or None
+    when the report cannot tell. A report merged from runs made apart (``--merge-from``) holds
+    runs of several machines, and seconds compare only on one CPU model.
+
+    Runs record it since stop 48 (``cpu_model``; ``benchmarks/backfill_cpu_model.py`` wrote it into
+    older runs from the results' git history where that history tells). Without it, a run of an
+    entry that no rerun record names was made by the report's first run, on its ``machine``; any
+    other run could have come from either, so it is not known."""
+    if run.get("cpu_model"):
+        return run["cpu_model"]
+    if any(entry.get("id") in (r.get("entries") or []) for r in result.get("reruns") or []):
+        return None
+    return (result.get("machine") or {}).get("cpu_model")
+
+
 def _timing_mark(entry: dict) -> str:
     """`` (cuda)``, `` (cuda: 3 of 5 seeds)`` or `` (features cached)``, when the entry's runs
     trained off the CPU, or read their features from a cache (MiniLM + LR's ``cache_features``):

@@ -841,6 +841,9 @@ def _run_entry(entry: Entry, job: dict, result: dict, counter: dict, *, progress
         run["wall_seconds"] = time.perf_counter() - started_run
         # When it ended: --merge-from keeps the newest run of an (entry, seed) by it.
         run["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        # Which CPU timed it: runs of one report may come from several machines (--merge-from),
+        # and seconds are compared only between runs timed on the same CPU model.
+        run["cpu_model"] = system.cpu_model()
         runs.append(run)
         counter["done"] += 1
         where = f"[{counter['done']}/{counter['total']}] {entry.id} seed {seed}"
@@ -889,9 +892,10 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     report's date for runs made before runs recorded one). A run the suite's report already
     holds, or holds a newer run of, is left out, so a queue's folder can be merged again as it
     fills; a part with nothing left adds no record. The rest is merged as one rerun
-    (``merge_rerun``) per commit (and dirty flag) the runs were made at, so each record names
-    the commit of its own runs (a dirty group keeps its first part's count of changed files).
-    Without a report yet, the earliest commit's runs become the report, its entries in the suite
+    (``merge_rerun``) per commit (and dirty flag) the runs were made at and CPU model they ran
+    on, so each record names the commit and machine of its own runs (a dirty group keeps its
+    first part's count of changed files). Without a report yet, the earliest group's runs become
+    the report, its entries in the suite
     file's order (entries first made at a later commit follow, as reruns). ``command``
     (default: each part's own) is what the report says produced them. The result carries
     ``merged_parts`` and ``skipped_parts`` (the parts with no run newer than the report's or
@@ -975,11 +979,14 @@ def _runs_to_merge(parts: list[dict], full: dict | None) -> list[dict]:
 
 def combine_by_commit(parts: Sequence[dict], command: str | None = None) -> list[dict]:
     """Reports of runs made apart, joined into one report per commit (and dirty flag) they
-    were made at, in the order of each commit's first run."""
+    were made at and CPU model they ran on, in the order of each group's first run: a joined
+    report names one machine (its first part's), so runs of a lent GPU machine and of this one
+    at the same commit keep a record each."""
     by_commit: dict[tuple, list[dict]] = {}
     for part in sorted(parts, key=lambda p: p["date"]):
         git = part.get("git") or {}
-        by_commit.setdefault((git.get("commit"), bool(git.get("dirty"))), []).append(part)
+        cpu = (part.get("machine") or {}).get("cpu_model")
+        by_commit.setdefault((git.get("commit"), bool(git.get("dirty")), cpu), []).append(part)
     return [_combined_parts(group, command) for group in by_commit.values()]
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .report import timed_on_cpu, vectors_without_info
+from .report import timed_on_cpu, timing_cpu, vectors_without_info
 
 __all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction",
            "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS", "seeds_for_power"]
@@ -468,6 +468,11 @@ class _Context:
             if result is None:
                 passed.append(f"{suite}: no results JSON")
                 continue
+            if claim.metric in TIME_METRICS:
+                result, why_not = _timed_on_one_cpu(result, claim.entry_names(), datasets, claim.metric)
+                if result is None:
+                    passed.append(f"{suite}: {why_not}")
+                    continue
             missing: dict[str, list[str]] = {}
             seeds = []
             for n, d in needed:
@@ -496,6 +501,69 @@ class _Context:
             if (self.suites_dir / f"{suite}.toml").is_file() or self.results.get(suite) is not None:
                 return self.command(suite)
         return None
+
+
+# In-memory only: where a time claim's view of a report says which CPU model timed its runs.
+TIMED_ON = "timed_on"
+
+
+def _configuration(entry: dict) -> tuple:
+    return (entry.get("model"), entry.get("dataset"), json.dumps(entry.get("overrides") or {}, sort_keys=True),
+            entry.get("max_per_split"))
+
+
+def _timed_on_one_cpu(result: dict, names: Sequence[str], datasets: Sequence[str],
+                      metric: str) -> tuple[dict | None, str | None]:
+    """A report cut, for a claim on seconds, to the runs timed on one CPU model (``report.
+    timing_cpu``): seconds of different CPUs do not compare. Each named entry keeps its runs on
+    that CPU, joined by the runs of the report's entries of the same configuration (model,
+    dataset, overrides, slice: the same preset run again, as ``fcsr-rerun`` is) for seeds it
+    lacks there. The CPU is the one on which every named entry on every dataset has a timed run,
+    the most runs if several, ties by name. Returns (the view, None); (None, why) when no CPU
+    model timed them all; the report unchanged when an entry has no timed run at all (the
+    caller says which is missing)."""
+    entries = [e for e in result.get("entries", []) if e.get("status") == "ok"]
+    slots: dict[tuple[str, str], tuple[dict, dict]] = {}
+    for name in names:
+        for dataset in datasets:
+            named = next((e for e in entries if _entry_name(e) == name and e.get("dataset") == dataset), None)
+            if named is None:
+                return result, None
+            by_cpu: dict[str, dict] = {}  # CPU model -> seed -> (the entry that made the run, the run)
+            timed = False
+            for entry in [named] + [e for e in entries if e is not named and _configuration(e) == _configuration(named)]:
+                for run in entry.get("runs", []):
+                    if run.get("status") == "ok" and _finite(run.get(metric)) and timed_on_cpu(run):
+                        timed, cpu = True, timing_cpu(result, entry, run)
+                        if cpu:
+                            by_cpu.setdefault(cpu, {}).setdefault(run["seed"], (entry, run))  # the named entry's first
+            if not timed:
+                return result, None
+            slots[(name, dataset)] = (named, by_cpu)
+    unknown = [f"{name} on {dataset}" for (name, dataset), (_, by_cpu) in slots.items() if not by_cpu]
+    if unknown:
+        return None, (f"the CPU that timed {unknown[0]}{f' (and {len(unknown) - 1} more)' if len(unknown) > 1 else ''} "
+                      "is not known (runs merged from elsewhere before runs recorded their cpu_model)")
+    shared = set.intersection(*(set(by_cpu) for _, by_cpu in slots.values()))
+    if not shared:
+        timed = "; ".join(f"{name}: {', '.join(sorted({c for (n, _), (_, b) in slots.items() if n == name for c in b}))}"
+                          for name in names)
+        return None, f"no CPU model timed every entry on every dataset ({timed})"
+    cpu = min(shared, key=lambda c: (-sum(len(b[c]) for _, b in slots.values()), c))
+    view_entries = {id(named): {**named, "runs": [by_cpu[cpu][s][1] for s in sorted(by_cpu[cpu])]}
+                    for named, by_cpu in slots.values()}
+    used = [made for named, by_cpu in slots.values() for made in by_cpu[cpu].values()]
+    joined = Counter(_entry_name(entry) for (named, _), (entry, _) in
+                     ((slot, made) for slot in slots.values() for made in slot[1][cpu].values()) if entry is not named)
+    left = sum(len(named.get("runs", [])) for named, _ in slots.values()) - (len(used) - sum(joined.values()))
+    text = f"seconds of the {len(used)} runs timed on {cpu}"
+    if joined:
+        text += ", " + ", ".join(f"{n} of them by `{name}` (the same configuration, for seeds its entry lacks there)"
+                                 for name, n in sorted(joined.items()))
+    if left:
+        text += f"; {left} run(s) of these entries timed on another CPU, on a GPU or not at all left out"
+    view = {**result, "entries": [view_entries.get(id(e), e) for e in result.get("entries", [])], TIMED_ON: text}
+    return view, None
 
 
 def _fmt(value: float | None, metric: str = "accuracy", signed: bool = False) -> str:
@@ -600,6 +668,8 @@ def _evaluate(ctx: _Context, claim: Claim) -> Verdict:
     else:
         names = [f"{datasets[0]}:{n}" for n in claim.entry_names()]
     verdict.evidence.insert(0, _evidence(suite, result, names))
+    if result.get(TIMED_ON):
+        verdict.evidence.insert(1, result[TIMED_ON])
     if passed:
         verdict.evidence.append("not used: " + "; ".join(passed))
     verdict.peers = _peers(result, datasets, claim.metric)
@@ -1191,6 +1261,10 @@ Tests (scipy.stats' t distribution):
   (ratio above the claimed factor); O(m): the exponent of step time between two lengths,
   below 1.5. Parameter counts are exact: no test. A claim on a suite's seconds (per epoch or
   per document) reads only the runs made on the CPU: a run on a lent GPU counts as missing.
+  And only runs timed on one CPU model, since a merged suite holds runs of several machines:
+  the model on which every entry it needs has a run (the most runs if several), an entry's
+  missing seeds there filled by another entry of the same configuration (the preset run again);
+  a run that names no CPU and may come from more than one machine is not compared.
 - Seeds vary initialisation, dropout and the dev split; the test split is fixed, so the
   spread shown is training noise, not test-set sampling error.
 - An ordering left inconclusive over paired seeds says how many seeds would settle it: the
