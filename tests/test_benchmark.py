@@ -208,6 +208,34 @@ def test_seconds_of_runs_made_on_a_gpu_are_marked_so_they_are_not_read_as_cpu_se
     assert "(cuda" not in cpu_only and report_module.TIMING_NOTE not in cpu_only
 
 
+def test_seconds_of_a_report_timed_on_several_cpu_models_name_the_cpu_of_each_row():
+    def entry(model, cpus, devices=None):
+        row = _summary_entry("d1", model, 0.8)
+        runs = [{"seed": i, "device": (devices or ["cpu"] * len(cpus))[i], "status": "ok",
+                 **({"cpu_model": cpu} if cpu else {})} for i, cpu in enumerate(cpus)]
+        row.update(runs=runs, seeds=list(range(len(cpus))), status="ok",
+                   summary={**row["summary"], "macro_f1": {"mean": 0.8, "std": 0.0, "n": 1}})
+        return row
+
+    xeon, epyc = "Intel(R) Xeon(R) Processor", "AMD EPYC"
+    entries = [entry("first", [None, None]), entry("epyc", [epyc, epyc]), entry("both", [epyc, epyc, xeon]),
+               entry("merged", [None]), entry("gpu", [xeon, epyc], devices=["cuda:0", "cpu"])]
+    # "first" ran in the report's first run (on its machine); "merged" came with a rerun record
+    # that names no CPU, so which machine timed it is not known.
+    result = {"entries": entries, "machine": {"cpu_model": xeon}, "reruns": [{"entries": ["d1:merged"]}]}
+    seconds = {line.split("|")[1].strip(): line.split("|")[2].strip()
+               for line in report_module.format_summary(result).split("**Training seconds")[1].splitlines()
+               if line.startswith("| ") and not line.startswith("| model |")}
+    # AMD EPYC timed most runs (5 of 8): its rows go unmarked, and the note says so.
+    assert seconds == {"first": "1.0 (Intel Xeon)", "epyc": "1.0", "both": "1.0 (Intel Xeon: 1 of 3 seeds)",
+                       "merged": "1.0 (CPU unknown)", "gpu": "1.0 (cuda: 1 of 2 seeds)"}
+    assert "unmarked ones on AMD EPYC, the others on the CPU their mark names" in report_module.format_tables(result)
+    # One CPU model (the unknown aside) marks nothing: the header names the machine.
+    one = {"entries": entries[:2] + entries[3:4], "machine": {"cpu_model": epyc},
+           "reruns": [{"entries": ["d1:merged"]}]}
+    assert "(AMD EPYC" not in report_module.format_summary(one) and "(CPU unknown" not in report_module.format_tables(one)
+
+
 def test_render_rewrites_the_markdown_and_plot_from_the_json_alone(tiny_run, tmp_path):
     _, out = tiny_run
     copy = tmp_path / "results"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
+from collections import Counter
 from pathlib import Path
 from statistics import fmean
 from typing import Callable, Sequence
@@ -255,23 +256,59 @@ def timing_cpu(result: dict, entry: dict, run: dict) -> str | None:
     return (result.get("machine") or {}).get("cpu_model")
 
 
-def _timing_mark(entry: dict) -> str:
+def _timing_mark(entry: dict, cpus: tuple[dict, str] | None = None) -> str:
     """`` (cuda)``, `` (cuda: 3 of 5 seeds)`` or `` (features cached)``, when the entry's runs
     trained off the CPU, or read their features from a cache (MiniLM + LR's ``cache_features``):
-    their seconds sit beside CPU rows in one table and cannot be compared with them."""
+    their seconds sit beside CPU rows in one table and cannot be compared with them. With
+    ``cpus`` (``timing_cpus``: a report timed on several CPU models) a CPU other than the one
+    that timed most runs follows, as `` (Intel Xeon)`` or `` (cuda: 2 of 5 seeds; Intel Xeon: 3)``."""
     runs = [run for run in entry.get("runs", []) if run.get("status", "ok") == "ok"]
     marks = [FEATURES_CACHED if run.get("features_cached") else str(run.get("device", "cpu")).split(":")[0]
              for run in runs]
     marked = [m for m in marks if m != "cpu"]
-    if not marked:
-        return ""
-    kinds = ", ".join(sorted(set(marked)))
-    return f" ({kinds})" if len(marked) == len(runs) else f" ({kinds}: {len(marked)} of {len(runs)} seeds)"
+    parts = []
+    if marked:
+        kinds = ", ".join(sorted(set(marked)))
+        parts.append(kinds if len(marked) == len(runs) else f"{kinds}: {len(marked)} of {len(runs)} seeds")
+    if cpus is not None:
+        names, usual = cpus
+        other = Counter(names.get(id(run)) or CPU_UNKNOWN for run in runs if timed_on_cpu(run))
+        other.pop(usual, None)
+        for name, count in sorted(other.items()):
+            parts.append(name if count == len(runs) else f"{name}: {count}" + ("" if parts else f" of {len(runs)} seeds"))
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+CPU_UNKNOWN = "CPU unknown"
+
+
+def _short_cpu(model: str) -> str:
+    words = [w for w in model.replace("(R)", "").replace("(TM)", "").split() if w not in ("Processor", "CPU")]
+    return " ".join(words) or model
+
+
+def timing_cpus(result: dict) -> tuple[dict, str] | None:
+    """For a report whose CPU runs were timed on more than one CPU model: id(run) -> the short
+    name of the CPU model that timed it (``timing_cpu``; None where not known), and the name that
+    timed most of them (its rows go unmarked). None for one CPU model: the header names it."""
+    names = {id(run): _short_cpu(cpu) if (cpu := timing_cpu(result, entry, run)) else None
+             for entry in result.get("entries", []) for run in entry.get("runs", []) if timed_on_cpu(run)}
+    known = Counter(n for n in names.values() if n)
+    if len(known) < 2:
+        return None
+    return names, min(known, key=lambda n: (-known[n], n))
 
 
 TIMING_NOTE = ("a mark after the seconds, as in 12.0 (cuda): those runs trained on that device (the header's rerun "
                "lines name it), or read their features from a cache (features cached: no throughput is recorded "
                "for them), so the row's seconds and docs/s are not comparable with the CPU rows beside it.")
+
+
+def _timing_note(cpus: tuple[dict, str] | None) -> str:
+    if cpus is None:
+        return TIMING_NOTE
+    return (TIMING_NOTE + f" The CPU runs were timed on several CPU models: unmarked ones on {cpus[1]}, the others on "
+            f"the CPU their mark names ({CPU_UNKNOWN}: merged before runs recorded it); seconds compare only on one.")
 
 
 def _cell(text) -> str:
@@ -300,6 +337,7 @@ def _dataset_line(entries: list[dict]) -> str:
 def format_tables(result: dict) -> str:
     """One Markdown table per dataset (what the CLI prints)."""
     blocks = []
+    cpus = timing_cpus(result)
     for dataset in _datasets(result):
         entries = [e for e in result["entries"] if e["dataset"] == dataset]
         with_paper = any(e.get("paper") is not None for e in entries)
@@ -317,7 +355,7 @@ def format_tables(result: dict) -> str:
             row = [_model_cell(entry), accuracy]
             if with_paper:
                 row.append(f"{entry['paper']:.2f}" if entry.get("paper") is not None else DASH)
-            row += [_pct(s, "macro_f1"), _auc(s), _epoch(s), _number(s, "train_seconds") + _timing_mark(entry),
+            row += [_pct(s, "macro_f1"), _auc(s), _epoch(s), _number(s, "train_seconds") + _timing_mark(entry, cpus),
                     _number(s, "epoch_seconds", 2), _number(s, "train_ms_per_document", 3),
                     _number(s, "train_docs_per_second", 0), _number(s, "infer_docs_per_second_b1", 0),
                     _number(s, "infer_docs_per_second_b256", 0), _params(entry.get("parameters")),
@@ -356,8 +394,8 @@ def format_tables(result: dict) -> str:
                 footnotes.append(f"FAILED {entry['id']}: {error}")
         if any(e.get("kind") == "peer" for e in entries):
             footnotes.append("† a peer (another tool), not a textcls model.")
-        if any(_timing_mark(e) for e in entries):
-            footnotes.append(TIMING_NOTE)
+        if any(_timing_mark(e, cpus) for e in entries):
+            footnotes.append(_timing_note(cpus))
         if footnotes:
             lines.append("")
             lines += [f"- {_cell(f)}" for f in footnotes]
@@ -424,6 +462,7 @@ def format_summary(result: dict) -> str:
             models.append(_shown_name(entry))
     cells = {(_shown_name(e), e["dataset"]): e for e in result["entries"]}
     peer_rows = any(e.get("kind") == "peer" for e in result["entries"])
+    cpus = timing_cpus(result)
 
     def table(title: str, render, average=None) -> list[str]:
         extra = [AVERAGE_COLUMN] if average else []
@@ -448,7 +487,7 @@ def format_summary(result: dict) -> str:
     def seconds(entry):
         if entry is None or not entry.get("summary"):
             return DASH
-        return _number(entry["summary"], "train_seconds") + _timing_mark(entry)
+        return _number(entry["summary"], "train_seconds") + _timing_mark(entry, cpus)
 
     def mean_accuracy(entries):
         # Like the papers' "Average" rows (FCSR Table 4), over the datasets the model ran on,
@@ -464,8 +503,8 @@ def format_summary(result: dict) -> str:
     lines = table("Test accuracy, % (mean ± std over seeds) [paper's figure]", accuracy,
                   mean_accuracy if len(datasets) >= MIN_DATASETS_FOR_AVERAGE else None)
     lines += table("Training seconds (mean over seeds; whole fit, including vocabulary and vectors)", seconds)
-    if any(_timing_mark(e) for e in result["entries"]):
-        lines += [f"- {TIMING_NOTE}", ""]
+    if any(_timing_mark(e, cpus) for e in result["entries"]):
+        lines += [f"- {_timing_note(cpus)}", ""]
     return "\n".join(lines)
 
 
