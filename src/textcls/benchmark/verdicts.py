@@ -546,15 +546,14 @@ def _timed_on_one_cpu(result: dict, names: Sequence[str], datasets: Sequence[str
                       "is not known (runs merged from elsewhere before runs recorded their cpu_model)")
     shared = set.intersection(*(set(by_cpu) for _, by_cpu in slots.values()))
     if not shared:
-        timed = "; ".join(f"{name}: {', '.join(sorted({c for (n, _), (_, b) in slots.items() if n == name for c in b}))}"
+        where = "; ".join(f"{name}: {', '.join(sorted({c for (n, _), (_, b) in slots.items() if n == name for c in b}))}"
                           for name in names)
-        return None, f"no CPU model timed every entry on every dataset ({timed})"
+        return None, f"no CPU model timed every entry on every dataset ({where})"
     cpu = min(shared, key=lambda c: (-sum(len(b[c]) for _, b in slots.values()), c))
     view_entries = {id(named): {**named, "runs": [by_cpu[cpu][s][1] for s in sorted(by_cpu[cpu])]}
                     for named, by_cpu in slots.values()}
-    used = [made for named, by_cpu in slots.values() for made in by_cpu[cpu].values()]
-    joined = Counter(_entry_name(entry) for (named, _), (entry, _) in
-                     ((slot, made) for slot in slots.values() for made in slot[1][cpu].values()) if entry is not named)
+    used = [(named, entry) for named, by_cpu in slots.values() for entry, _ in by_cpu[cpu].values()]
+    joined = Counter(_entry_name(entry) for named, entry in used if entry is not named)
     left = sum(len(named.get("runs", [])) for named, _ in slots.values()) - (len(used) - sum(joined.values()))
     text = f"seconds of the {len(used)} runs timed on {cpu}"
     if joined:
