@@ -675,6 +675,10 @@ def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
     merged = merge_run_files([tmp_path / "seed1b"], together)
     assert len(merged["reruns"]) == 1 and merged["entries"][0]["runs"][1] == json.loads(
         json.dumps(again["entries"][0]["runs"][0]))
+    # The header's rerun line names the machine's CPU: its seconds compare only with that CPU's.
+    record = merged["reruns"][0]
+    on_cpu = f" on {record['machine']['cpu_model']}" if record["machine"]["cpu_model"] else ""
+    assert f"at commit `{record['git']['commit']}`{on_cpu} with `" in (together / "apart.md").read_text(encoding="utf-8")
     # A queue's root is merged again as it fills: the runs already there add no record, and
     # runs made at another commit get a record of their own, naming that commit.
     capsys.readouterr()

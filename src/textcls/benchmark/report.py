@@ -534,8 +534,11 @@ def format_markdown(result: dict) -> str:
     for rerun in result.get("reruns", []):
         rerun_commit = (rerun.get("git") or {}).get("commit") or "unknown"
         devices = [d for d in rerun.get("devices", []) if d != "cpu"]
-        # Speed figures of runs on an accelerator are not comparable with the CPU runs beside them.
-        where = f" on {', '.join(devices)} (its speed figures are not CPU figures)" if devices else ""
+        # Speed figures of runs on an accelerator are not comparable with the CPU runs beside them,
+        # nor those of another CPU model.
+        cpu = (rerun.get("machine") or {}).get("cpu_model")
+        where = (f" on {', '.join(devices)} (its speed figures are not CPU figures)" if devices
+                 else f" on {cpu}" if cpu else "")
         lines.append(f"- rerun on {rerun.get('date')} at commit `{rerun_commit}`{where} with `{rerun.get('command')}`: "
                      f"{', '.join(rerun['entries'])}")
     if not result.get("complete", True):
