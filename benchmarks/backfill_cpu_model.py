@@ -1,5 +1,5 @@
 """Write into the runs of suite reports the CPU model that timed them (``cpu_model``), for runs
-made before runs recorded it (stop 48), wherever the reports' git history tells.
+made before runs recorded it (stop 49), wherever the reports' git history tells.
 
     python benchmarks/backfill_cpu_model.py SUITE [SUITE ...] [--results benchmarks/results] [--check]
 

@@ -245,7 +245,7 @@ def timing_cpu(result: dict, entry: dict, run: dict) -> str | None:
     when the report cannot tell. A report merged from runs made apart (``--merge-from``) holds
     runs of several machines, and seconds compare only on one CPU model.
 
-    Runs record it since stop 48 (``cpu_model``; ``benchmarks/backfill_cpu_model.py`` wrote it into
+    Runs record it since stop 49 (``cpu_model``; ``benchmarks/backfill_cpu_model.py`` wrote it into
     older runs from the results' git history where that history tells). Without it, a run of an
     entry that no rerun record names was made by the report's first run, on its ``machine``; any
     other run could have come from either, so it is not known."""
