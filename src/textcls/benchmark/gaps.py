@@ -128,9 +128,12 @@ def load_diagnoses(path: str | Path | None = None, claims: str | Path | Sequence
             raise ValueError(f"{path}: diagnosis {block.get('id')}: unknown keys {sorted(unknown)}")
         name = block.get("reference")
         if isinstance(name, str):
-            if name not in published and claim_figures is None:
-                claim_figures = _paper_figures_by_claim(_claims_beside(path) if claims is None else claims)
-            table = published.get(name) or {"figures": (claim_figures or {}).get(name)}
+            if name in published:
+                table = published[name]
+            else:
+                if claim_figures is None:
+                    claim_figures = _paper_figures_by_claim(_claims_for(path, claims))
+                table = {"figures": claim_figures.get(name)}
             if table.get("figures") is None:
                 raise ValueError(f"{path}: diagnosis {block.get('id')}: reference {name!r} is neither a "
                                  "[published] table of this file nor a claim with per-dataset paper figures")
@@ -149,16 +152,17 @@ def load_diagnoses(path: str | Path | None = None, claims: str | Path | Sequence
     return diagnoses
 
 
-def _claims_beside(path: Path) -> list[Claim]:
-    beside = path.parent / "claims.toml"
-    return load_claims(beside if beside.is_file() else None)
+def _claims_for(path: Path, claims: str | Path | Sequence[Claim] | None) -> Sequence[Claim]:
+    """``claims`` as Claims: a claims file's, or by default those of the claims.toml beside ``path``."""
+    if claims is None:
+        beside = path.parent / "claims.toml"
+        return load_claims(beside if beside.is_file() else None)
+    return load_claims(claims) if isinstance(claims, (str, Path)) else claims
 
 
-def _paper_figures_by_claim(claims: str | Path | Sequence[Claim]) -> dict[str, dict]:
+def _paper_figures_by_claim(claims: Sequence[Claim]) -> dict[str, dict]:
     """Claim id -> {dataset: the paper's figure}: a ``[[figures]]`` block by its id (its
     expanded claims are ``<id>.<dataset>``), a ``unit = "dataset"`` claim by its own."""
-    if isinstance(claims, (str, Path)):
-        claims = load_claims(claims)
     figures: dict[str, dict] = {}
     for c in claims:
         if c.paper_figures:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .report import timed_on_cpu
+from .report import timed_on_cpu, timed_settings
 from .runner import Suite, load_suite
 
 __all__ = ["missing_runs", "cpu_seconds_per_run", "cpu_seconds_by_settings", "epoch_cap_seconds", "timed_settings",
@@ -91,12 +91,6 @@ def _epoch_rows(results: Path, suite_name: str) -> list[dict]:
                      if all(isinstance(row.get(key), (int, float))
                             for key in ("epochs_cap", "train_epoch_seconds", "dev_seconds"))]
     return rows
-
-
-def timed_settings(dataset, model, overrides, max_per_split) -> tuple:
-    """What benchmarks/time_epochs.py times once: entries that agree on these share one epoch
-    row (rows written before they recorded max_per_split were all of full-data entries)."""
-    return dataset, model, json.dumps(overrides or {}, sort_keys=True, default=str), max_per_split
 
 
 def entry_settings(entry) -> tuple:

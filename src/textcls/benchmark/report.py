@@ -7,6 +7,7 @@ column, next to ours, and is never mixed into our numbers.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shlex
@@ -238,6 +239,13 @@ def timed_on_cpu(run: dict) -> bool:
     without ``device`` predates the field and ran there) and did not read its features from a
     cache. Only such runs are compared on time."""
     return str(run.get("device", "cpu")).split(":")[0] == "cpu" and not run.get("features_cached")
+
+
+def timed_settings(dataset, model, overrides, max_per_split) -> tuple:
+    """What benchmarks/time_epochs.py times once, and what a time claim counts as the same preset
+    run again: entries that agree on these share one epoch row (rows written before they recorded
+    max_per_split were all of full-data entries)."""
+    return dataset, model, json.dumps(overrides or {}, sort_keys=True, default=str), max_per_split
 
 
 def timing_cpu(result: dict, entry: dict, run: dict) -> str | None:

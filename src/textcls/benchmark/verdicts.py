@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .report import timed_on_cpu, timing_cpu, vectors_without_info
+from .report import timed_on_cpu, timed_settings, timing_cpu, vectors_without_info
 
 __all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction",
            "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS", "seeds_for_power"]
@@ -508,8 +508,7 @@ TIMED_ON = "timed_on"
 
 
 def _configuration(entry: dict) -> tuple:
-    return (entry.get("model"), entry.get("dataset"), json.dumps(entry.get("overrides") or {}, sort_keys=True),
-            entry.get("max_per_split"))
+    return timed_settings(entry.get("dataset"), entry.get("model"), entry.get("overrides"), entry.get("max_per_split"))
 
 
 def _timed_on_one_cpu(result: dict, names: Sequence[str], datasets: Sequence[str],
