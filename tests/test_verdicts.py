@@ -16,6 +16,7 @@ from scipy import stats
 from textcls.benchmark.verdicts import (CONTRADICTED, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Claim, evaluate_claims,
                                         format_reproduction, load_claims, planned_suites, seeds_for_power)
 from textcls.benchmark.reproduction import write_reproduction
+from textcls.benchmark.report import cpu_share, timed_alone
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "benchmarks" / "claims.toml"
@@ -379,6 +380,46 @@ def test_a_time_claim_compares_seconds_timed_on_one_cpu_model(tmp_path):
     # An accuracy claim reads every run, whichever machine made it.
     assert _one(out, _claim(suites=["fdu_full"], unit="dataset", pairs=[["fcsr", "lstm"]],
                             datasets=datasets)).verdict == SUPPORTED
+
+
+def test_a_time_claim_leaves_out_runs_that_shared_their_cores(tmp_path):
+    """FCSR's seed 1 ran at 0.4 of a core (40 s an epoch, against 4 s alone): averaged in, FCSR's
+    epoch would look slower than the LSTM's 8 s and the claim be contradicted. Left out, the
+    claim stands on seed 0, and the evidence says why seed 1 is not there."""
+    out = tmp_path / "results"
+    datasets = [f"fdu_mtl/d{i}" for i in range(4)]
+    fcsr = [_entry("fcsr", d, [0.85, 0.86]) for d in datasets]
+    lstm = [_entry("lstm", d, [0.80, 0.81]) for d in datasets]
+    for i, entry in enumerate(fcsr + lstm):
+        for run in entry["runs"]:
+            alone = entry["name"] == "lstm" or run["seed"] == 0
+            seconds = (4.0 if entry["name"] == "fcsr" else 8.0) * (1.0 + 0.01 * i) if alone else 40.0
+            run.update(epoch_seconds=seconds, threads=1, train_seconds=100.0,
+                       train_cpu_seconds=97.0 if alone else 40.0)
+    claim = _claim(suites=["fdu_full"], unit="dataset", pairs=[["fcsr", "lstm"]], datasets=datasets,
+                   metric="epoch_seconds", better="lower", log=True)
+    _write_suite(out, "fdu_full", fcsr + lstm)
+    v = _one(out, claim)
+    assert v.verdict == SUPPORTED
+    assert any("4 run(s) of these entries timed on another CPU, on a GPU or not at all left out (4 of them "
+               "shared their cores with other jobs: less than 80% of a core" in line for line in v.evidence)
+    # With every FCSR run crowded there is no FCSR time to compare, and the claim says so.
+    for entry in fcsr:
+        for run in entry["runs"]:
+            run["train_cpu_seconds"] = 40.0
+    _write_suite(out, "fdu_full", fcsr + lstm)
+    v = _one(out, claim)
+    assert v.verdict == UNTESTABLE and "no fcsr on 4 datasets (CPU runs with their cores to themselves" in v.reason
+
+
+def test_cpu_share_counts_the_last_process_of_a_resumed_run_and_the_threads():
+    assert cpu_share({"train_cpu_seconds": 50.0, "train_seconds": 100.0, "threads": 1}) == pytest.approx(0.5)
+    assert cpu_share({"train_cpu_seconds": 150.0, "train_seconds": 100.0, "threads": 2}) == pytest.approx(0.75)
+    # 60 s of the 100 were earlier processes', whose CPU seconds are not recorded.
+    assert cpu_share({"train_cpu_seconds": 39.0, "train_seconds": 100.0, "threads": 1,
+                      "resumed": {"from_epoch": 3, "seconds_before": 60.0}}) == pytest.approx(0.975)
+    assert cpu_share({"train_seconds": 100.0}) is None
+    assert timed_alone({"train_seconds": 100.0}) and not timed_alone({"train_cpu_seconds": 50.0, "train_seconds": 100.0})
 
 
 def test_speed_claims_test_log_step_times(tmp_path):

@@ -241,6 +241,35 @@ def timed_on_cpu(run: dict) -> bool:
     return str(run.get("device", "cpu")).split(":")[0] == "cpu" and not run.get("features_cached")
 
 
+# The share of its cores a CPU run must have had to be compared on time. A run whose process got
+# less shared them with more jobs than the machine has cores, and its wall seconds measure that
+# load as much as the model: in fcsr_fdu_full, runs of one thread beside one other worker got
+# 0.92-1.00 of a core, while seed 1 of `fcsr-rerun` on 8 domains (stop 40) got 0.38-0.59 and the
+# Transformer's toys_games run beside three other jobs (stop 33) 0.19, at 222 s an epoch against
+# 20 s for the same preset alone on apparel.
+MIN_CPU_SHARE = 0.8
+
+
+def cpu_share(run: dict) -> float | None:
+    """The fit's CPU seconds over its wall seconds x threads: the share of its cores the run
+    got. A resumed run counts the seconds of its last process only (its earlier processes'
+    CPU seconds are not recorded). None where the record lacks either figure (runs made
+    before ``train_cpu_seconds`` was recorded)."""
+    cpu, wall = run.get("train_cpu_seconds"), run.get("train_seconds")
+    if not isinstance(cpu, (int, float)) or not isinstance(wall, (int, float)):
+        return None
+    wall -= (run.get("resumed") or {}).get("seconds_before", 0.0)
+    return cpu / (wall * max(int(run.get("threads") or 1), 1)) if wall > 0 else None
+
+
+def timed_alone(run: dict) -> bool:
+    """Whether a CPU run had its cores to itself (``cpu_share`` at least ``MIN_CPU_SHARE``), so
+    that its seconds compare with other runs'. A record that cannot tell counts as alone: the
+    older suites' runs did not record their CPU seconds."""
+    share = cpu_share(run)
+    return share is None or share >= MIN_CPU_SHARE
+
+
 def timed_settings(dataset, model, overrides, max_per_split) -> tuple:
     """What benchmarks/time_epochs.py times once, and what a time claim counts as the same preset
     run again: entries that agree on these share one epoch row (rows written before they recorded

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .report import timed_on_cpu, timed_settings, timing_cpu, vectors_without_info
+from .report import MIN_CPU_SHARE, timed_alone, timed_on_cpu, timed_settings, timing_cpu, vectors_without_info
 
 __all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction",
            "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS", "seeds_for_power"]
@@ -294,7 +294,12 @@ def _series(result: dict, name: str, dataset: str, metric: str) -> _Series | Non
 
 
 def _comparable(run: dict, metric: str) -> bool:
-    return metric not in TIME_METRICS or timed_on_cpu(run)
+    return metric not in TIME_METRICS or _timed_alone_on_cpu(run)
+
+
+def _timed_alone_on_cpu(run: dict) -> bool:
+    """A run whose seconds compare: made on the CPU with its cores to itself."""
+    return timed_on_cpu(run) and timed_alone(run)
 
 
 def _finite(x) -> bool:
@@ -485,7 +490,8 @@ class _Context:
                 shown = ", ".join(f"{n} on {ds[0]}" if len(ds) == 1 else f"{n} on {len(ds)} datasets"
                                   for n, ds in missing.items())
                 if claim.metric in TIME_METRICS:
-                    shown += " (CPU runs: seconds of runs on a GPU are not compared)"
+                    shown += (" (CPU runs with their cores to themselves: seconds of runs on a GPU, or of runs "
+                              f"that got less than {MIN_CPU_SHARE:.0%} of a core, are not compared)")
                 passed.append(f"{suite}: no {shown}")
                 continue
             complete.append((suite, result, min(seeds, default=0)))
@@ -532,7 +538,7 @@ def _timed_on_one_cpu(result: dict, names: Sequence[str], datasets: Sequence[str
             timed = False
             for entry in [named] + [e for e in entries if e is not named and _configuration(e) == _configuration(named)]:
                 for run in entry.get("runs", []):
-                    if run.get("status") == "ok" and _finite(run.get(metric)) and timed_on_cpu(run):
+                    if run.get("status") == "ok" and _finite(run.get(metric)) and _timed_alone_on_cpu(run):
                         timed, cpu = True, timing_cpu(result, entry, run)
                         if cpu:
                             by_cpu.setdefault(cpu, {}).setdefault(run["seed"], (entry, run))  # the named entry's first
@@ -559,7 +565,12 @@ def _timed_on_one_cpu(result: dict, names: Sequence[str], datasets: Sequence[str
         text += ", " + ", ".join(f"{n} of them by `{name}` (the same configuration, for seeds its entry lacks there)"
                                  for name, n in sorted(joined.items()))
     if left:
+        crowded = sum(1 for named, _ in slots.values() for run in named.get("runs", [])
+                      if timed_on_cpu(run) and not timed_alone(run))
         text += f"; {left} run(s) of these entries timed on another CPU, on a GPU or not at all left out"
+        if crowded:
+            text += (f" ({crowded} of them shared their cores with other jobs: less than {MIN_CPU_SHARE:.0%} "
+                     "of a core, `report.cpu_share`)")
     view = {**result, "entries": [view_entries.get(id(e), e) for e in result.get("entries", [])], TIMED_ON: text}
     return view, None
 
@@ -1262,7 +1273,10 @@ Tests (scipy.stats' t distribution):
   And only runs timed on one CPU model, since a merged suite holds runs of several machines:
   the model on which every entry it needs has a run (the most runs if several), an entry's
   missing seeds there filled by another entry of the same configuration (the preset run again);
-  a run that names no CPU and may come from more than one machine is not compared.
+  a run that names no CPU and may come from more than one machine is not compared. Nor is a
+  run that shared its cores with more jobs than the machine has: CPU seconds of its fit over
+  wall seconds x threads below {MIN_CPU_SHARE} (`report.cpu_share`; runs beside one other worker on 2 cores
+  get 0.92-1.00); a run older than the CPU seconds' record counts as alone.
 - Seeds vary initialisation, dropout and the dev split; the test split is fixed, so the
   spread shown is training noise, not test-set sampling error.
 - An ordering left inconclusive over paired seeds says how many seeds would settle it: the
