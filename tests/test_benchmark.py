@@ -184,9 +184,11 @@ def test_summary_averages_each_row_over_the_datasets_it_ran_on_with_their_count(
 
 
 def test_seconds_of_runs_made_on_a_gpu_are_marked_so_they_are_not_read_as_cpu_seconds(tmp_path):
-    def entry(model, devices, cached=()):
+    def entry(model, devices, cached=(), crowded=()):
         row = _summary_entry("d1", model, 0.8)
-        runs = [{"device": d, "status": "ok", **({"features_cached": True} if i in cached else {})}
+        runs = [{"device": d, "status": "ok", **({"features_cached": True} if i in cached else {}),
+                 # 0.4 of a core: the run shared it with other jobs
+                 **({"train_cpu_seconds": 4.0, "train_seconds": 10.0, "threads": 1} if i in crowded else {})}
                 for i, d in enumerate(devices)]
         row.update(runs=runs, seeds=list(range(len(devices))), status="ok",
                    summary={**row["summary"], "macro_f1": {"mean": 0.8, "std": 0.0, "n": 1}})
@@ -194,7 +196,7 @@ def test_seconds_of_runs_made_on_a_gpu_are_marked_so_they_are_not_read_as_cpu_se
 
     entries = [entry("on-cpu", ["cpu"] * 2), entry("on-gpu", ["cuda: NVIDIA H200"] * 2),
                entry("mixed", ["cpu", "cuda: NVIDIA H200", "cuda: NVIDIA H200"]),
-               entry("cached", ["cpu"] * 3, cached={1, 2})]
+               entry("cached", ["cpu"] * 3, cached={1, 2}), entry("crowded", ["cpu"] * 3, crowded={0})]
     seconds = {line.split("|")[1].strip(): line.split("|")[2].strip()
                for line in report_module.format_summary({"entries": entries}).split("**Training seconds")[1]
                .splitlines() if line.startswith("| ")}
@@ -202,6 +204,7 @@ def test_seconds_of_runs_made_on_a_gpu_are_marked_so_they_are_not_read_as_cpu_se
     assert seconds["mixed"] == "1.0 (cuda: 2 of 3 seeds)"
     # a MiniLM + LR run that read its rows from the feature cache timed the cache, not the encoder
     assert seconds["cached"] == "1.0 (features cached: 2 of 3 seeds)"
+    assert seconds["crowded"] == "1.0 (shared cores: 1 of 3 seeds)"
     table = report_module.format_tables({"entries": entries})
     assert "| 1.0 (cuda) |" in table and report_module.TIMING_NOTE in table
     cpu_only = report_module.format_tables({"entries": entries[:1]})

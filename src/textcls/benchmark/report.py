@@ -232,6 +232,7 @@ def _model_cell(entry: dict) -> str:
 
 
 FEATURES_CACHED = "features cached"
+SHARED_CORES = "shared cores"
 
 
 def timed_on_cpu(run: dict) -> bool:
@@ -294,14 +295,16 @@ def timing_cpu(result: dict, entry: dict, run: dict) -> str | None:
 
 
 def _timing_mark(entry: dict, cpus: tuple[dict, str] | None = None) -> str:
-    """`` (cuda)``, `` (cuda: 3 of 5 seeds)`` or `` (features cached)``, when the entry's runs
-    trained off the CPU, or read their features from a cache (MiniLM + LR's ``cache_features``):
-    their seconds sit beside CPU rows in one table and cannot be compared with them. With
+    """`` (cuda)``, `` (cuda: 3 of 5 seeds)``, `` (features cached)`` or `` (shared cores)``, when
+    the entry's runs trained off the CPU, read their features from a cache (MiniLM + LR's
+    ``cache_features``) or shared their cores with other jobs (``timed_alone``): their seconds
+    sit beside CPU rows in one table and cannot be compared with them. With
     ``cpus`` (``timing_cpus``: a report timed on several CPU models) a CPU other than the one
     that timed most runs follows, as `` (Intel Xeon)`` or `` (cuda: 2 of 5 seeds; Intel Xeon: 3)``."""
     runs = [run for run in entry.get("runs", []) if run.get("status", "ok") == "ok"]
     marks = [FEATURES_CACHED if run.get("features_cached") else str(run.get("device", "cpu")).split(":")[0]
              for run in runs]
+    marks = [SHARED_CORES if mark == "cpu" and not timed_alone(run) else mark for mark, run in zip(marks, runs)]
     marked = [m for m in marks if m != "cpu"]
     parts = []
     if marked:
@@ -337,8 +340,10 @@ def timing_cpus(result: dict) -> tuple[dict, str] | None:
 
 
 TIMING_NOTE = ("a mark after the seconds, as in 12.0 (cuda): those runs trained on that device (the header's rerun "
-               "lines name it), or read their features from a cache (features cached: no throughput is recorded "
-               "for them), so the row's seconds and docs/s are not comparable with the CPU rows beside it.")
+               "lines name it), read their features from a cache (features cached: no throughput is recorded "
+               "for them), or shared their cores with other jobs (shared cores: less than "
+               f"{MIN_CPU_SHARE:.0%} of a core, their CPU seconds over wall seconds x threads), so the row's "
+               "seconds and docs/s are not comparable with the CPU rows beside it.")
 
 
 def _timing_note(cpus: tuple[dict, str] | None) -> str:
@@ -660,7 +665,8 @@ def accuracy_vs_time_figure(result: dict):
         legend_inches = 0.3 + 0.25 * math.ceil(len(labels) / LEGEND_COLUMNS)
     title = f"suite {result['suite']}: accuracy against training time"
     if any(_timing_mark(e) for e in result["entries"]):
-        title += "\n(hollow markers trained on a GPU or read cached features: their seconds are not comparable)"
+        title += ("\n(hollow markers trained on a GPU, read cached features or shared their cores: "
+                  "their seconds are not comparable)")
     fig.suptitle(title)
     fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 0.95))
     return fig
