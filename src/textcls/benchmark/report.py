@@ -294,6 +294,14 @@ def timing_cpu(result: dict, entry: dict, run: dict) -> str | None:
     return (result.get("machine") or {}).get("cpu_model")
 
 
+def _run_timing(run: dict) -> str:
+    """What timed a run: its device (``cpu``, ``cuda``), or why its CPU seconds do not compare."""
+    if run.get("features_cached"):
+        return FEATURES_CACHED
+    device = str(run.get("device", "cpu")).split(":")[0]
+    return SHARED_CORES if device == "cpu" and not timed_alone(run) else device
+
+
 def _timing_mark(entry: dict, cpus: tuple[dict, str] | None = None) -> str:
     """`` (cuda)``, `` (cuda: 3 of 5 seeds)``, `` (features cached)`` or `` (shared cores)``, when
     the entry's runs trained off the CPU, read their features from a cache (MiniLM + LR's
@@ -302,10 +310,7 @@ def _timing_mark(entry: dict, cpus: tuple[dict, str] | None = None) -> str:
     ``cpus`` (``timing_cpus``: a report timed on several CPU models) a CPU other than the one
     that timed most runs follows, as `` (Intel Xeon)`` or `` (cuda: 2 of 5 seeds; Intel Xeon: 3)``."""
     runs = [run for run in entry.get("runs", []) if run.get("status", "ok") == "ok"]
-    marks = [FEATURES_CACHED if run.get("features_cached") else str(run.get("device", "cpu")).split(":")[0]
-             for run in runs]
-    marks = [SHARED_CORES if mark == "cpu" and not timed_alone(run) else mark for mark, run in zip(marks, runs)]
-    marked = [m for m in marks if m != "cpu"]
+    marked = [m for m in map(_run_timing, runs) if m != "cpu"]
     parts = []
     if marked:
         kinds = ", ".join(sorted(set(marked)))
