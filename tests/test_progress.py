@@ -207,3 +207,20 @@ def test_an_entry_without_cpu_runs_of_its_own_takes_those_of_the_same_settings_i
     # without the full suites' pool, suite_progress keeps to its own runs and epoch rows
     assert suite_progress(suites / "toy_full.toml", results).datasets[1] == \
         ("trec", Remaining(2, 0.0, 0, capped=2, capped_seconds=pytest.approx(720.0)))
+
+
+def test_a_run_that_shared_its_cores_does_not_time_the_runs_left(tmp_path):
+    suites, results = _write(tmp_path)
+    report = json.loads((results / "toy_full.json").read_text(encoding="utf-8"))
+    alone = _run(0, 100.0, train_seconds=90.0, train_cpu_seconds=88.0, threads=1)
+    # beside three other jobs on two cores: 0.4 of a core, its wall clock stretched by their load
+    crowded = _run(1, 900.0, train_seconds=890.0, train_cpu_seconds=356.0, threads=1)
+    report["entries"][0]["runs"] = [alone, crowded]
+    (results / "toy_full.json").write_text(json.dumps(report), encoding="utf-8")
+    p = suite_progress(suites / "toy_full.toml", results)
+    # mr:tfidf-lr's seeds 2 and 3 at the alone run's 100 s, not at (100 + 900) / 2
+    assert dict(p.datasets)["mr"] == Remaining(4, 200.0, 2)
+    report["entries"][0]["runs"] = [crowded]
+    (results / "toy_full.json").write_text(json.dumps(report), encoding="utf-8")
+    # seeds 0, 2 and 3 missing, and no run left to time them
+    assert dict(suite_progress(suites / "toy_full.toml", results).datasets)["mr"] == Remaining(5, 0.0, 5)

@@ -5,7 +5,8 @@ estimate of the one-thread CPU hours left -> REPRODUCTION.md's "How far each ful
 
 A run counts as finished when its record in ``<results>/<suite>.json`` has an accuracy. The
 estimate of a missing run is the mean wall time of its entry's finished runs timed on the CPU
-(``report.timed_on_cpu``), a resumed run's earlier processes included. An entry with none takes,
+with their cores to themselves (``report.timed_on_cpu`` and ``report.timed_alone``: a run beside
+more jobs than cores would count their load as its own), a resumed run's earlier processes included. An entry with none takes,
 in ``full_suite_progress``, the mean of the finished CPU runs of the entries of every full suite
 with the same dataset, model, overrides and max_per_split (``timed_settings``): those run the
 same code on the same data whichever suite lists them (the peers, above all). An entry with none but
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .report import timed_on_cpu, timed_settings
+from .report import MIN_CPU_SHARE, timed_alone, timed_on_cpu, timed_settings
 from .runner import Suite, load_suite
 
 __all__ = ["missing_runs", "cpu_seconds_per_run", "cpu_seconds_by_settings", "epoch_cap_seconds", "timed_settings",
@@ -70,10 +71,11 @@ def _run_seconds(run: dict) -> float:
 
 
 def cpu_seconds_per_run(runs: Sequence[dict]) -> float | None:
-    """The mean wall seconds of the finished runs among ``runs`` timed on the CPU
-    (``report.timed_on_cpu``), a resumed run's earlier processes included, or None without one."""
+    """The mean wall seconds of the finished runs among ``runs`` timed on the CPU with their cores
+    to themselves (``report.timed_on_cpu``, ``report.timed_alone``), a resumed run's earlier
+    processes included, or None without one."""
     timed = [_run_seconds(run) for run in _finished(runs)
-             if timed_on_cpu(run) and run.get("wall_seconds") is not None]
+             if timed_on_cpu(run) and timed_alone(run) and run.get("wall_seconds") is not None]
     return sum(timed) / len(timed) if timed else None
 
 
@@ -237,7 +239,8 @@ def format_progress(progress: Sequence[SuiteProgress]) -> list[str]:
              "accuracy; planned = every entry of `benchmarks/suites/<suite>.toml` x its seeds. The hours "
              "left are a planning figure from our own finished runs, on whatever CPU they ran on: each "
              "missing run counts the mean wall time of its entry's finished CPU runs (a resumed run's "
-             "earlier processes included; runs on a GPU or with cached features left out), or, where its "
+             "earlier processes included; runs on a GPU, with cached features or that shared their cores "
+             f"(less than {MIN_CPU_SHARE:.0%} of a core, `report.cpu_share`) left out), or, where its "
              "entry has none, of the finished CPU runs of the entries with the same dataset, model, "
              "overrides and slice in all the full suites (the same code on the same data: the peers, "
              "above all). A missing run "
