@@ -16,6 +16,7 @@ from scipy import stats
 from textcls.benchmark.verdicts import (CONTRADICTED, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Claim, evaluate_claims,
                                         format_reproduction, load_claims, planned_suites, seeds_for_power)
 from textcls.benchmark.reproduction import write_reproduction
+from textcls.benchmark.runner import load_suite
 from textcls.benchmark.report import cpu_share, timed_alone
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -532,6 +533,26 @@ def test_every_claim_names_suites_that_exist_or_says_why_it_cannot_be_tested():
         available = set().union(*(_suite_entry_names(s) for s in real))
         missing = set(claim.entry_names()) - available
         assert not missing, f"{claim.id}: {sorted(missing)} in none of {real}"
+
+
+def test_the_paper_figure_a_suite_shows_beside_an_entry_is_the_one_its_claim_tests():
+    # The suite files repeat the papers' per-dataset figures for their tables (``paper`` of an
+    # entry); claims.toml holds those the verdicts test. Where both give one, they must agree.
+    checked = 0
+    for claim in load_claims(CLAIMS):
+        if claim.kind != "within":
+            continue
+        for suite in (s for s in claim.suites if (SUITES / f"{s}.toml").is_file()):
+            for entry in load_suite(SUITES / f"{suite}.toml").entries:
+                if (entry.name or entry.model) not in claim.entry_names() or entry.paper is None:
+                    continue
+                figure = (claim.paper_figures.get(entry.dataset) if claim.unit == "dataset"
+                          else claim.paper_figure if entry.dataset in claim.datasets else None)
+                if figure is not None:
+                    checked += 1
+                    assert entry.paper == pytest.approx(figure), (
+                        f"{suite}.toml gives {entry.id} the paper figure {entry.paper}, {claim.id} tests {figure}")
+    assert checked > 100  # the full suites and their 2-core twins, every dataset of the papers' tables
 
 
 def test_load_claims_refuses_unknown_keys(tmp_path):
