@@ -538,12 +538,13 @@ def test_every_claim_names_suites_that_exist_or_says_why_it_cannot_be_tested():
 def test_the_paper_figure_a_suite_shows_beside_an_entry_is_the_one_its_claim_tests():
     # The suite files repeat the papers' per-dataset figures for their tables (``paper`` of an
     # entry); claims.toml holds those the verdicts test. Where both give one, they must agree.
+    entries = {path.stem: load_suite(path).entries for path in SUITES.glob("*.toml")}
     checked = 0
     for claim in load_claims(CLAIMS):
         if claim.kind != "within":
             continue
-        for suite in (s for s in claim.suites if (SUITES / f"{s}.toml").is_file()):
-            for entry in load_suite(SUITES / f"{suite}.toml").entries:
+        for suite in (s for s in claim.suites if s in entries):
+            for entry in entries[suite]:
                 if (entry.name or entry.model) not in claim.entry_names() or entry.paper is None:
                     continue
                 figure = (claim.paper_figures.get(entry.dataset) if claim.unit == "dataset"

@@ -5,9 +5,9 @@ estimate of the one-thread CPU hours left -> REPRODUCTION.md's "How far each ful
 
 A run counts as finished when its record in ``<results>/<suite>.json`` has an accuracy. The
 estimate of a missing run is the mean wall time of its entry's finished runs timed on the CPU
-with their cores to themselves (``report.timed_on_cpu`` and ``report.timed_alone``: a run beside
-more jobs than cores would count their load as its own), a resumed run's earlier processes included. An entry with none takes,
-in ``full_suite_progress``, the mean of the finished CPU runs of the entries of every full suite
+with their cores to themselves (``report.timed_alone_on_cpu``: a run beside more jobs than cores
+would count their load as its own), a resumed run's earlier processes included. An entry with
+none takes, in ``full_suite_progress``, the mean of the finished CPU runs of the entries of every full suite
 with the same dataset, model, overrides and max_per_split (``timed_settings``): those run the
 same code on the same data whichever suite lists them (the peers, above all). An entry with none but
 with an epoch timed by ``benchmarks/time_epochs.py`` (``<results>/epoch_times/<suite>.json`` and
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .report import MIN_CPU_SHARE, timed_alone, timed_on_cpu, timed_settings
+from .report import MIN_CPU_SHARE, timed_alone_on_cpu, timed_settings
 from .runner import Suite, load_suite
 
 __all__ = ["missing_runs", "cpu_seconds_per_run", "cpu_seconds_by_settings", "epoch_cap_seconds", "timed_settings",
@@ -72,10 +72,10 @@ def _run_seconds(run: dict) -> float:
 
 def cpu_seconds_per_run(runs: Sequence[dict]) -> float | None:
     """The mean wall seconds of the finished runs among ``runs`` timed on the CPU with their cores
-    to themselves (``report.timed_on_cpu``, ``report.timed_alone``), a resumed run's earlier
+    to themselves (``report.timed_alone_on_cpu``), a resumed run's earlier
     processes included, or None without one."""
     timed = [_run_seconds(run) for run in _finished(runs)
-             if timed_on_cpu(run) and timed_alone(run) and run.get("wall_seconds") is not None]
+             if timed_alone_on_cpu(run) and run.get("wall_seconds") is not None]
     return sum(timed) / len(timed) if timed else None
 
 

@@ -271,6 +271,12 @@ def timed_alone(run: dict) -> bool:
     return share is None or share >= MIN_CPU_SHARE
 
 
+def timed_alone_on_cpu(run: dict) -> bool:
+    """A run whose seconds compare with other runs': made on the CPU (``timed_on_cpu``) with its
+    cores to itself (``timed_alone``)."""
+    return timed_on_cpu(run) and timed_alone(run)
+
+
 def timed_settings(dataset, model, overrides, max_per_split) -> tuple:
     """What benchmarks/time_epochs.py times once, and what a time claim counts as the same preset
     run again: entries that agree on these share one epoch row (rows written before they recorded

@@ -45,7 +45,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .report import MIN_CPU_SHARE, timed_alone, timed_on_cpu, timed_settings, timing_cpu, vectors_without_info
+from .report import (MIN_CPU_SHARE, timed_alone, timed_alone_on_cpu, timed_on_cpu, timed_settings, timing_cpu,
+                     vectors_without_info)
 
 __all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction",
            "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS", "seeds_for_power"]
@@ -294,12 +295,7 @@ def _series(result: dict, name: str, dataset: str, metric: str) -> _Series | Non
 
 
 def _comparable(run: dict, metric: str) -> bool:
-    return metric not in TIME_METRICS or _timed_alone_on_cpu(run)
-
-
-def _timed_alone_on_cpu(run: dict) -> bool:
-    """A run whose seconds compare: made on the CPU with its cores to itself."""
-    return timed_on_cpu(run) and timed_alone(run)
+    return metric not in TIME_METRICS or timed_alone_on_cpu(run)
 
 
 def _finite(x) -> bool:
@@ -538,7 +534,7 @@ def _timed_on_one_cpu(result: dict, names: Sequence[str], datasets: Sequence[str
             timed = False
             for entry in [named] + [e for e in entries if e is not named and _configuration(e) == _configuration(named)]:
                 for run in entry.get("runs", []):
-                    if run.get("status") == "ok" and _finite(run.get(metric)) and _timed_alone_on_cpu(run):
+                    if run.get("status") == "ok" and _finite(run.get(metric)) and timed_alone_on_cpu(run):
                         timed, cpu = True, timing_cpu(result, entry, run)
                         if cpu:
                             by_cpu.setdefault(cpu, {}).setdefault(run["seed"], (entry, run))  # the named entry's first
