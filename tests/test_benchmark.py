@@ -635,6 +635,7 @@ def test_a_seed_rerun_fills_in_that_seed_and_keeps_the_others(tmp_path):
     assert {r["device"] for r in full["entries"][0]["runs"]} == {"cpu"}
     # Each run names the CPU that timed it: a merged report holds runs of several machines.
     assert {r["cpu_model"] for r in full["entries"][0]["runs"]} == {full["machine"]["cpu_model"]}
+    assert {r["cpu_generation"] for r in full["entries"][0]["runs"]} == {full["machine"]["cpu_generation"]}
     rerun = run_suite(suite_file, output_dir=folder, seeds=[1], progress=False, threads=1, merge=True)
     alone = json.loads((folder / "two_seeds--seeds-1.json").read_text(encoding="utf-8"))
     assert [r["seed"] for r in alone["entries"][0]["runs"]] == [1] and alone["entries"][0]["seeds"] == [1]

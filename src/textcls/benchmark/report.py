@@ -292,7 +292,11 @@ def timing_cpu(result: dict, entry: dict, run: dict) -> str | None:
     Runs record it since stop 49 (``cpu_model``; ``benchmarks/backfill_cpu_model.py`` wrote it into
     older runs from the results' git history where that history tells). Without it, a run of an
     entry that no rerun record names was made by the report's first run, on its ``machine``; any
-    other run could have come from either, so it is not known."""
+    other run could have come from either, so it is not known.
+
+    The marketing name is the key, not ``cpu_generation`` (recorded since stop 53): the runs
+    before it cannot tell a Zen 3 "AMD EPYC" from a Zen 5 one, and keying on the generation would
+    set all of them aside. Where both generations timed one claim, the claim's note says so."""
     if run.get("cpu_model"):
         return run["cpu_model"]
     if any(entry.get("id") in (r.get("entries") or []) for r in result.get("reruns") or []):
@@ -686,4 +690,5 @@ def accuracy_vs_time_figure(result: dict):
 def _simd(machine: dict) -> str:
     """The machine's vector extensions as recorded, or why they are not known (older JSON)."""
     simd = machine.get("cpu_simd")
-    return ", ".join(simd) if simd else "SIMD flags not recorded"
+    text = ", ".join(simd) if simd else "SIMD flags not recorded"
+    return f"{machine['cpu_generation']}; {text}" if machine.get("cpu_generation") else text

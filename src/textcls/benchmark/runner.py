@@ -844,6 +844,7 @@ def _run_entry(entry: Entry, job: dict, result: dict, counter: dict, *, progress
         # Which CPU timed it: runs of one report may come from several machines (--merge-from),
         # and seconds are compared only between runs timed on the same CPU model.
         run["cpu_model"] = system.cpu_model()
+        run["cpu_generation"] = system.cpu_generation()
         runs.append(run)
         counter["done"] += 1
         where = f"[{counter['done']}/{counter['total']}] {entry.id} seed {seed}"

@@ -71,16 +71,39 @@ def library_versions() -> dict:
     return versions
 
 
-def cpu_model() -> str | None:
-    """The CPU's marketing name from /proc/cpuinfo (Linux), else what platform reports."""
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def _cpuinfo_fields() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo (Linux), keys lower-cased; {} elsewhere."""
+    fields: dict[str, str] = {}
     try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+        with open(CPUINFO, encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break
+                key, sep, value = line.partition(":")
+                if sep:
+                    fields[key.strip().lower()] = value.strip()
     except OSError:
         pass
-    return platform.processor() or None
+    return fields
+
+
+def cpu_model() -> str | None:
+    """The CPU's marketing name from /proc/cpuinfo (Linux), else what platform reports."""
+    return _cpuinfo_fields().get("model name") or platform.processor() or None
+
+
+def cpu_generation() -> str | None:
+    """The vendor, family and model numbers ("AuthenticAMD family 26 model 2"), or None off Linux.
+    A virtual machine may show one marketing name for several generations (this workplace's
+    "AMD EPYC" is a Zen 3 on some machines and a Zen 5 on others, family 25 and 26), and their
+    seconds do not compare, so a benchmark records the numbers beside the name."""
+    fields = _cpuinfo_fields()
+    if "cpu family" not in fields:
+        return None
+    return f"{fields.get('vendor_id', 'unknown vendor')} family {fields['cpu family']} model {fields.get('model', '?')}"
 
 
 # The vector extensions that decide which kernels PyTorch and oneDNN run: the CPUs here differ
@@ -118,6 +141,7 @@ def total_memory_gb() -> float | None:
 def machine_info() -> dict:
     return {
         "cpu_model": cpu_model(),
+        "cpu_generation": cpu_generation(),
         "cpu_simd": cpu_simd(),
         "cpu_count": os.cpu_count(),
         "cpus_available": available_cpus(),
