@@ -1,6 +1,7 @@
 """Every benchmark records the CPU's vector extensions (the machines here differ: AMD EPYC with
 AVX2, Intel Xeon with AVX-512 and AMX), read from /proc/cpuinfo."""
 
+from textcls import hardware
 from textcls.benchmark import system
 from textcls.benchmark.report import _simd
 
@@ -22,11 +23,11 @@ def test_machine_info_names_the_cpu_generation_beside_its_marketing_name(monkeyp
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n"
                        "model name\t: AMD EPYC\n\nprocessor\t: 1\nmodel name\t: another\n")
-    monkeypatch.setattr(system, "CPUINFO", cpuinfo)
+    monkeypatch.setattr(hardware, "CPUINFO", cpuinfo)
     info = system.machine_info()
     assert (info["cpu_model"], info["cpu_generation"]) == ("AMD EPYC", "AuthenticAMD family 26 model 2")
     assert _simd({"cpu_generation": info["cpu_generation"], "cpu_simd": ["avx2"]}) == "AuthenticAMD family 26 model 2; avx2"
     cpuinfo.write_text("Processor\t: ARMv7\n")
     assert system.cpu_generation() is None
-    monkeypatch.setattr(system, "CPUINFO", tmp_path / "absent")
+    monkeypatch.setattr(hardware, "CPUINFO", tmp_path / "absent")
     assert system.cpu_generation() is None

@@ -9,22 +9,35 @@ on some, AMX), and whether bf16 pays depends on it: with native bf16 matmul inst
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 # CPU flags (Linux /proc/cpuinfo names) of native bf16 matrix instructions.
 NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def cpuinfo_fields() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo (Linux), keys lower-cased; {} elsewhere."""
+    fields: dict[str, str] = {}
+    try:
+        with open(CPUINFO, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    break
+                key, sep, value = line.partition(":")
+                if sep:
+                    fields[key.strip().lower()] = value.strip()
+    except OSError:
+        pass
+    return fields
+
+
 @functools.lru_cache(maxsize=1)
 def cpu_flags() -> tuple[str, ...]:
     """The flags of the first CPU in /proc/cpuinfo (Linux); () elsewhere."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    return tuple(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return ()
+    return tuple(cpuinfo_fields().get("flags", "").split())
 
 
 def cpu_has_native_bf16() -> bool:

@@ -14,7 +14,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from ..hardware import cpu_flags
+from ..hardware import cpu_flags, cpuinfo_fields
 
 # Distribution names on PyPI, keyed by the name the report shows.
 LIBRARIES = {
@@ -71,28 +71,9 @@ def library_versions() -> dict:
     return versions
 
 
-CPUINFO = Path("/proc/cpuinfo")
-
-
-def _cpuinfo_fields() -> dict[str, str]:
-    """The first processor's fields of /proc/cpuinfo (Linux), keys lower-cased; {} elsewhere."""
-    fields: dict[str, str] = {}
-    try:
-        with open(CPUINFO, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if not line.strip():
-                    break
-                key, sep, value = line.partition(":")
-                if sep:
-                    fields[key.strip().lower()] = value.strip()
-    except OSError:
-        pass
-    return fields
-
-
 def cpu_model() -> str | None:
     """The CPU's marketing name from /proc/cpuinfo (Linux), else what platform reports."""
-    return _cpuinfo_fields().get("model name") or platform.processor() or None
+    return cpuinfo_fields().get("model name") or platform.processor() or None
 
 
 def cpu_generation() -> str | None:
@@ -100,7 +81,7 @@ def cpu_generation() -> str | None:
     A virtual machine may show one marketing name for several generations (this workplace's
     "AMD EPYC" is a Zen 3 on some machines and a Zen 5 on others, family 25 and 26), and their
     seconds do not compare, so a benchmark records the numbers beside the name."""
-    fields = _cpuinfo_fields()
+    fields = cpuinfo_fields()
     if "cpu family" not in fields:
         return None
     return f"{fields.get('vendor_id', 'unknown vendor')} family {fields['cpu family']} model {fields.get('model', '?')}"
