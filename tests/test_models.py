@@ -102,14 +102,45 @@ def test_masked_rnn_reads_each_document_to_its_true_end():
     rnn = torch.nn.LSTM(8, 5, batch_first=True, bidirectional=True)
     x = torch.randn(2, 6, 8)
     mask = torch.tensor([[1] * 6, [1] * 3 + [0] * 3], dtype=torch.bool)
-    out, (h_n, _) = masked_rnn(rnn, x, mask)
-    alone, (h_alone, _) = masked_rnn(rnn, x[1:2, :3], mask[1:2, :3])
+    out, h_n = masked_rnn(rnn, x, mask)
+    alone, h_alone = masked_rnn(rnn, x[1:2, :3], mask[1:2, :3])
     torch.testing.assert_close(out[1:2, :3], alone)
     torch.testing.assert_close(h_n[:, 1:2], h_alone)
     assert out[1, 3:].abs().max() == 0
     # Without packing the backward direction would start at the padding: it must differ.
     unpacked, _ = rnn(x[1:2])
     assert (unpacked[0, :3, 5:] - out[1, :3, 5:]).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (1, True), (2, False), (2, True)])
+def test_masked_rnn_unpacked_path_matches_packed_sequences(cell, layers, bidirectional):
+    """The unpacked path (per layer and direction, reversed within each row's length) gives the
+    values and gradients of PyTorch's packed sequences, the reference reading."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    torch.manual_seed(0)
+    module = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
+    rnn = module(6, 4, num_layers=layers, bidirectional=bidirectional, batch_first=True)
+    lengths = torch.tensor([7, 3, 1, 5, 0])  # a row with no real token is read as one PAD step
+    mask = torch.arange(7).unsqueeze(0) < lengths.unsqueeze(1)
+    x = torch.randn(5, 7, 6, requires_grad=True)
+    out, h_n = masked_rnn(rnn, x, mask)
+    weight = rnn.weight_hh_l0
+    grads = torch.autograd.grad(out.square().sum() + h_n.sum(), (x, weight))
+
+    packed = pack_padded_sequence(x, lengths.clamp_min(1), batch_first=True, enforce_sorted=False)
+    ref, final = rnn(packed)
+    ref, _ = pad_packed_sequence(ref, batch_first=True, total_length=7)
+    ref_h = final[0] if cell == "lstm" else final
+    ref_grads = torch.autograd.grad(ref.square().sum() + ref_h.sum(), (x, weight))
+
+    assert out.shape == (5, 7, 4 * (2 if bidirectional else 1)) and h_n.shape == ref_h.shape
+    torch.testing.assert_close(out, ref)  # float32 tolerances: the kernels sum in other orders
+    torch.testing.assert_close(h_n, ref_h)
+    for got, expected in zip(grads, ref_grads):
+        torch.testing.assert_close(got, expected)
+    assert out[1, 3:].abs().max() == 0 and out[4, 1:].abs().max() == 0
 
 
 def test_build_embedding_copies_the_matrix_zeroes_pad_and_freezes():

@@ -129,22 +129,79 @@ def masked_attention(
     return out * keep, None
 
 
-def masked_rnn(rnn: nn.RNNBase, inputs: Tensor, mask: Tensor) -> tuple[Tensor, Tensor | tuple[Tensor, Tensor]]:
-    """Run a ``batch_first`` RNN/GRU/LSTM over ``inputs [B, L, D]`` reading only unmasked steps.
+def masked_rnn(rnn: nn.RNNBase, inputs: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """Run a ``batch_first`` GRU/LSTM over ``inputs [B, L, D]`` reading only unmasked steps.
 
-    Sequences are packed by their true lengths (``mask [B, L]`` bool, real tokens first), so
-    a backward direction starts at each document's last real token and a padded batch gives
-    the same states as each document alone. Returns ``(outputs [B, L, H*dirs], final)``: the
-    outputs are zero at padded steps; ``final`` is what the module returns (``h_n`` or
-    ``(h_n, c_n)``), in the batch's original order. An empty row is read as one PAD step.
+    Each document is read to its true length (``mask [B, L]`` bool, real tokens first), so a
+    backward direction starts at the document's last real token and a padded batch gives the
+    same states as each document alone. Returns ``(outputs [B, L, H*dirs], h_n [layers*dirs,
+    B, H])``: the outputs are zero at padded steps, and ``h_n`` holds each layer's and
+    direction's state at the document's end (forward: its last real step; backward: step 0),
+    in the module's row order. An empty row is read as one PAD step.
+
+    A plain ``nn.LSTM`` / ``nn.GRU`` runs unpacked, one direction of one layer at a time (the
+    backward direction on each row reversed within its length). Why not packed sequences,
+    the textbook way: on the CPU, PyTorch's packed RNN narrows the packed input once a time
+    step, and each narrow's backward writes a zero tensor the size of the whole input, so a
+    training step costs O(B L^2) (pytorch/pytorch#149194). On fdu_mtl/dvd a packed LSTM's
+    step took 14x the same batch's with no padding; a packed run gave every LSTM baseline a
+    slower epoch than its network costs. The two paths give the same values up to float32
+    rounding (tests/test_models.py). Other modules (``proj_size``, dynamically quantized
+    ones) and traced or exported graphs still run packed.
     """
     if not rnn.batch_first:
         raise ConfigError(f"{type(rnn).__name__} must be built with batch_first=True for masked_rnn")
-    lengths = mask.bool().sum(dim=1).clamp_min(1).cpu()
-    packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
+    lengths = mask.bool().sum(dim=1).clamp_min(1)
+    if type(rnn) in (nn.LSTM, nn.GRU) and not rnn.proj_size and not _tracing():
+        return _unpacked_rnn(rnn, inputs, lengths)
+    packed = pack_padded_sequence(inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
     outputs, final = rnn(packed)
     outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=inputs.size(1))
-    return outputs, final
+    return outputs, final[0] if isinstance(final, tuple) else final
+
+
+def _tracing() -> bool:
+    return torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
+
+
+def _unpacked_rnn(rnn: nn.RNNBase, inputs: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+    """``masked_rnn`` for an ``nn.LSTM`` / ``nn.GRU``: each layer and direction is one call of
+    the kernel ``rnn.forward`` calls (``torch._VF.lstm`` / ``gru``, which ``torch.nn`` offers no
+    public per-direction form of) on the module's own parameters."""
+    is_lstm = isinstance(rnn, nn.LSTM)
+    kernel = torch._VF.lstm if is_lstm else torch._VF.gru
+    names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh") if rnn.bias else ("weight_ih", "weight_hh")
+    batch, length = inputs.shape[:2]
+    steps = torch.arange(length, device=inputs.device)
+    real = steps.unsqueeze(0) < lengths.unsqueeze(1)
+    # Reverses each row's real steps and leaves its padding where it is; its own inverse.
+    flip = torch.where(real, lengths.unsqueeze(1) - 1 - steps, steps)
+    ends = (lengths - 1).to(inputs.device)
+    rows = torch.arange(batch, device=inputs.device)
+    directions = 2 if rnn.bidirectional else 1
+    layer_input, finals = inputs, []
+    for layer in range(rnn.num_layers):
+        outputs = []
+        for direction in range(directions):
+            suffix = f"_l{layer}" + ("_reverse" if direction else "")
+            weights = [getattr(rnn, name + suffix) for name in names]
+            steps_in = _gather_steps(layer_input, flip) if direction else layer_input
+            start = steps_in.new_zeros(1, batch, rnn.hidden_size)
+            out = kernel(steps_in, (start, start) if is_lstm else start, weights, rnn.bias, 1, 0.0,
+                         rnn.training, False, True)[0]
+            # Forward: the state after the last real step; reversed: after step 0.
+            finals.append(out[rows, ends])
+            outputs.append(_gather_steps(out, flip) if direction else out)
+        layer_output = (torch.cat(outputs, dim=-1) if directions == 2 else outputs[0]) * real.unsqueeze(-1)
+        if layer < rnn.num_layers - 1 and rnn.dropout:
+            layer_output = F.dropout(layer_output, rnn.dropout, rnn.training)
+        layer_input = layer_output
+    return layer_input, torch.stack(finals)
+
+
+def _gather_steps(values: Tensor, order: Tensor) -> Tensor:
+    # values [B, L, D] read at steps order [B, L]: out[b, t] = values[b, order[b, t]]
+    return values.gather(1, order.unsqueeze(-1).expand(-1, -1, values.size(-1)))
 
 
 def sinusoidal_encoding(length: int, dim: int) -> Tensor:

@@ -5,8 +5,8 @@ al. 2018 ([16], S-LSTM paper: BiLSTM, stacked BiLSTM) and states no size or reci
 so the choices here are ours and the same for all four:
 
 - word vectors -> an LSTM (Hochreiter & Schmidhuber 1997) read by true length with
-  ``layers.masked_rnn`` (packed sequences, so padding never enters a state and the backward
-  direction starts at each document's last real word) -> a document vector -> dropout ->
+  ``layers.masked_rnn`` (padding never enters a state, and the backward direction starts at
+  each document's last real word) -> a document vector -> dropout ->
   a softmax layer;
 - the document vector is the **last hidden state** (``pooling="last"``): ``h_m`` of the top
   layer, and for a BiLSTM ``[h_m(forward); h_1(backward)]``, both directions' final states.
@@ -89,7 +89,7 @@ class LSTMClassifier(TextModel):
 
     def forward(self, batch: dict[str, Tensor]) -> Output:
         mask = batch["mask"].bool()
-        outputs, (h_n, _) = masked_rnn(self.rnn, self.embedding(batch["input_ids"]), mask)
+        outputs, h_n = masked_rnn(self.rnn, self.embedding(batch["input_ids"]), mask)
         if self.pooling == "last" and torch.jit.is_tracing():
             # The ONNX exporter fails on h_n of a packed LSTM; the same values, read from the
             # outputs: forward at each document's last real step, backward at step 0.
