@@ -1,7 +1,7 @@
 """Seconds of one training epoch (and one dev pass) of each neural entry of a benchmark suite.
 
     OMP_NUM_THREADS=1 python benchmarks/time_epochs.py --suite benchmarks/suites/cspan_full.toml
-        [--batches 30] [--only <entry id substring> ...] [--merge]
+        [--batches 30] [--only <entry id substring> ...] [--exact] [--merge]
         [--output benchmarks/results/epoch_times/<suite>.json]
 
 Sizes a full-tier suite before it runs. For each distinct (dataset, model, overrides) of the
@@ -39,15 +39,16 @@ import torch
 LEGACY_HEADER = "file_header_before_rows_had_machines"
 
 
-def _entry_rows(suite, only: list[str]) -> list:
-    """One entry per distinct (dataset, model, overrides, max_per_split) among the neural ones."""
+def _entry_rows(suite, only: list[str], exact: bool = False) -> list:
+    """One entry per distinct (dataset, model, overrides, max_per_split) among the neural ones;
+    with ``only``, those whose id contains one of its strings (``exact``: equals one)."""
     from textcls.benchmark.peers import PEERS
     from textcls.benchmark.progress import entry_settings
     from textcls.models.registry import get_preset
 
     seen, rows = set(), []
     for entry in suite.entries:
-        if only and not any(o in entry.id for o in only):
+        if only and not any(o == entry.id if exact else o in entry.id for o in only):
             continue
         if entry.model in PEERS or get_preset(entry.model).kind != "neural":  # TF-IDF fits once, no epochs
             continue
@@ -163,16 +164,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", required=True)
     parser.add_argument("--batches", type=int, default=30, help="training batches timed per entry (after one warm-up)")
     parser.add_argument("--only", nargs="*", default=[], help="substrings of the entry ids to time")
+    parser.add_argument("--exact", action="store_true",
+                        help="--only names whole entry ids (fdu_mtl/dvd:fcsr, not fdu_mtl/dvd:fcsr-rerun too)")
     parser.add_argument("--output", help="JSON to write (default benchmarks/results/epoch_times/<suite>.json)")
     parser.add_argument("--merge", action="store_true",
                         help="keep the rows of an existing --output for the entries this run does not time")
     args = parser.parse_args(argv)
     suite = load_suite(args.suite)
     output = Path(args.output or f"benchmarks/results/epoch_times/{suite.name}.json")
-    rows = _kept_rows(output, suite, args.only) if args.merge else []
+    rows = _kept_rows(output, suite, args.only, args.exact) if args.merge else []
     command = ["python", "benchmarks/time_epochs.py"] + (sys.argv[1:] if argv is None else argv)
     timed_on = {"command": shlex.join(command), "machine": machine_info(), "threads": torch.get_num_threads()}
-    entries = sorted(_entry_rows(suite, args.only), key=lambda e: (e.dataset, e.max_per_split or 0))
+    entries = sorted(_entry_rows(suite, args.only, args.exact), key=lambda e: (e.dataset, e.max_per_split or 0))
     for entry in entries:
         load_before = os.getloadavg()
         row = time_entry(entry, default_data_dir(), args.batches)
@@ -186,13 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _kept_rows(output: Path, suite, only: list[str]) -> list[dict]:
+def _kept_rows(output: Path, suite, only: list[str], exact: bool) -> list[dict]:
     """The rows of an earlier run's JSON whose entries this run does not time again, each with
     the command, machine and load it was timed under."""
     if not output.is_file():
         return []
     earlier = json.loads(output.read_text())
-    retimed = {entry.id for entry in _entry_rows(suite, only)}
+    retimed = {entry.id for entry in _entry_rows(suite, only, exact)}
     # Files written before rows carried their machine had one header for all rows: the machine
     # and load of their last command only, so a row keeps that header whole rather than claim it.
     # (A row merged before keeps the header it was given then.)

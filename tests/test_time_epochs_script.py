@@ -43,3 +43,20 @@ def test_rows_extrapolate_to_the_epoch_and_keep_their_own_machine_across_merges(
                         "--output", str(output)]) == 0
     again = {row["entry"]: row for row in json.loads(output.read_text())["rows"]}
     assert again == rows
+
+
+def test_exact_only_names_whole_entry_ids(tmp_path):
+    suite_file = tmp_path / "toy.toml"
+    suite_file.write_text('[suite]\nname = "toy"\ndescription = "t"\n[defaults]\nmax_per_split = 200\n'
+                          '[[entry]]\ndataset = "trec"\nmodel = "kim-cnn-rand"\n'
+                          '[[entry]]\ndataset = "trec"\nmodel = "kim-cnn-rand"\nname = "kim-cnn-rand-rerun"\n'
+                          '[[entry]]\ndataset = "trec"\nmodel = "kim-cnn-rand"\nname = "kim-cnn-rand-wide"\n'
+                          'overrides = { num_filters = 50 }\n', encoding="utf-8")
+    from textcls.benchmark.runner import load_suite
+
+    script = load_benchmark_script("time_epochs")
+    suite = load_suite(str(suite_file))
+    # A substring also picks the wider variant; --exact only the entry named.
+    assert [e.id for e in script._entry_rows(suite, ["trec:kim-cnn-rand"])] == ["trec:kim-cnn-rand", "trec:kim-cnn-rand-wide"]
+    assert [e.id for e in script._entry_rows(suite, ["trec:kim-cnn-rand-wide"], exact=True)] == ["trec:kim-cnn-rand-wide"]
+    assert script._entry_rows(suite, ["trec:kim-cnn"], exact=True) == []
