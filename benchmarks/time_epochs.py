@@ -157,7 +157,7 @@ def time_entry(entry, data_dir, batches: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from textcls.benchmark.runner import load_suite
-    from textcls.benchmark.system import machine_info
+    from textcls.benchmark.system import git_info, machine_info
     from textcls.data.loaders import data_dir as default_data_dir
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     output = Path(args.output or f"benchmarks/results/epoch_times/{suite.name}.json")
     rows = _kept_rows(output, suite, args.only, args.exact) if args.merge else []
     command = ["python", "benchmarks/time_epochs.py"] + (sys.argv[1:] if argv is None else argv)
-    timed_on = {"command": shlex.join(command), "machine": machine_info(), "threads": torch.get_num_threads()}
+    timed_on = {"command": shlex.join(command), "machine": machine_info(), "git": git_info(),
+                "threads": torch.get_num_threads()}
     entries = sorted(_entry_rows(suite, args.only, args.exact), key=lambda e: (e.dataset, e.max_per_split or 0))
     for entry in entries:
         load_before = os.getloadavg()

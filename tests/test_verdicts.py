@@ -612,3 +612,32 @@ def test_the_paper_summary_counts_each_verdict_per_paper(tmp_path):
     plain = tmp_path / "PLAIN.md"
     plain.write_text("no block\n", encoding="utf-8")
     assert not update_readme_summary(plain, verdicts) and plain.read_text(encoding="utf-8") == "no block\n"
+
+
+def test_a_time_claim_reads_the_epochs_that_time_epochs_py_timed_in_one_process(tmp_path):
+    """`epoch_times/<file>` as a claim's suite: each row of a benchmarks/time_epochs.py JSON is
+    one run (seed 0) whose epoch_seconds is the row's CPU seconds, paired over the datasets,
+    and the rerun command is the script's own."""
+    out = tmp_path / "results"
+    (out / "epoch_times").mkdir(parents=True)
+    datasets = [f"fdu_mtl/d{i}" for i in range(5)]
+    command = "python benchmarks/time_epochs.py --suite s.toml --exact --only ..."
+    machine = {"cpu_model": "Toy CPU", "cpu_generation": "Toy 1 2"}
+    rows = []
+    for i, d in enumerate(datasets):
+        # The LSTM's epoch is the shorter on every dataset, by 2x give or take.
+        for model, seconds in (("fcsr", 4.0 + i), ("lstm", (4.0 + i) / (2.0 + 0.1 * i))):
+            rows.append({"entry": f"{d}:{model}", "dataset": d, "model": model, "overrides": {},
+                         "max_per_split": None, "train_epoch_seconds": seconds, "train_epoch_wall_seconds": 3 * seconds,
+                         "command": command, "machine": machine, "threads": 1,
+                         "git": {"commit": "f" * 40, "dirty": False, "changed_files": 0}})
+    (out / "epoch_times" / "toy_epochs.json").write_text(json.dumps({"suite": "toy", "rows": rows}), encoding="utf-8")
+    claim = _claim(suites=["epoch_times/toy_epochs"], unit="dataset", pairs=[["fcsr", "lstm"]], datasets=datasets,
+                   metric="epoch_seconds", better="lower", log=True)
+    v = _one(out, claim)
+    # FCSR is claimed faster; it is about twice as slow on each of the 5 datasets.
+    assert v.verdict == CONTRADICTED and v.p is not None and v.p < 0.001
+    assert v.suite == "epoch_times/toy_epochs" and v.command == command
+    assert "n=5" in v.test and "over datasets" in v.test
+    assert v.evidence[0].startswith("`epoch_times/toy_epochs.json` run at commit ffffffffff")
+    assert "seconds of the 10 runs timed on Toy CPU" in v.evidence[1]

@@ -237,8 +237,38 @@ class _Results:
     def get(self, name: str) -> dict | None:
         if name not in self._cache:
             path = self.dir / f"{name}.json"
-            self._cache[name] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            if data is not None and name.startswith(EPOCH_TIMES + "/"):
+                data = epoch_times_report(data)
+            self._cache[name] = data
         return self._cache[name]
+
+
+# A claim's "suite" under this folder of the results is a benchmarks/time_epochs.py JSON.
+EPOCH_TIMES = "epoch_times"
+# In-memory only: the command that remade a report that no `textcls benchmark` wrote.
+RERUN_COMMAND = "rerun_command"
+
+
+def epoch_times_report(data: dict) -> dict:
+    """A ``benchmarks/time_epochs.py`` JSON read as a suite report: one run (seed 0) a row, whose
+    ``epoch_seconds`` is the row's CPU seconds of one training epoch. A time claim can then read
+    epochs that one process timed one after another on one machine, a ratio within one run,
+    rather than the wall seconds of runs made apart (a claim's ``suites`` names it as
+    ``epoch_times/<file>``). CPU seconds need no share of a core: the run records none."""
+    entries = []
+    for row in data.get("rows", []):
+        machine = row.get("machine") or {}
+        run = {"seed": 0, "status": "ok", "device": "cpu", "epoch_seconds": row.get("train_epoch_seconds"),
+               "cpu_model": machine.get("cpu_model"), "cpu_generation": machine.get("cpu_generation"),
+               "threads": row.get("threads")}
+        entries.append({"id": row["entry"], "name": row["entry"].split(":", 1)[1], "model": row.get("model"),
+                        "dataset": row.get("dataset"), "overrides": row.get("overrides"),
+                        "max_per_split": row.get("max_per_split"), "status": "ok", "runs": [run]})
+    commands = sorted({row["command"] for row in data.get("rows", []) if row.get("command")})
+    commits = {json.dumps(row.get("git") or {}, sort_keys=True) for row in data.get("rows", [])}
+    return {"suite": data.get("suite"), "entries": entries, "git": json.loads(commits.pop()) if len(commits) == 1 else {},
+            RERUN_COMMAND: " ; ".join(commands) or None}
 
 
 @dataclass
@@ -667,7 +697,7 @@ def _evaluate(ctx: _Context, claim: Claim) -> Verdict:
     verdict = {"within": _within, **_SEED_TESTS}[claim.kind](
         claim, result, datasets)
     verdict.suite = suite
-    verdict.command = ctx.command(suite)
+    verdict.command = result.get(RERUN_COMMAND) or ctx.command(suite)
     if len(datasets) > 1:
         names = [f"{n} on {len(datasets)} datasets" for n in claim.entry_names()]
     else:

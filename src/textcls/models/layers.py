@@ -152,7 +152,7 @@ def masked_rnn(rnn: nn.RNNBase, inputs: Tensor, mask: Tensor) -> tuple[Tensor, T
     if not rnn.batch_first:
         raise ConfigError(f"{type(rnn).__name__} must be built with batch_first=True for masked_rnn")
     lengths = mask.bool().sum(dim=1).clamp_min(1)
-    if type(rnn) in (nn.LSTM, nn.GRU) and not rnn.proj_size and not _tracing():
+    if _runs_unpacked(rnn):
         return _unpacked_rnn(rnn, inputs, lengths)
     packed = pack_padded_sequence(inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
     outputs, final = rnn(packed)
@@ -160,8 +160,10 @@ def masked_rnn(rnn: nn.RNNBase, inputs: Tensor, mask: Tensor) -> tuple[Tensor, T
     return outputs, final[0] if isinstance(final, tuple) else final
 
 
-def _tracing() -> bool:
-    return torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
+def _runs_unpacked(rnn: nn.RNNBase) -> bool:
+    # benchmarks/rnn_packing.py turns this off to time the packed path beside it.
+    tracing = torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
+    return type(rnn) in (nn.LSTM, nn.GRU) and not rnn.proj_size and not tracing
 
 
 def _unpacked_rnn(rnn: nn.RNNBase, inputs: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
