@@ -115,8 +115,9 @@ def test_masked_rnn_reads_each_document_to_its_true_end():
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 @pytest.mark.parametrize("layers,bidirectional", [(1, False), (1, True), (2, False), (2, True)])
 def test_masked_rnn_unpacked_path_matches_packed_sequences(cell, layers, bidirectional):
-    """The unpacked path (per layer and direction, reversed within each row's length) gives the
-    values and gradients of PyTorch's packed sequences, the reference reading."""
+    """The LSTM's unpacked path (per layer and direction, reversed within each row's length)
+    gives the values and gradients of PyTorch's packed sequences, the reference reading (a GRU
+    is packed either way)."""
     from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
     torch.manual_seed(0)

@@ -525,6 +525,17 @@ def test_every_claim_names_suites_that_exist_or_says_why_it_cannot_be_tested():
             assert names - {None} <= timed, f"{claim.id}: {sorted(names - {None} - timed)} not in {path.name}"
             continue
         assert claim.suites, claim.id
+        timings = [s for s in claim.suites if s.startswith("epoch_times/")]
+        for timing in timings:  # a time_epochs.py JSON of an existing suite, timing every model named
+            path = RESULTS / f"{timing}.json"
+            assert path.is_file(), f"{claim.id}: no {path}"
+            data = json.loads(path.read_text())
+            assert data["suite"] in existing, f"{claim.id}: {path.name} times {data['suite']}, no suite file"
+            timed = {(row["entry"].split(":", 1)[1], row["dataset"]) for row in data["rows"]}
+            needed = {(n, d) for n in claim.entry_names() for d in claim.datasets}
+            assert needed <= timed, f"{claim.id}: {sorted(needed - timed)[:3]} not in {path.name}"
+        if timings == claim.suites:
+            continue
         unknown = [s for s in claim.suites if s not in existing and s not in planned]
         assert not unknown, f"{claim.id}: suites {unknown} are neither in benchmarks/suites nor planned"
         real = [s for s in claim.suites if s in existing]

@@ -12,7 +12,7 @@ Document Classification" (Findings of EMNLP 2020). Section 2, equation by equati
 - (14)-(16) a softmax classifier ``softmax(W_o F~ + b_o)`` trained with the negative
   log-likelihood (the engine's cross-entropy on the logits).
 
-Padding is masked in both self-attentions (keys), in the Bi-LSTM (packed by true length) and in
+Padding is masked in both self-attentions (keys), in the Bi-LSTM (read by true length, ``layers.masked_rnn``) and in
 the pooling, so a padded batch gives each document the logits it gets alone. Training uses the
 fused attention kernel (``masked_attention``); in eval mode the explicit weights are computed and
 returned in ``Output.attentions``: ``"semantic"`` (eq. 4, ``[B, L, L]``), ``"positional"``

@@ -17,8 +17,8 @@ same recipe and text normalisation as HCAN (Adam 2e-5, betas 0.9 / 0.99; see ``h
 Yang trained with SGD (momentum 0.9) on batches of 64; the HCAN paper trains every deep model
 alike, and so do we. No dropout: Yang's paper and the HCAN authors' HAN use none.
 
-Padding: only real sentences go through the word level, each GRU is packed by true length
-(the backward direction starts at each sentence's last real word), and padded words and
+Padding: only real sentences go through the word level, each GRU reads by true length
+(``layers.masked_rnn``: the backward direction starts at each sentence's last real word), and padded words and
 sentences get attention weight 0, so a padded batch gives each document's own logits.
 ``han-cpu`` is the CPU-sized twin for benchmarks (GloVe 6B 50-d instead of corpus-trained
 Word2Vec, the CPU caps and recipe of ``hcan-cpu``); the GRU and attention keep the paper's sizes.

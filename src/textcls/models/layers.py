@@ -139,47 +139,47 @@ def masked_rnn(rnn: nn.RNNBase, inputs: Tensor, mask: Tensor) -> tuple[Tensor, T
     direction's state at the document's end (forward: its last real step; backward: step 0),
     in the module's row order. An empty row is read as one PAD step.
 
-    A plain ``nn.LSTM`` / ``nn.GRU`` runs unpacked, one direction of one layer at a time (the
-    backward direction on each row reversed within its length). Why not packed sequences,
-    the textbook way: on the CPU, PyTorch's packed RNN narrows the packed input once a time
-    step, and each narrow's backward writes a zero tensor the size of the whole input, so a
-    training step costs O(B L^2) (pytorch/pytorch#149194). On fdu_mtl/dvd a packed LSTM's
-    step took 14x the same batch's with no padding; a packed run gave every LSTM baseline a
-    slower epoch than its network costs. The two paths give the same values up to float32
-    rounding (tests/test_models.py). Other modules (``proj_size``, dynamically quantized
-    ones) and traced or exported graphs still run packed.
+    A plain ``nn.LSTM`` on the CPU runs unpacked, one direction of one layer at a time (the
+    backward direction on each row reversed within its length); everything else is packed
+    (``pack_padded_sequence``). Why not pack the LSTM too, the textbook way: on the CPU,
+    PyTorch's packed RNN narrows the packed input once a time step, and each narrow's backward
+    writes a zero tensor the size of the whole input, so a training step costs O(B L^2)
+    (pytorch/pytorch#149194), while the unpacked LSTM runs the fused oneDNN kernel.
+    ``benchmarks/rnn_packing.py`` measured a packed LSTM epoch at 3.6x the unpacked one on
+    fdu_mtl/apparel, 16.6x on imdb, CSPAN's Bi-LSTM at 2.2x on 20news; the two paths give the
+    same values up to float32 rounding (tests/test_models.py). A GRU has no fused CPU kernel:
+    unpacked, HAN's took 1.0x (fdu_mtl/books) and 1.4x (20news) their packed time, so GRUs stay
+    packed. So do ``proj_size`` LSTMs, dynamically quantised ones, traced or exported graphs, and
+    GPUs (cuDNN reads packed batches itself; not measured here).
     """
     if not rnn.batch_first:
         raise ConfigError(f"{type(rnn).__name__} must be built with batch_first=True for masked_rnn")
     lengths = mask.bool().sum(dim=1).clamp_min(1)
-    if _runs_unpacked(rnn):
-        return _unpacked_rnn(rnn, inputs, lengths)
+    if _runs_unpacked(rnn, inputs):
+        return _unpacked_lstm(rnn, inputs, lengths)
     packed = pack_padded_sequence(inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
     outputs, final = rnn(packed)
     outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=inputs.size(1))
     return outputs, final[0] if isinstance(final, tuple) else final
 
 
-def _runs_unpacked(rnn: nn.RNNBase) -> bool:
+def _runs_unpacked(rnn: nn.RNNBase, inputs: Tensor) -> bool:
     # benchmarks/rnn_packing.py turns this off to time the packed path beside it.
     tracing = torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
-    return type(rnn) in (nn.LSTM, nn.GRU) and not rnn.proj_size and not tracing
+    return type(rnn) is nn.LSTM and not rnn.proj_size and inputs.device.type == "cpu" and not tracing
 
 
-def _unpacked_rnn(rnn: nn.RNNBase, inputs: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
-    """``masked_rnn`` for an ``nn.LSTM`` / ``nn.GRU``: each layer and direction is one call of
-    the kernel ``rnn.forward`` calls (``torch._VF.lstm`` / ``gru``, which ``torch.nn`` offers no
-    public per-direction form of) on the module's own parameters."""
-    is_lstm = isinstance(rnn, nn.LSTM)
-    kernel = torch._VF.lstm if is_lstm else torch._VF.gru
+def _unpacked_lstm(rnn: nn.LSTM, inputs: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+    """``masked_rnn`` for an ``nn.LSTM``: each layer and direction is one call of the kernel
+    ``nn.LSTM.forward`` calls (``torch._VF.lstm``, of which ``torch.nn`` offers no public
+    per-direction form) on the module's own parameters."""
     names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh") if rnn.bias else ("weight_ih", "weight_hh")
     batch, length = inputs.shape[:2]
     steps = torch.arange(length, device=inputs.device)
     real = steps.unsqueeze(0) < lengths.unsqueeze(1)
     # Reverses each row's real steps and leaves its padding where it is; its own inverse.
     flip = torch.where(real, lengths.unsqueeze(1) - 1 - steps, steps)
-    ends = (lengths - 1).to(inputs.device)
-    rows = torch.arange(batch, device=inputs.device)
+    ends, rows = lengths - 1, torch.arange(batch, device=inputs.device)
     directions = 2 if rnn.bidirectional else 1
     layer_input, finals = inputs, []
     for layer in range(rnn.num_layers):
@@ -189,8 +189,7 @@ def _unpacked_rnn(rnn: nn.RNNBase, inputs: Tensor, lengths: Tensor) -> tuple[Ten
             weights = [getattr(rnn, name + suffix) for name in names]
             steps_in = _gather_steps(layer_input, flip) if direction else layer_input
             start = steps_in.new_zeros(1, batch, rnn.hidden_size)
-            out = kernel(steps_in, (start, start) if is_lstm else start, weights, rnn.bias, 1, 0.0,
-                         rnn.training, False, True)[0]
+            out = torch._VF.lstm(steps_in, (start, start), weights, rnn.bias, 1, 0.0, rnn.training, False, True)[0]
             # Forward: the state after the last real step; reversed: after step 0.
             finals.append(out[rows, ends])
             outputs.append(_gather_steps(out, flip) if direction else out)
