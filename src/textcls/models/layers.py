@@ -150,7 +150,9 @@ def masked_rnn(rnn: nn.RNNBase, inputs: Tensor, mask: Tensor) -> tuple[Tensor, T
     same values up to float32 rounding (tests/test_models.py). A GRU has no fused CPU kernel:
     unpacked, HAN's took 1.0x (fdu_mtl/books) and 1.4x (20news) their packed time, so GRUs stay
     packed. So do ``proj_size`` LSTMs, dynamically quantised ones, traced or exported graphs, and
-    GPUs (cuDNN reads packed batches itself; not measured here).
+    GPUs (cuDNN reads packed batches itself; not measured here). Under bf16 autocast
+    (``precision="bf16"``) the unpacked LSTM runs in bf16, as autocast lowers oneDNN's RNN layer;
+    the packed one ran in fp32.
     """
     if not rnn.batch_first:
         raise ConfigError(f"{type(rnn).__name__} must be built with batch_first=True for masked_rnn")
