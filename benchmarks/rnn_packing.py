@@ -22,6 +22,7 @@ direction at a time, unpacked, because PyTorch's packed backward on the CPU cost
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import sys
 import time
@@ -46,32 +47,32 @@ def time_entry(entry, data_dir, batches: int) -> dict:
     copies = {"packed": model, "unpacked": copy.deepcopy(model)}
     optimizers = {path: build_optimizer(m, recipe) for path, m in copies.items()}
 
-    def run(path: str, fn, *args):
-        if path == "packed":
-            with mock.patch.object(layers, "_runs_unpacked", return_value=False):
-                return fn(*args)
-        return fn(*args)
+    def on(path: str):
+        packed = mock.patch.object(layers, "_runs_unpacked", return_value=False)
+        return packed if path == "packed" else contextlib.nullcontext()
 
     def step(path: str, batch) -> None:
         net, optimizer = copies[path], optimizers[path]
-        logits = net(batch).logits.float()
-        loss = criterion(logits, batch["labels"].float() if multi_label else batch["labels"])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        with on(path):
+            logits = net(batch).logits.float()
+            loss = criterion(logits, batch["labels"].float() if multi_label else batch["labels"])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
         optimizer.step()
 
     loader = prepared.loader("train", recipe.batch_size, shuffle=True, seed=0)
     iterator = iter(loader)
     first = next(iterator)
-    with torch.no_grad():
-        for net in copies.values():
-            net.eval()
-        logits = {path: run(path, lambda b, n=net: n(b).logits, first) for path, net in copies.items()}
+    logits = {}
+    for path, net in copies.items():
+        net.eval()
+        with torch.no_grad(), on(path):
+            logits[path] = net(first).logits
     difference = float((logits["packed"] - logits["unpacked"]).abs().max())
     for net in copies.values():
         net.train()
     for path in copies:
-        run(path, step, path, first)  # warm-up, untimed
+        step(path, first)  # warm-up, untimed
     seconds, timed = {path: 0.0 for path in copies}, 0
     for batch in iterator:
         if timed >= batches:
@@ -79,7 +80,7 @@ def time_entry(entry, data_dir, batches: int) -> dict:
         order = list(copies) if timed % 2 == 0 else list(copies)[::-1]
         for path in order:
             start = time.process_time()
-            run(path, step, path, batch)
+            step(path, batch)
             seconds[path] += time.process_time() - start
         timed += 1
     scale = len(loader) / max(timed, 1)
