@@ -40,25 +40,20 @@ from textcls.benchmark.report import script_header, start_script_result, write_s
 def time_entry(entry, data_dir, batches: int) -> dict:
     """Training seconds of an epoch of ``entry``'s model on the packed and the unpacked path."""
     import textcls.models.layers as layers
-    from textcls.train import build_optimizer
+    from textcls.train import build_optimizer, training_step
 
     model, prepared, recipe, sizes, multi_label = _prepared_model(entry, data_dir)
-    criterion = torch.nn.BCEWithLogitsLoss() if multi_label else torch.nn.CrossEntropyLoss()
     copies = {"packed": model, "unpacked": copy.deepcopy(model)}
-    optimizers = {path: build_optimizer(m, recipe) for path, m in copies.items()}
+    steps = {path: training_step(m, build_optimizer(m, recipe), recipe, multi_label=multi_label)
+             for path, m in copies.items()}
 
     def on(path: str):
         packed = mock.patch.object(layers, "_runs_unpacked", return_value=False)
         return packed if path == "packed" else contextlib.nullcontext()
 
     def step(path: str, batch) -> None:
-        net, optimizer = copies[path], optimizers[path]
         with on(path):
-            logits = net(batch).logits.float()
-            loss = criterion(logits, batch["labels"].float() if multi_label else batch["labels"])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-        optimizer.step()
+            steps[path](batch)
 
     loader = prepared.loader("train", recipe.batch_size, shuffle=True, seed=0)
     iterator = iter(loader)

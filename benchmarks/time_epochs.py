@@ -118,18 +118,10 @@ def time_entry(entry, data_dir, batches: int) -> dict:
     """Extrapolated seconds of one training epoch and one dev pass of ``entry`` (seed 0)."""
     from textcls.data.padding import EVAL_MAX_PIECES
     from textcls.estimators import eval_batch
-    from textcls.train import build_optimizer
+    from textcls.train import build_optimizer, training_step
 
     model, prepared, recipe, sizes, multi_label = _prepared_model(entry, data_dir)
-    criterion = torch.nn.BCEWithLogitsLoss() if multi_label else torch.nn.CrossEntropyLoss()
-    optimizer = build_optimizer(model, recipe)
-    target = "labels"
-
-    def train_step(batch):
-        loss = criterion(model(batch).logits.float(), batch[target].float() if multi_label else batch[target])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+    train_step = training_step(model, build_optimizer(model, recipe), recipe, multi_label=multi_label)
 
     def dev_step(batch):
         with torch.inference_mode():

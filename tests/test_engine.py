@@ -691,3 +691,50 @@ def test_dev_loss_with_class_weights_does_not_depend_on_the_batching():
         expected = float((torch.tensor(weights)[labels] * F.cross_entropy(logits, labels, reduction="none")).sum()
                          / torch.tensor(weights)[labels].sum())
     assert losses == approx32([expected] * 3, kernel=True)
+
+
+class _HookedBag(BagOfWords):
+    """BagOfWords that counts its optimiser steps and records whether its forward ran under autocast."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.hook_calls, self.autocast_seen = 0, []
+
+    def forward(self, batch):
+        self.autocast_seen.append(torch.is_autocast_enabled("cpu"))
+        return super().forward(batch)
+
+    def after_optimizer_step(self):
+        self.hook_calls += 1
+
+
+def test_training_step_leaves_the_weights_fit_leaves():
+    """The timing scripts (``textcls speed``, benchmarks/time_epochs.py and rnn_packing.py) step
+    through ``training_step``: on the same one-batch epoch from the same weights it must leave
+    the weights ``fit`` leaves, with the model's hook run once."""
+    train, dev = tiny_datasets(16, 8)
+    recipe = Recipe(epochs=1, batch_size=16, lr=0.5, optimizer="sgd")
+    torch.manual_seed(0)
+    fitted = _HookedBag(30, 2)
+    stepped = _HookedBag(30, 2)
+    stepped.load_state_dict(fitted.state_dict())
+    fit(fitted, make_loader(train, 16, shuffle=False), make_loader(dev, 64, shuffle=False), recipe, num_classes=2,
+        progress=False)
+    stepped.train()
+    step = engine.training_step(stepped, build_optimizer(stepped, recipe), recipe)
+    loss = step(next(iter(make_loader(train, 16, shuffle=False))))
+
+    assert loss.ndim == 0 and torch.isfinite(loss)
+    assert fitted.hook_calls == stepped.hook_calls == 1
+    for name, value in fitted.state_dict().items():
+        assert stepped.state_dict()[name].flatten().tolist() == approx32(value.flatten().tolist()), name
+    assert not torch.equal(stepped.out.weight, _HookedBag(30, 2).out.weight)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_training_step_runs_the_forward_in_the_recipe_precision(precision):
+    train, _ = tiny_datasets(16, 8)
+    recipe = Recipe(epochs=1, batch_size=16, precision=precision)
+    model = _HookedBag(30, 2)
+    engine.training_step(model, build_optimizer(model, recipe), recipe)(next(iter(make_loader(train, 16, shuffle=False))))
+    assert model.autocast_seen == [precision == "bf16"]

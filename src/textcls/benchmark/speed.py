@@ -69,6 +69,7 @@ def _measure(job: dict) -> dict:
     import torch
 
     from ..models.registry import create_model, get_preset
+    from ..train.engine import training_step
     from ..train.optim import build_optimizer
 
     torch.set_num_threads(job["threads"])
@@ -84,18 +85,10 @@ def _measure(job: dict) -> dict:
         embeddings = np.random.default_rng(0).normal(0, 0.3, (vocab, dim)).astype(np.float32)
         embeddings[0] = 0
     model = create_model(preset, num_classes=classes, vocab_size=vocab, embeddings=embeddings)
-    optimizer = build_optimizer(model, preset.recipe)
-    criterion = torch.nn.CrossEntropyLoss()
+    step = training_step(model, build_optimizer(model, preset.recipe), preset.recipe)
     generator = torch.Generator().manual_seed(0)
     batches = [synthetic_batch(preset, job["batch_size"], job["length"], vocab, classes,
                                job["sentence_length"], generator) for _ in range(2)]
-
-    def step(batch):
-        loss = criterion(model(batch).logits.float(), batch["labels"])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        model.after_optimizer_step()
 
     model.train()
     rss_before = system.peak_rss_mb()

@@ -9,6 +9,7 @@ _LAZY = {
     "FitResult": "engine",
     "fit": "engine",
     "predict_proba": "engine",
+    "training_step": "engine",
     "build_optimizer": "optim",
     "build_scheduler": "optim",
 }

@@ -75,7 +75,7 @@ from . import distributed
 from .checkpoint import CHECKPOINT_DIR, Position, Progress, load_checkpoint, save_checkpoint
 from .optim import EpochRate, build_optimizer, build_scheduler
 
-__all__ = ["FitResult", "fit", "predict_proba", "epoch_seed", "step_seed", "CSV_COLUMNS"]
+__all__ = ["FitResult", "fit", "predict_proba", "training_step", "epoch_seed", "step_seed", "CSV_COLUMNS"]
 
 log = logging.getLogger("textcls.train")
 
@@ -457,6 +457,23 @@ def _per_example_epoch(run: _Run, loader, lr: float) -> tuple[float, int]:
     run.model.train()
     total = run.model.per_example_epoch(loader.dataset, order, lr, run.loss_weights, run.task["multi_label"])
     return _finite(total / max(len(order), 1), run.recipe), len(order)
+
+
+def training_step(model, optimizer, recipe: Recipe, *, multi_label: bool = False, device="cpu"):
+    """The step ``fit`` takes on each training batch, as a function ``step(batch) -> loss``: the
+    recipe's precision (autocast), the loss in fp32, backward, clipping, the optimiser's update
+    and the model's ``after_optimizer_step``. For scripts that time or profile training steps
+    (``textcls speed``, ``benchmarks/time_epochs.py``), so that what they time is what trains;
+    the loss is unweighted (class weights cost the same)."""
+    device = torch.device(device)
+    criterion = _make_criterion(multi_label, None, device)
+    hook = getattr(model, "after_optimizer_step", None)
+    clip_params = [p for p in model.parameters() if p.requires_grad]
+
+    def step(batch) -> torch.Tensor:
+        return _train_step(model, batch, criterion, optimizer, recipe, device, hook, clip_params)[0]
+
+    return step
 
 
 def _train_step(train_model, batch, criterion, optimizer, recipe, device, hook, clip_params):
