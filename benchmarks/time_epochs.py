@@ -114,6 +114,101 @@ def _time_batches(loader, batches: int, step) -> tuple[float, float, int, int]:
     return time.process_time() - cpu, time.perf_counter() - wall, timed, total
 
 
+def time_ways(entry, data_dir, batches: int, ways: dict) -> dict:
+    """Training seconds of an epoch of ``entry``'s model (seed 0) done several ways on the same
+    batches: ``ways`` maps a name to a factory of the context manager its steps run in (a patch of
+    the code path being compared).
+
+    Each way trains its own copy of the one model (the same weights) with the recipe's optimiser
+    through ``training_step``. Before any step, each way's logits on the first batch are taken
+    (eval mode, inside its context). Then every batch of the shuffled, length-bucketed loader is one
+    step of each copy, taking turns which goes first, after one untimed warm-up step each, with
+    torch's generator seeded from the step number before every step, so the copies draw the same
+    dropout masks: what differs between their weights at the end is the ways' arithmetic alone.
+    CPU seconds of the process (one thread), extrapolated to the epoch. Returns the entry's sizes,
+    ``epoch_seconds`` by way, and the largest absolute differences from the first way in logits
+    (before training) and in weights (after the timed steps)."""
+    import copy
+
+    from textcls.train import build_optimizer, training_step
+
+    model, prepared, recipe, sizes, multi_label = _prepared_model(entry, data_dir)
+    names = list(ways)
+    copies = {name: model if i == 0 else copy.deepcopy(model) for i, name in enumerate(names)}
+    steps = {name: training_step(net, build_optimizer(net, recipe), recipe, multi_label=multi_label)
+             for name, net in copies.items()}
+
+    def step(name: str, batch, number: int) -> None:
+        torch.manual_seed(number)
+        with ways[name]():
+            steps[name](batch)
+
+    loader = prepared.loader("train", recipe.batch_size, shuffle=True, seed=0)
+    iterator = iter(loader)
+    first = next(iterator)
+    logits = {}
+    for name, net in copies.items():
+        net.eval()
+        with torch.no_grad(), ways[name]():
+            logits[name] = net(first).logits
+        net.train()
+    for name in names:
+        step(name, first, 0)  # warm-up, untimed
+    seconds, timed = dict.fromkeys(names, 0.0), 0
+    for batch in iterator:
+        if timed >= batches:
+            break
+        for name in names if timed % 2 == 0 else names[::-1]:
+            start = time.process_time()
+            step(name, batch, timed + 1)
+            seconds[name] += time.process_time() - start
+        timed += 1
+    scale = len(loader) / max(timed, 1)
+    base = names[0]
+
+    def largest_weight_difference(net) -> float:
+        pairs = zip(copies[base].state_dict().values(), net.state_dict().values())
+        return max((float((a.float() - b.float()).abs().max()) for a, b in pairs if a.numel()), default=0.0)
+
+    return {"entry": entry.id, "model": entry.model, "documents": sizes, "batch_size": recipe.batch_size,
+            "train_batches": len(loader), "train_batches_timed": timed,
+            "epoch_seconds": {name: value * scale for name, value in seconds.items()},
+            "largest_logit_difference": {name: float((logits[name] - logits[base]).abs().max()) for name in names[1:]},
+            "largest_weight_difference": {name: largest_weight_difference(copies[name]) for name in names[1:]}}
+
+
+def compare_ways_main(argv, script: str, doc: str, default_output: str, time_entry, markdown, summary) -> int:
+    """The command line of a script that times an epoch several ways (``time_ways``):
+    ``--suite``, whole ``--entries`` ids, ``--batches`` and ``--output``; one row per entry from
+    ``time_entry(entry, data_dir, batches)``, the JSON and Markdown (``markdown(result)``)
+    rewritten after each, and ``summary(row)`` printed. A misspelt id: one line, exit 2."""
+    from textcls.benchmark.report import start_script_result, write_script_result
+    from textcls.benchmark.runner import load_suite
+    from textcls.data.loaders import data_dir
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--suite", required=True)
+    parser.add_argument("--entries", nargs="+", required=True, help="whole entry ids of the suite")
+    parser.add_argument("--batches", type=int, default=30, help="training batches timed per way")
+    parser.add_argument("--output", default=default_output)
+    args = parser.parse_args(argv)
+    suite = load_suite(args.suite)
+    by_id = {entry.id: entry for entry in suite.entries}
+    unknown = [e for e in args.entries if e not in by_id]
+    if unknown:
+        print(f"error: {args.suite} has no entry {unknown[0]!r}; give whole ids such as {suite.entries[0].id!r}",
+              file=sys.stderr)
+        return 2
+    result = start_script_result(script, sys.argv[1:] if argv is None else argv, suite=suite.name,
+                                 batches=args.batches)
+    for entry_id in args.entries:
+        row = time_entry(by_id[entry_id], data_dir(), args.batches)
+        result["runs"][entry_id] = row
+        write_script_result(args.output, result, markdown)
+        print(summary(row), flush=True)
+    return 0
+
+
 def time_entry(entry, data_dir, batches: int) -> dict:
     """Extrapolated seconds of one training epoch and one dev pass of ``entry`` (seed 0)."""
     from textcls.data.padding import EVAL_MAX_PIECES

@@ -28,7 +28,7 @@ Two parts, both at one thread, in one process (issue 17):
    ``kim-cnn-static`` and ``kim-cnn-nonstatic`` in fp32 and under bf16 autocast (the recipe's
    ``precision``): the FLOPs of one step's forward and backward on a real MR training batch at
    the preset's batch size (``torch.utils.flop_counter.FlopCounterMode``), the median time of
-   ``--steps`` whole steps on that batch (the engine's ``_train_step``: forward, loss, backward,
+   ``--steps`` whole steps on that batch (the engine's ``training_step``: forward, loss, backward,
    optimiser step, the model's hook) after ``--warmup``, and the single-thread peak of
    ``torch.mm`` on large square matrices in the same dtype, measured just before each preset.
    A torch profile of 10 steps gives where the rest of the step goes.
@@ -63,7 +63,7 @@ from textcls.data.prepare import label_targets, prepare, resolve_recipe
 from textcls.data.splits import ensure_dev, subsample
 from textcls.hardware import NATIVE_BF16_FLAGS
 from textcls.models.registry import create_model, get_preset
-from textcls.train import engine
+from textcls.train import engine, training_step
 from textcls.train.optim import build_optimizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -181,13 +181,11 @@ class _CnnStep:
         loss_weights = engine._loss_weights(recipe, False, prepared.num_classes, prepared.class_counts(), loader)
         self.criterion = engine._make_criterion(False, loss_weights, self.device)
         self.optimizer = build_optimizer(self.model, recipe)
-        self.hook = getattr(self.model, "after_optimizer_step", None)
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self._step = training_step(self.model, self.optimizer, recipe, device=self.device, loss_weights=loss_weights)
         self.model.train()
 
     def step(self) -> None:
-        engine._train_step(self.model, self.batch, self.criterion, self.optimizer, self.recipe, self.device,
-                           self.hook, self.params)
+        self._step(self.batch)
 
     def flops(self) -> int:
         """FLOPs of one forward + backward (the loss in fp32, as the engine computes it)."""

@@ -738,3 +738,41 @@ def test_training_step_runs_the_forward_in_the_recipe_precision(precision):
     model = _HookedBag(30, 2)
     engine.training_step(model, build_optimizer(model, recipe), recipe)(next(iter(make_loader(train, 16, shuffle=False))))
     assert model.autocast_seen == [precision == "bf16"]
+
+
+class _DenormalProbe(_HookedBag):
+    """Records, at every forward, whether a denormal float32 (1e-39) survives a multiplication."""
+
+    def __init__(self, vocab_size, num_classes):
+        super().__init__(vocab_size, num_classes)
+        self.denormal_survived = []
+
+    def forward(self, batch):
+        self.denormal_survived.append(torch.tensor(1e-39).mul(1.0).item() != 0.0)
+        return super().forward(batch)
+
+
+def test_training_flushes_denormals_and_restores_the_mode_found():
+    """Gradients fading through time reach the denormal range, which an Intel CPU computes in
+    microcode; training steps flush them (``_denormals_flushed``), evaluation and the caller's
+    process keep their own mode."""
+    train, dev = tiny_datasets(16, 8)
+    recipe = Recipe(epochs=1, batch_size=16, lr=0.5, optimizer="sgd")
+    model = _DenormalProbe(30, 2)
+    fit(model, make_loader(train, 16, shuffle=False), make_loader(dev, 64, shuffle=False), recipe, num_classes=2,
+        progress=False)
+    # One training forward (flushed), then the dev pass (the caller's mode: denormals kept).
+    assert model.denormal_survived == [False, True]
+    assert not engine._flushing_denormals()
+
+    step = engine.training_step(model, build_optimizer(model, recipe), recipe)
+    step(next(iter(make_loader(train, 16, shuffle=False))))
+    assert model.denormal_survived[-1] is False and not engine._flushing_denormals()
+
+    # A caller who flushes already keeps flushing afterwards.
+    torch.set_flush_denormal(True)
+    try:
+        step(next(iter(make_loader(train, 16, shuffle=False))))
+        assert engine._flushing_denormals()
+    finally:
+        torch.set_flush_denormal(False)

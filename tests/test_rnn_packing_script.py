@@ -21,6 +21,8 @@ def test_both_paths_time_the_same_model_and_agree_on_its_logits(tmp_path, capsys
     assert row["packed_over_unpacked"] == row["packed_epoch_seconds"] / row["unpacked_epoch_seconds"]
     # One model, two ways of reading the padding: float32 rounding apart.
     assert row["largest_logit_difference"] < 1e-4
+    # The same batches and dropout masks on both paths: their weights part by rounding alone.
+    assert row["largest_weight_difference"] < 1e-4
     assert result["command"].startswith("OMP_NUM_THREADS=1 python benchmarks/rnn_packing.py --suite")
     assert "| `trec:bilstm` | 2 / " in (tmp_path / "packing.md").read_text()
     # A misspelt id: one line, exit 2, nothing written.
