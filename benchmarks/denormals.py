@@ -30,9 +30,7 @@ from pathlib import Path
 from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from time_epochs import compare_ways_main, time_ways  # noqa: E402  (a sibling script, not a package)
-
-from textcls.benchmark.report import script_header  # noqa: E402
+from time_epochs import compare_ways_main, time_ways, ways_report, ways_row  # noqa: E402  (a sibling script, not a package)
 
 
 def time_entry(entry, data_dir, batches: int) -> dict:
@@ -41,31 +39,11 @@ def time_entry(entry, data_dir, batches: int) -> dict:
 
     ways = {"flushed": contextlib.nullcontext,
             "kept": lambda: mock.patch.object(engine, "_denormals_flushed", contextlib.nullcontext)}
-    timed = time_ways(entry, data_dir, batches, ways)
-    epoch = timed.pop("epoch_seconds")
-    return {**{k: v for k, v in timed.items() if not k.startswith("largest")},
-            "flushed_epoch_seconds": epoch["flushed"], "kept_epoch_seconds": epoch["kept"],
-            "kept_over_flushed": epoch["kept"] / epoch["flushed"] if epoch["flushed"] > 0 else None,
-            "largest_weight_difference": timed["largest_weight_difference"]["kept"]}
+    return ways_row(time_ways(entry, data_dir, batches, ways), "kept", "flushed")
 
 
-def markdown(result: dict) -> str:
-    lines = script_header("Denormal floats flushed against kept (training epochs)", result)
-    lines += ["CPU seconds of one training epoch (extrapolated from the timed batches), the same model, batches "
-              "and dropout masks both ways; the last column is the largest difference between the two copies' "
-              "weights after the timed steps.", "",
-              "| entry | batches timed | flushed s | kept s | kept / flushed | largest weight difference |",
-              "|---|---:|---:|---:|---:|---:|"]
-    for row in result["runs"].values():
-        lines.append(f"| `{row['entry']}` | {row['train_batches_timed']} / {row['train_batches']} | "
-                     f"{row['flushed_epoch_seconds']:.1f} | {row['kept_epoch_seconds']:.1f} | "
-                     f"{row['kept_over_flushed']:.2f}x | {row['largest_weight_difference']:.1e} |")
-    return "\n".join(lines) + "\n"
-
-
-def summary(row: dict) -> str:
-    return (f"{row['entry']:<40} flushed {row['flushed_epoch_seconds']:8.1f} s  kept {row['kept_epoch_seconds']:8.1f} s"
-            f"  ({row['kept_over_flushed']:.2f}x; weights differ by {row['largest_weight_difference']:.1e})")
+markdown, summary = ways_report("Denormal floats kept against flushed (training epochs)", "kept", "flushed", "weight",
+                                "weights after the timed steps (the same dropout masks both ways)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,9 +29,7 @@ from pathlib import Path
 from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from time_epochs import compare_ways_main, time_ways  # noqa: E402  (a sibling script, not a package)
-
-from textcls.benchmark.report import script_header  # noqa: E402
+from time_epochs import compare_ways_main, time_ways, ways_report, ways_row  # noqa: E402  (a sibling script, not a package)
 
 
 def time_entry(entry, data_dir, batches: int) -> dict:
@@ -40,33 +38,12 @@ def time_entry(entry, data_dir, batches: int) -> dict:
 
     ways = {"packed": lambda: mock.patch.object(layers, "_runs_unpacked", return_value=False),
             "unpacked": contextlib.nullcontext}
-    timed = time_ways(entry, data_dir, batches, ways)
-    epoch = timed.pop("epoch_seconds")
-    return {**{k: v for k, v in timed.items() if not k.startswith("largest")},
-            "packed_epoch_seconds": epoch["packed"], "unpacked_epoch_seconds": epoch["unpacked"],
-            "packed_over_unpacked": epoch["packed"] / epoch["unpacked"] if epoch["unpacked"] > 0 else None,
-            "largest_logit_difference": timed["largest_logit_difference"]["unpacked"],
-            "largest_weight_difference": timed["largest_weight_difference"]["unpacked"]}
+    return ways_row(time_ways(entry, data_dir, batches, ways), "packed", "unpacked")
 
 
-def markdown(result: dict) -> str:
-    lines = script_header("Packed against unpacked recurrent layers (training epochs)", result)
-    lines += ["CPU seconds of one training epoch (extrapolated from the timed batches), the same model and "
-              "batches on both paths; the last column is the largest difference between the two paths' "
-              "logits on one batch before training.", "",
-              "| entry | batches timed | packed s | unpacked s | packed / unpacked | largest logit difference |",
-              "|---|---:|---:|---:|---:|---:|"]
-    for row in result["runs"].values():
-        lines.append(f"| `{row['entry']}` | {row['train_batches_timed']} / {row['train_batches']} | "
-                     f"{row['packed_epoch_seconds']:.1f} | {row['unpacked_epoch_seconds']:.1f} | "
-                     f"{row['packed_over_unpacked']:.1f}x | {row['largest_logit_difference']:.1e} |")
-    return "\n".join(lines) + "\n"
-
-
-def summary(row: dict) -> str:
-    return (f"{row['entry']:<40} packed {row['packed_epoch_seconds']:8.1f} s  unpacked "
-            f"{row['unpacked_epoch_seconds']:8.1f} s  ({row['packed_over_unpacked']:.1f}x; logits differ by "
-            f"{row['largest_logit_difference']:.1e})")
+markdown, summary = ways_report("Packed against unpacked recurrent layers (training epochs)", "packed", "unpacked",
+                                "logit", "logits on one batch before training (their weights after the timed steps "
+                                "are in the JSON)")
 
 
 def main(argv: list[str] | None = None) -> int:

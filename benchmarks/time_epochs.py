@@ -177,6 +177,44 @@ def time_ways(entry, data_dir, batches: int, ways: dict) -> dict:
             "largest_weight_difference": {name: largest_weight_difference(copies[name]) for name in names[1:]}}
 
 
+def ways_report(title: str, slow: str, fast: str, difference: str, difference_note: str):
+    """(markdown, summary) for a script that times two ways with ``time_ways``: its rows hold
+    ``<way>_epoch_seconds``, ``<slow>_over_<fast>`` and ``largest_<difference>_difference``."""
+    ratio, largest = f"{slow}_over_{fast}", f"largest_{difference}_difference"
+
+    def markdown(result: dict) -> str:
+        from textcls.benchmark.report import script_header
+
+        lines = script_header(title, result)
+        lines += [f"CPU seconds of one training epoch (extrapolated from the timed batches), the same model and "
+                  f"batches both ways; the last column is the largest difference between the two ways' "
+                  f"{difference_note}.", "",
+                  f"| entry | batches timed | {slow} s | {fast} s | {slow} / {fast} | largest {difference} difference |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for row in result["runs"].values():
+            lines.append(f"| `{row['entry']}` | {row['train_batches_timed']} / {row['train_batches']} | "
+                         f"{row[f'{slow}_epoch_seconds']:.1f} | {row[f'{fast}_epoch_seconds']:.1f} | "
+                         f"{row[ratio]:.2f}x | {row[largest]:.1e} |")
+        return "\n".join(lines) + "\n"
+
+    def summary(row: dict) -> str:
+        return (f"{row['entry']:<40} {slow} {row[f'{slow}_epoch_seconds']:8.1f} s  {fast} "
+                f"{row[f'{fast}_epoch_seconds']:8.1f} s  ({row[ratio]:.2f}x; {difference}s differ by {row[largest]:.1e})")
+
+    return markdown, summary
+
+
+def ways_row(timed: dict, slow: str, fast: str) -> dict:
+    """``time_ways``' result for two ways, flattened into one report row."""
+    epoch = timed["epoch_seconds"]
+    row = {k: v for k, v in timed.items() if k != "epoch_seconds" and not k.startswith("largest")}
+    row.update({f"{slow}_epoch_seconds": epoch[slow], f"{fast}_epoch_seconds": epoch[fast],
+                f"{slow}_over_{fast}": epoch[slow] / epoch[fast] if epoch[fast] > 0 else None})
+    # Two ways: one difference each, the second way's from the first.
+    row.update({key: next(iter(value.values())) for key, value in timed.items() if key.startswith("largest")})
+    return row
+
+
 def compare_ways_main(argv, script: str, doc: str, default_output: str, time_entry, markdown, summary) -> int:
     """The command line of a script that times an epoch several ways (``time_ways``):
     ``--suite``, whole ``--entries`` ids, ``--batches`` and ``--output``; one row per entry from

@@ -43,3 +43,23 @@ def load_benchmark_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_ways_script(tmp_path, name: str, entry: str, batches: int = 2):
+    """Run ``benchmarks/<name>.py`` (a ``time_epochs.time_ways`` comparison) on a 200-document toy
+    suite holding ``entry`` ("dataset:model"); returns (the module, its JSON result, the entry's row)."""
+    import json
+
+    dataset, model = entry.split(":")
+    suite = tmp_path / "toy.toml"
+    suite.write_text('[suite]\nname = "toy"\ndescription = "t"\n[defaults]\nmax_per_split = 200\n'
+                     f'[[entry]]\ndataset = "{dataset}"\nmodel = "{model}"\n', encoding="utf-8")
+    script = load_benchmark_script(name)
+    assert script.main(["--suite", str(suite), "--entries", entry, "--batches", str(batches),
+                        "--output", str(tmp_path / name)]) == 0
+    result = json.loads((tmp_path / f"{name}.json").read_text())
+    row = result["runs"][entry]
+    assert row["train_batches_timed"] == batches < row["train_batches"]
+    assert f"| `{entry}` | {batches} / " in (tmp_path / f"{name}.md").read_text()
+    assert result["command"].startswith(f"OMP_NUM_THREADS=1 python benchmarks/{name}.py --suite")
+    return script, result, row
