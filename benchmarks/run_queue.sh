@@ -46,6 +46,13 @@ while read -r entry seed _; do
   # mkdir is atomic: the worker that creates the lock makes the run; a lock left by a killed
   # worker is removed by hand (rmdir) before its run can be made again.
   if ! mkdir "$out.lock" 2> /dev/null; then echo "$(date -u +%FT%T) skip $entry seed $seed (running)"; continue; fi
+  # Checked again under the lock: another worker may have finished this run (report written,
+  # lock removed) between the check above and the mkdir, and its report must not be wiped.
+  if compgen -G "$out/*.json" > /dev/null; then
+    rmdir "$out.lock"
+    echo "$(date -u +%FT%T) skip $entry seed $seed (done)"
+    continue
+  fi
   rm -rf "$out"
   echo "$(date -u +%FT%T) start $entry seed $seed"
   # RUN_ARGS is split into words on purpose: it holds options.

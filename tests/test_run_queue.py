@@ -152,3 +152,30 @@ def test_gpu_workers_unpack_a_packed_bundle_under_the_root_and_read_its_datasets
     assert data_dir == str(unpacked / "datasets") and cache == str(unpacked / "cache")
     assert (unpacked / "datasets" / "trec" / "train_5500.label").read_text() == "packed"
     assert (unpacked / "cache" / "minilm-static-pca256" / "distill.json").read_text() == "packed"
+
+
+def test_a_run_another_worker_finishes_during_the_check_is_neither_wiped_nor_made_again(tmp_path):
+    """The race two workers hit: worker B finds no report, worker A then writes its report and
+    removes its lock, and B takes the lock. B must check again under the lock, and leave A's
+    report alone. A stand-in `mkdir` plays A: it writes the report just before B's lock is made."""
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    racing_mkdir = bin_dir / "mkdir"
+    racing_mkdir.write_text('#!/usr/bin/env bash\nfor a in "$@"; do case "$a" in *.lock) run=${a%.lock}; '
+                            '/bin/mkdir -p "$run"; echo \'{"by": "A"}\' > "$run/toy--only.json";; esac; done\n'
+                            'exec /bin/mkdir "$@"\n')
+    racing_mkdir.chmod(racing_mkdir.stat().st_mode | stat.S_IXUSR)
+    queue = tmp_path / "queue.txt"
+    queue.write_text("mr:fcsr 0\n")
+    root = tmp_path / "runs"
+    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(tmp_path / "calls.txt"),
+           "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(SCRIPT), "toy", str(queue), str(root)], env=env, capture_output=True,
+                          text=True, check=True)
+    assert "skip mr:fcsr seed 0 (done)" in done.stdout
+    assert not (tmp_path / "calls.txt").exists()  # not made again
+    assert (root / "mr_fcsr_s0" / "toy--only.json").read_text().strip() == '{"by": "A"}'
+    assert not (root / "mr_fcsr_s0.lock").exists()
