@@ -499,9 +499,9 @@ def _denormals_flushed():
     Intel Xeon computes on denormals in a slow microcode path. There, with denormals kept, an LSTM's
     training epoch on fdu_mtl/dvd took 4.8x its flushed time, a BiLSTM's 4.9x, the stacked BiLSTM's
     4.6x (1.8-2.3x on apparel's shorter reviews), FCSR's 1.1x, the CNN's and the Transformer's 1.0x
-    (benchmarks/denormals.py, benchmarks/results/denormals_intel.md); CSPAN's, HAN's and HCAN's,
-    whose recurrences feed attention at every position, 0.97-1.05x (denormals_intel_cspan_full.md,
-    denormals_intel_hcan_full.md). Flushing changed no weight
+    (benchmarks/denormals.py, benchmarks/results/denormals_intel.md); CSPAN's and HAN's, whose
+    recurrences feed attention at every position, and HCAN's (no recurrence) 0.97-1.05x
+    (denormals_intel_cspan_full.md, denormals_intel_hcan_full.md). Flushing changed no weight
     there beyond 6e-7: a value below 1.2e-38 moves none (Adam divides by at least eps = 1e-8), so
     no result changes beyond rounding. TensorFlow flushes them on the CPU too. Only the CPU's own
     float unit is affected, never a GPU's."""
