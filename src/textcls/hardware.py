@@ -3,7 +3,8 @@
 The machines vary (AMD EPYC with AVX2 and, on Zen 4, AVX-512 BF16; Intel Xeon with AVX-512 and,
 on some, AMX), and whether bf16 pays depends on it: with native bf16 matmul instructions
 (AMX or AVX-512 BF16) bf16 autocast made the CNNs' training steps 1.1-1.5x faster
-(benchmarks/results/train_speed_cnn_amd.md), without them 1.6-2.2x slower (train_speed.md).
+(benchmarks/results/train_speed_cnn_amd.md; with AMX 1.06-1.31x, though its bf16 matmul peak
+is 6x fp32's: train_speed_cnn_amx.md), without them 1.6-2.2x slower (train_speed.md).
 """
 
 from __future__ import annotations
