@@ -23,6 +23,13 @@ mkdir -p "$dir" && echo '{}' > "$dir/toy--only.json"
 """
 
 
+def _executable(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` as an executable script (a stand-in for a program)."""
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
 def _worker(tmp_path: Path, queue: Path, root: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHON": str(tmp_path / "python"), "CALLS": str(tmp_path / "calls.txt")}
     return subprocess.run(["bash", str(SCRIPT), "toy", str(queue), str(root)], env=env, capture_output=True,
@@ -30,9 +37,7 @@ def _worker(tmp_path: Path, queue: Path, root: Path) -> subprocess.CompletedProc
 
 
 def test_two_workers_make_every_run_once_and_skip_finished_ones(tmp_path):
-    fake = tmp_path / "python"
-    fake.write_text(FAKE_PYTHON)
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    _executable(tmp_path / "python", FAKE_PYTHON)
     queue = tmp_path / "queue.txt"
     queue.write_text("# a comment\nsst2:fcsr 0  # resumes after epoch 3\nmr:fcsr 0\n\nfdu_mtl/apparel:fcsr 1\nmr:bilstm 2\n")
     root = tmp_path / "runs"
@@ -57,11 +62,9 @@ def test_two_workers_make_every_run_once_and_skip_finished_ones(tmp_path):
 def test_run_args_and_an_existing_pythonpath_reach_every_run(tmp_path):
     """RUN_ARGS="--device cuda" is how a GPU machine's workers run; packages carried there sit on
     a PYTHONPATH that must come after the checkout's src, not be replaced by it."""
-    fake = tmp_path / "python"
-    fake.write_text('#!/usr/bin/env bash\necho "$PYTHONPATH|$*" >> "$CALLS"\n'
-                    'while [[ $# -gt 0 ]]; do [[ $1 == --output-dir ]] && dir=$2; shift; done\n'
-                    'mkdir -p "$dir" && echo "{}" > "$dir/toy.json"\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    fake = _executable(tmp_path / "python", '#!/usr/bin/env bash\necho "$PYTHONPATH|$*" >> "$CALLS"\n'
+                       'while [[ $# -gt 0 ]]; do [[ $1 == --output-dir ]] && dir=$2; shift; done\n'
+                       'mkdir -p "$dir" && echo "{}" > "$dir/toy.json"\n')
     queue = tmp_path / "queue.txt"
     queue.write_text("sst2:fcsr 0\n")
     env = {**os.environ, "PYTHON": str(fake), "CALLS": str(tmp_path / "calls.txt"),
@@ -75,9 +78,7 @@ def test_run_args_and_an_existing_pythonpath_reach_every_run(tmp_path):
 
 def test_a_failed_run_logs_its_exit_status_and_leaves_no_report(tmp_path):
     """Until stop 30 every run logged rc=0: the log line's $(date) reset $? before it was read."""
-    fake = tmp_path / "python"
-    fake.write_text('#!/usr/bin/env bash\necho "Error: --seed 10 matches no seed" >&2\nexit 2\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    _executable(tmp_path / "python", '#!/usr/bin/env bash\necho "Error: --seed 10 matches no seed" >&2\nexit 2\n')
     queue = tmp_path / "queue.txt"
     queue.write_text("sst2:fcsr 10\n")
     root = tmp_path / "runs"
@@ -100,9 +101,7 @@ echo "{}" > "$dir/toy.json"
 
 
 def _gpu_workers(tmp_path, queue_text, deadline="6", **env_extra):
-    fake = tmp_path / "python"
-    fake.write_text(GPU_FAKE)
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    fake = _executable(tmp_path / "python", GPU_FAKE)
     queue = tmp_path / "queue.txt"
     queue.write_text(queue_text)
     env = {**{k: v for k, v in os.environ.items() if k != "TEXTCLS_CACHE"}, "PYTHON": str(fake),
@@ -158,16 +157,12 @@ def test_a_run_another_worker_finishes_during_the_check_is_neither_wiped_nor_mad
     """The race two workers hit: worker B finds no report, worker A then writes its report and
     removes its lock, and B takes the lock. B must check again under the lock, and leave A's
     report alone. A stand-in `mkdir` plays A: it writes the report just before B's lock is made."""
-    fake = tmp_path / "python"
-    fake.write_text(FAKE_PYTHON)
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    fake = _executable(tmp_path / "python", FAKE_PYTHON)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    racing_mkdir = bin_dir / "mkdir"
-    racing_mkdir.write_text('#!/usr/bin/env bash\nfor a in "$@"; do case "$a" in *.lock) run=${a%.lock}; '
-                            '/bin/mkdir -p "$run"; echo \'{"by": "A"}\' > "$run/toy--only.json";; esac; done\n'
-                            'exec /bin/mkdir "$@"\n')
-    racing_mkdir.chmod(racing_mkdir.stat().st_mode | stat.S_IXUSR)
+    _executable(bin_dir / "mkdir", '#!/usr/bin/env bash\nfor a in "$@"; do case "$a" in *.lock) run=${a%.lock}; '
+                '/bin/mkdir -p "$run"; echo \'{"by": "A"}\' > "$run/toy--only.json";; esac; done\n'
+                'exec /bin/mkdir "$@"\n')
     queue = tmp_path / "queue.txt"
     queue.write_text("mr:fcsr 0\n")
     root = tmp_path / "runs"
