@@ -17,8 +17,9 @@ Epoch by epoch, ``fit``:
    on the seed and the epoch number;
 2. trains one pass (cross-entropy, or BCE-with-logits for multi-label; optional "balanced"
    class weights, gradient clipping, bf16 autocast), with denormal floats flushed to zero
-   (``_denormals_flushed``: an Intel CPU computes on them in microcode, many times slower). Before each step (before its batch is
-   fetched) the three generators are re-seeded from ``step_seed(recipe.seed, epoch, step)``,
+   (``_denormals_flushed``: an Intel CPU computes on them in microcode, many times slower).
+   Before each step (before its batch is fetched) the three generators are re-seeded from
+   ``step_seed(recipe.seed, epoch, step)``,
    so a step's dropout masks depend only on the seed, the epoch and the step number; with
    ``recipe.checkpoint_steps = N`` a checkpoint is also written every N optimiser steps
    (counted over the run);
@@ -462,11 +463,12 @@ def _per_example_epoch(run: _Run, loader, lr: float) -> tuple[float, int]:
 
 
 def training_step(model, optimizer, recipe: Recipe, *, multi_label: bool = False, device="cpu",
-                  loss_weights: torch.Tensor | None = None):
+                  loss_weights: np.ndarray | None = None):
     """The step ``fit`` takes on each training batch, as a function ``step(batch) -> loss``: the
     recipe's precision (autocast), the loss in fp32, backward, clipping, the optimiser's update
-    and the model's ``after_optimizer_step``, with denormals flushed (``_denormals_flushed``). For scripts that time or profile training steps
-    (``textcls speed``, ``benchmarks/time_epochs.py``), so that what they time is what trains.
+    and the model's ``after_optimizer_step``, with denormals flushed (``_denormals_flushed``).
+    For scripts that time or profile training steps (``textcls speed``,
+    ``benchmarks/time_epochs.py``), so that what they time is what trains.
     ``loss_weights`` are the class weights ``fit`` would use (``None``: unweighted, which costs
     the same)."""
     device = torch.device(device)
