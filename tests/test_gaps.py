@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from textcls.benchmark.gaps import Diagnosis, _dev_choice_counts, format_gaps, load_diagnoses, measure
+from textcls.benchmark.gaps import Diagnosis, _choice_counts, format_gaps, load_diagnoses, measure
 from textcls.benchmark.verdicts import Claim, _Results, evaluate_claims, load_claims
 from tolerance import approx32
 
@@ -123,12 +123,12 @@ def test_a_setting_chosen_on_dev_takes_each_seeds_test_accuracy_of_the_best_dev_
     # score, so the seed is left out; seed 4: a tie on dev accuracy, b's lower loss (0.70).
     assert row.n == 4 and row.delta == approx32(100 * ((0.90 - 0.80) + 0 + 0 + (0.70 - 0.84)) / 4)
     assert row.variant.startswith("80.75")
-    assert _dev_choice_counts(chosen, _Results(out)) == "rate-a 2, rate-b 2 (of 4 choices, one a dataset and seed)"
+    assert _choice_counts(chosen, _Results(out)) == "rate-a 2, rate-b 2 (of 4 choices, one a dataset and seed)"
     # runs made before they recorded dev scores: nothing to choose on
     _write(tmp_path / "plain", "toy", [_entry("rate-a", "d1", [0.8]), _entry("rate-b", "d1", [0.9])])
     [none] = measure(chosen, _Results(tmp_path / "plain"))
     assert none.missing == "no seed on which rate-a, rate-b all ran with a dev score on d1"
-    assert _dev_choice_counts(chosen, _Results(tmp_path / "plain")) == "none yet"
+    assert _choice_counts(chosen, _Results(tmp_path / "plain")) == "none yet"
     [absent] = measure(_diagnosis(variant="c", choose_on_dev=["rate-a", "rate-b"], datasets=["d2"]), _Results(out))
     assert absent.missing == "`toy` has no rate-a on d2"
     over_datasets = _diagnosis(variant="rate-chosen-on-dev", baseline="rate-a", choose_on_dev=["rate-a", "rate-b"],
@@ -138,6 +138,38 @@ def test_a_setting_chosen_on_dev_takes_each_seeds_test_accuracy_of_the_best_dev_
                                  "choose_on_dev ran with a dev score (d1)")
     with pytest.raises(ValueError, match="two entries or more"):
         _diagnosis(choose_on_dev=["rate-a"])
+
+
+def test_a_setting_chosen_on_test_takes_each_seeds_highest_test_accuracy_and_says_so(tmp_path):
+    out = tmp_path / "chosen"
+    _write(out, "toy", [_entry("rate-a", "d1", [0.80, 0.81, 0.82, 0.84]),
+                        _entry("rate-b", "d1", [0.90, 0.74, 0.82], seeds=[0, 1, 2]),
+                        _entry("rate-c", "d1", [0.85, 0.79, 0.70, 0.99]),
+                        _entry("rate-a", "d2", [0.60, 0.62]), _entry("rate-b", "d2", [0.66, 0.61]),
+                        _entry("rate-c", "d2", [0.61, 0.60])])
+    among = ["rate-a", "rate-b", "rate-c"]
+    chosen = _diagnosis(variant="rate-chosen-on-test", baseline="rate-a", choose_on_test=among, datasets=["d1"])
+    [row] = measure(chosen, _Results(out))
+    # seed 0: b (0.90); seed 1: a (0.81); seed 2: a tie of a and b, the first listed (a, 0.82);
+    # seed 3: b did not run it, so the seed is left out although c scored 0.99 there.
+    assert row.n == 3 and row.delta == approx32(100 * (0.90 - 0.80) / 3)
+    counts = "rate-a 2, rate-b 1, rate-c 0 (of 3 choices, one a dataset and seed)"
+    assert _choice_counts(chosen, _Results(out)) == counts
+    # Against a published figure, over datasets: each dataset's mean of its seeds' best test accuracies.
+    against = _diagnosis(variant="rate-chosen-on-test", baseline=None, choose_on_test=among, datasets=["d1", "d2"],
+                         unit="dataset", reference={"d1": 85.0, "d2": 65.0})
+    [over] = measure(against, _Results(out))
+    assert over.n == 2 and over.delta == approx32(((90 + 81 + 82) / 3 - 85.0 + (66 + 62) / 2 - 65.0) / 2)
+    # The page says the choice saw the test set, and counts the choices.
+    lines = format_gaps([], out, [chosen])
+    assert any("scored the highest test accuracy" in line and "a selection on the test set" in line for line in lines)
+    assert f"- chosen on test: {counts}" in lines
+    [absent] = measure(_diagnosis(variant="c", choose_on_test=["rate-a", "rate-z"], datasets=["d1"]), _Results(out))
+    assert absent.missing == "`toy` has no rate-z on d1"
+    with pytest.raises(ValueError, match="not both"):
+        _diagnosis(choose_on_dev=among, choose_on_test=among)
+    with pytest.raises(ValueError, match="choose_on_test needs two entries or more"):
+        _diagnosis(choose_on_test=["rate-a"])
 
 
 def test_what_has_not_run_is_named_not_skipped(results):
@@ -277,7 +309,7 @@ def test_every_shipped_experiment_names_entries_its_suites_define_and_claims_tha
         entries = _suite_entries(d.suite)
         for dataset in d.datasets:
             parent = dataset.split("/")[0]  # an fdu_mtl domain is an entry of its own or a task of fdu_mtl
-            for variant in d.choose_on_dev or [d.variant]:
+            for variant in d.chosen_among or [d.variant]:
                 assert (variant, dataset) in entries or (variant, parent) in entries, (d.id, variant, dataset)
             if d.baseline:
                 base = _suite_entries(d.baseline_suite or d.suite)

@@ -17,7 +17,12 @@ each one's mean minus its figure, with the TOST p). When every unit gives
 the same difference, t is undefined and no p is shown. A variant with ``choose_on_dev`` is a
 setting chosen per dataset and seed on dev among several entries (papers that set a
 hyper-parameter "according to datasets"): each seed takes the test accuracy of the entry whose
-kept epoch scored the best dev accuracy, so the choice never sees the test set.
+kept epoch scored the best dev accuracy, so the choice never sees the test set. A variant with
+``choose_on_test`` is the same choice made on the test set itself: each seed takes the highest
+test accuracy among the entries. It is not a figure of ours but a measure of selection on test:
+what a paper that "tuned [its settings] to achieve the best performance" without a dev set
+would report, had it tried those settings; its excess over the dev choice is that selection's
+optimism.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ class Diagnosis:
     unit: str = "seed"
     bears_on: list = field(default_factory=list)
     choose_on_dev: list = field(default_factory=list)
+    choose_on_test: list = field(default_factory=list)
 
     def __post_init__(self):
         if (self.baseline is None) == (not self.reference):
@@ -67,8 +73,16 @@ class Diagnosis:
             raise ValueError(f"diagnosis {self.id}: unit must be 'seed' or 'dataset', not {self.unit!r}")
         if not self.datasets:
             raise ValueError(f"diagnosis {self.id}: no datasets")
-        if self.choose_on_dev and len(self.choose_on_dev) < 2:
-            raise ValueError(f"diagnosis {self.id}: choose_on_dev needs two entries or more to choose among")
+        if self.choose_on_dev and self.choose_on_test:
+            raise ValueError(f"diagnosis {self.id}: give choose_on_dev or choose_on_test, not both")
+        for name in ("choose_on_dev", "choose_on_test"):
+            if getattr(self, name) and len(getattr(self, name)) < 2:
+                raise ValueError(f"diagnosis {self.id}: {name} needs two entries or more to choose among")
+
+    @property
+    def chosen_among(self) -> list:
+        """The entries the variant is chosen among per dataset and seed (on dev or on test), or []."""
+        return self.choose_on_dev or self.choose_on_test
 
     def bears_on_claim(self, claim_id: str, dataset: str | None) -> bool:
         """Whether this experiment is about ``claim_id`` (on ``dataset``: a figures block's claim)."""
@@ -202,14 +216,31 @@ def _missing(suite: str, result: dict | None, name: str, dataset: str) -> str:
 
 def _variant_series(d: Diagnosis, result: dict | None, dataset: str) -> _Series | None:
     """The variant's test accuracies on ``dataset`` by seed: its entry's, or with
-    ``choose_on_dev`` those of the entries ``_dev_choice`` picks."""
+    ``choose_on_dev`` / ``choose_on_test`` those of the entries ``_choice`` picks."""
     if result is None:
         return None
-    if not d.choose_on_dev:
+    if not d.chosen_among:
         return _series(result, d.variant, dataset, "accuracy")
-    candidates, chosen = _dev_choice(d, result, dataset)
+    candidates, chosen = _choice(d, result, dataset)
     values = {seed: candidates[i].values[seed] for seed, i in chosen.items()}
     return _Series(d.variant, dataset, values, candidates[0].entry) if values else None
+
+
+def _choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series], dict[int, int]]:
+    """The candidates on ``dataset`` and, per seed, the index of the one chosen: on dev
+    (``_dev_choice``) or, with ``choose_on_test``, on test (``_test_choice``)."""
+    return _test_choice(d, result, dataset) if d.choose_on_test else _dev_choice(d, result, dataset)
+
+
+def _test_choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series], dict[int, int]]:
+    """``choose_on_test``'s entries on ``dataset`` and, for each seed that every one of them ran,
+    the index of the one with the highest test accuracy (ties: the first listed). This choice
+    sees the test set on purpose (the module's docstring says what it measures)."""
+    candidates = [_series(result, name, dataset, "accuracy") for name in d.choose_on_test]
+    if any(c is None or c.per_task for c in candidates):
+        return [], {}
+    seeds = [s for s in sorted(candidates[0].values) if all(s in c.values for c in candidates)]
+    return candidates, {s: max(range(len(candidates)), key=lambda i: (candidates[i].values[s], -i)) for s in seeds}
 
 
 def _dev_choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series], dict[int, int]]:
@@ -232,25 +263,27 @@ def _dev_choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series]
     return candidates, {s: max(range(len(candidates)), key=lambda i: rank(i, s)) for s in seeds}
 
 
-def _dev_choice_counts(d: Diagnosis, results: _Results) -> str:
-    """How often each of ``choose_on_dev``'s entries was chosen, over its datasets and seeds."""
+def _choice_counts(d: Diagnosis, results: _Results) -> str:
+    """How often each of the entries chosen among (on dev or on test) was chosen, over the
+    diagnosis's datasets and seeds."""
     result = results.get(d.suite)
     if result is None:
         return "none yet"
-    picks = [d.choose_on_dev[i] for dataset in d.datasets for i in _dev_choice(d, result, dataset)[1].values()]
+    picks = [d.chosen_among[i] for dataset in d.datasets for i in _choice(d, result, dataset)[1].values()]
     if not picks:
         return "none yet"
-    return (", ".join(f"{name} {picks.count(name)}" for name in d.choose_on_dev)
+    return (", ".join(f"{name} {picks.count(name)}" for name in d.chosen_among)
             + f" (of {len(picks)} choices, one a dataset and seed)")
 
 
 def _missing_variant(d: Diagnosis, result: dict | None, dataset: str) -> str:
-    if result is None or not d.choose_on_dev:
+    if result is None or not d.chosen_among:
         return _missing(d.suite, result, d.variant, dataset)
-    absent = [name for name in d.choose_on_dev if _series(result, name, dataset, "accuracy") is None]
+    absent = [name for name in d.chosen_among if _series(result, name, dataset, "accuracy") is None]
     if absent:
         return _missing(d.suite, result, absent[0], dataset)
-    return f"no seed on which {', '.join(d.choose_on_dev)} all ran with a dev score on {dataset}"
+    scored = " with a dev score" if d.choose_on_dev else ""
+    return f"no seed on which {', '.join(d.chosen_among)} all ran{scored} on {dataset}"
 
 
 def _one_dataset(d: Diagnosis, dataset: str, baseline_result, variant_result) -> Row:
@@ -310,9 +343,9 @@ def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
         diffs.append(variant_means[-1] - base_means[-1])
         seed_counts.append(len(seeds))
     if missing:
-        if d.choose_on_dev:
-            lack = (f"a seed on which {'' if d.reference else 'the baseline and '}every entry of choose_on_dev "
-                    "ran with a dev score")
+        if d.chosen_among:
+            among, scored = ("choose_on_dev", " with a dev score") if d.choose_on_dev else ("choose_on_test", "")
+            lack = f"a seed on which {'' if d.reference else 'the baseline and '}every entry of {among} ran{scored}"
         else:
             lack = "a seed of the variant" if d.reference else "a seed both ran"
         row.missing = (f"{len(missing)} of {len(d.datasets)} datasets lack {lack} "
@@ -461,6 +494,17 @@ def _other_claims(verdicts: Sequence[Verdict], gaps: Sequence[Gap], rows: Sequen
             "not change it.", "", "| claim id | verdict | experiments on it |", "|---|---|---|", *table]
 
 
+def _choice_rule(d: Diagnosis) -> str:
+    """How a chosen variant is chosen, for its section's variant line ('' for a plain entry)."""
+    if d.choose_on_dev:
+        return (f" (per dataset and seed, whichever of {', '.join(d.choose_on_dev)} kept the highest dev accuracy;"
+                " ties: the lower dev loss, then the first listed)")
+    if d.choose_on_test:
+        return (f" (per dataset and seed, whichever of {', '.join(d.choose_on_test)} scored the highest test"
+                " accuracy; ties: the first listed; a selection on the test set, not a figure of ours)")
+    return ""
+
+
 def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
                 diagnoses: Sequence[Diagnosis]) -> list[str]:
     """REPRODUCTION.md's section on the gaps and the experiments on them (Markdown lines)."""
@@ -489,13 +533,11 @@ def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
         against = "published figure" if d.reference else f"{d.baseline} (baseline)"
         lines += [f"#### `{d.id}`", "", _cell(d.question), "",
                   f"- change: {_cell(d.change)}",
-                  f"- variant: {d.variant}"
-                  + (f" (per dataset and seed, whichever of {', '.join(d.choose_on_dev)} kept the highest"
-                     " dev accuracy; ties: the lower dev loss, then the first listed)" if d.choose_on_dev else "")
-                  + f" in `{d.suite}`; against: "
+                  f"- variant: {d.variant}{_choice_rule(d)} in `{d.suite}`; against: "
                   + (f"{_cell(d.reference_source or 'a published figure')}" if d.reference
                      else f"{d.baseline} in `{d.baseline_suite or d.suite}`"),
-                  *([f"- chosen on dev: {_dev_choice_counts(d, results)}"] if d.choose_on_dev else []),
+                  *([f"- chosen on {'dev' if d.choose_on_dev else 'test'}: {_choice_counts(d, results)}"]
+                    if d.chosen_among else []),
                   f"- bears on: {', '.join(f'`{b}`' for b in d.bears_on) or DASH}",
                   f"- rerun: `{d.command}`", "",
                   f"| dataset | {against} | {d.variant} | Δ ± s.e. | n | p (two-sided) |"
