@@ -87,6 +87,11 @@ def test_tiny_suite_writes_json_with_every_field(tiny_run):
 
     kim, fasttext = raw["entries"][1]["runs"][0], raw["entries"][2]["runs"][0]
     assert kim["best_epoch"] == 1 and kim["epochs_run"] == 1
+    # Its entry asks for the test curve: test accuracy after each epoch. The one epoch's is the
+    # run's accuracy, up to the other batching of the same model (at most one question apart).
+    assert raw["entries"][1]["test_curve"] is True and len(kim["test_curve"]) == 1
+    assert abs(kim["test_curve"][0] - kim["accuracy"]) <= 1 / 300 + 1e-9
+    assert "test_curve" not in fasttext
     # The kept epoch's dev scores, for choosing a setting on dev: 30 dev questions, so the
     # accuracy counts whole questions.
     assert set(kim["dev_metrics"]) == {"accuracy", "macro_f1", "loss"} and kim["dev_metrics"]["loss"] > 0
@@ -355,6 +360,8 @@ overrides = { epoch = 25, lr = 1.0 }
     ('[[entry]]\ndataset = "mr"\n', "exactly one of 'model' and 'models'"),
     ('[suite]\nname = "a"\n', "has no [[entry]] tables"),
     ('[[entry]\n', "not valid TOML"),
+    ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\ntest_curve = true\n', "tfidf-lr does not train by epochs"),
+    ('[[entry]]\ndataset = "mr"\nmodel = "kim-cnn-static"\ntest_curve = "yes"\n', "must be true or false"),
 ])
 def test_bad_suite_files_name_the_file_and_the_problem(tmp_path, body, message):
     path = _write(tmp_path, body)

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ddp_worker import BagOfWords, Output, build_vocab, encode, read_reuters, trec_datasets
+from ddp_worker import BagOfWords, Output, build_vocab, encode, read_reuters, read_trec, trec_datasets
 from textcls.data.batching import EncodedDataset, make_loader
 from textcls.errors import CheckpointError, ConfigError, DataError
 from textcls.recipe import Recipe, register_lr_lambda
@@ -394,6 +394,66 @@ def test_epochs_csv_has_one_row_per_epoch_with_the_history_values(tmp_path):
         for column in CSV_COLUMNS[1:]:
             assert float(row[column]) == hist[column]
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3]
+
+
+def _trec_three_splits():
+    """Train (400 TREC training questions), dev and test (the first 200 and the next 300 of TREC's
+    test file), encoded with the training vocabulary."""
+    train_texts, train_labels = read_trec("train", 400)
+    held_texts, held_labels = read_trec("test", 500)
+    names = sorted(set(train_labels) | set(held_labels))
+    vocab = build_vocab(train_texts)
+
+    def encoded(texts, labels):
+        return EncodedDataset(encode(texts, vocab), [names.index(label) for label in labels], num_classes=len(names))
+
+    splits = (encoded(train_texts, train_labels), encoded(held_texts[:200], held_labels[:200]),
+              encoded(held_texts[200:], held_labels[200:]))
+    return splits, names, len(vocab)
+
+
+def test_a_watched_split_is_scored_after_every_epoch_and_never_chosen_on(tmp_path):
+    (train, dev, test), names, vocab_size = _trec_three_splits()
+    recipe = Recipe(optimizer="adam", lr=3e-2, epochs=4, batch_size=32)
+    kwargs = dict(num_classes=len(names), label_names=names, progress=False)
+    torch.manual_seed(0)
+    plain_model = BagOfWords(vocab_size, len(names), dropout=0.3)
+    plain = fit(plain_model, *loaders(train, dev, 32), recipe, **kwargs)
+    torch.manual_seed(0)
+    watched_model = BagOfWords(vocab_size, len(names), dropout=0.3)
+    watched = fit(watched_model, *loaders(train, dev, 32), recipe, run_dir=tmp_path,
+                  watch_loaders={"test": make_loader(test, 64, shuffle=False)}, **kwargs)
+    # Watching changes neither the training nor the epoch kept on dev.
+    assert [{k: v for k, v in row.items() if not k.startswith("test_")} for row in without_seconds(watched.history)] \
+        == without_seconds(plain.history)
+    assert watched.best_epoch == plain.best_epoch
+    for key, value in plain_model.state_dict().items():
+        assert torch.equal(value, watched_model.state_dict()[key]), key
+    # Each epoch's test score is that epoch's model on test: the kept epoch's is the kept model's.
+    probs = predict_proba(watched_model, make_loader(test, 64, shuffle=False), multi_label=False)
+    kept = watched.history[watched.best_epoch - 1]
+    assert kept["test_accuracy"] == pytest.approx((probs.argmax(1) == np.array(test.labels)).mean())
+    assert all(0.0 <= row["test_accuracy"] <= 1.0 and row["test_loss"] > 0 for row in watched.history)
+    assert len({row["test_accuracy"] for row in watched.history}) > 1  # the curve moves as the model learns
+    with open(tmp_path / "epochs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [float(row["test_accuracy"]) for row in rows] == [row["test_accuracy"] for row in watched.history]
+    for name in ("dev", "test accuracy"):
+        with pytest.raises(ConfigError, match="give a split name such as 'test'"):
+            fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe,
+                watch_loaders={name: make_loader(test, 64, shuffle=False)}, **kwargs)
+
+
+def test_an_estimator_watches_only_a_split_the_data_holds_besides_train_and_dev():
+    import textcls
+    from textcls.estimators import estimator_for
+    from textcls.models.registry import get_preset
+
+    dataset = textcls.load_dataset("trec", max_per_split=100)
+    for split, message in (("dev", "cannot watch split 'dev'"), ("validation", "cannot watch split 'validation'")):
+        with pytest.raises(ConfigError, match=message) as err:
+            estimator_for(get_preset("kim-cnn-rand")).fit(dataset, watch_splits=(split,))
+        assert "train, test, dev" in str(err.value) or "train, dev, test" in str(err.value)
 
 
 # ----------------------------------------------------------------------------- resume

@@ -172,6 +172,35 @@ def test_a_setting_chosen_on_test_takes_each_seeds_highest_test_accuracy_and_say
         _diagnosis(choose_on_test=["rate-a"])
 
 
+def test_the_epoch_chosen_on_test_reads_each_runs_highest_test_accuracy_over_its_curve(tmp_path):
+    def curved(name, dataset, kept, curves):
+        entry = _entry(name, dataset, kept)
+        for run, curve in zip(entry["runs"], curves):
+            if curve is not None:
+                run["test_curve"] = curve
+        return entry
+
+    out = tmp_path / "curves"
+    _write(out, "toy", [curved("model", "d1", [0.80, 0.82, 0.79], [[0.70, 0.80, 0.83], [0.82, 0.81], None]),
+                        curved("model", "d2", [0.60, 0.61], [[0.60, 0.64], [0.61, float("nan"), 0.62]]),
+                        _entry("plain", "d1", [0.8])])
+    on_test = _diagnosis(variant="model", baseline="model", epoch_on_test=True, datasets=["d1"])
+    [row] = measure(on_test, _Results(out))
+    # seed 0: its best test epoch is the last (0.83, dev kept 0.80); seed 1: the kept one is the
+    # best (0.82); seed 2 recorded no curve and is left out.
+    assert row.n == 2 and row.delta == approx32(100 * (0.83 - 0.80) / 2)
+    against = _diagnosis(variant="model", baseline=None, epoch_on_test=True, datasets=["d1", "d2"], unit="dataset",
+                         reference={"d1": 85.0, "d2": 65.0})
+    [over] = measure(against, _Results(out))
+    assert over.delta == approx32(((83 + 82) / 2 - 85.0 + (64 + 62) / 2 - 65.0) / 2)  # NaN epochs are skipped
+    [none] = measure(_diagnosis(variant="plain", baseline="model", epoch_on_test=True, datasets=["d1"]), _Results(out))
+    assert none.missing == "no run of plain on d1 recorded a test_curve (its entry's test_curve = true)"
+    lines = format_gaps([], out, [on_test])
+    assert any("epoch of highest test accuracy" in line and "not a figure of ours" in line for line in lines)
+    with pytest.raises(ValueError, match="epoch_on_test reads one entry's curves"):
+        _diagnosis(epoch_on_test=True, choose_on_test=["a", "b"])
+
+
 def test_what_has_not_run_is_named_not_skipped(results):
     results_ = _Results(results)
     [no_json] = measure(_diagnosis(suite="nowhere"), results_)

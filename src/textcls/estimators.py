@@ -192,7 +192,12 @@ class NeuralEstimator(PresetEstimator):
     def precision(self) -> str:
         return self.preset.recipe.precision
 
-    def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "NeuralEstimator":
+    def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu",
+            watch_splits: Sequence[str] = ()) -> "NeuralEstimator":
+        """Train with the engine, keeping the best epoch on dev. ``watch_splits`` (say
+        ``("test",)``) are scored after every epoch and never read to keep one: their accuracy
+        by epoch is ``curves_[name]`` (the engine's ``watch_loaders``), for a diagnosis of what
+        choosing the epoch on that split would give."""
         from .data.prepare import prepare, resolve_recipe
         from .data.splits import ensure_dev
         from .train import distributed
@@ -203,6 +208,10 @@ class NeuralEstimator(PresetEstimator):
         self._learn_labels(dataset)
         preset = self._preset_for(dataset)
         dataset = ensure_dev(dataset, fraction=preset.recipe.dev_fraction, seed=preset.recipe.seed)
+        absent = [name for name in watch_splits if name in ("train", "dev") or name not in dataset.splits]
+        if absent:
+            raise ConfigError(f"{dataset.name}: cannot watch split {absent[0]!r} by epoch; watch a split the "
+                              f"data holds besides train and dev ({', '.join(dataset.splits)})")
         prepared = prepare(dataset, preset.inputs, seed=preset.recipe.seed)
         # Recipe fields the preset leaves to the data (fasttext-bag's epochs and lr, chosen like
         # a fastText user's from the corpus) and precision "auto" (to the device) are resolved
@@ -220,11 +229,14 @@ class NeuralEstimator(PresetEstimator):
         train_loader = prepared.loader("train", recipe.batch_size, shuffle=True, seed=recipe.seed,
                                        num_replicas=distributed.world_size(), rank=distributed.rank())
         dev_loader = prepared.loader("dev", eval_batch(recipe.batch_size), max_pieces=EVAL_MAX_PIECES)
+        watch = {name: prepared.loader(name, eval_batch(recipe.batch_size), max_pieces=EVAL_MAX_PIECES)
+                 for name in watch_splits}
         self.fit_result_ = result = engine_fit(
             self.model_, train_loader, dev_loader, recipe, multi_label=dataset.multi_label,
             num_classes=prepared.num_classes, label_names=dataset.label_names,
             class_counts=prepared.class_counts(), run_dir=run_dir, resume=resume, progress=progress,
-            device=device)
+            device=device, watch_loaders=watch or None)
+        self.curves_ = {name: [row.get(f"{name}_accuracy") for row in result.history] for name in watch_splits}
         self.model_.to("cpu")
         self.train_seconds_, self.epochs_run_, self.best_epoch_ = (result.train_seconds, result.epochs_run,
                                                                    result.best_epoch)
@@ -233,6 +245,10 @@ class NeuralEstimator(PresetEstimator):
         self.dev_metrics_ = {name: float(value) for name, value in result.best_metrics.items()
                              if name in DEV_METRICS and value is not None and math.isfinite(value)}
         return self
+
+    def fit_report(self) -> dict[str, Any]:
+        """The base report, and ``curves``: each watched split's accuracy by epoch ({} without)."""
+        return {**super().fit_report(), "curves": dict(getattr(self, "curves_", {}))}
 
     def epoch_seconds(self) -> float | None:
         """The mean training pass of an epoch (no vocabulary, vectors or dev evaluation)."""

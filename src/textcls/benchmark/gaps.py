@@ -22,7 +22,9 @@ kept epoch scored the best dev accuracy, so the choice never sees the test set. 
 test accuracy among the entries. It is not a figure of ours but a measure of selection on test:
 what a paper that "tuned [its settings] to achieve the best performance" without a dev set
 would report, had it tried those settings; its excess over the dev choice is that selection's
-optimism.
+optimism. A variant with ``epoch_on_test`` is its entry's runs read at the epoch with the highest
+test accuracy instead of the one dev kept (the runs' ``test_curve``, recorded by entries with
+``test_curve = true``): the same selection on test, of the epoch.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class Diagnosis:
     bears_on: list = field(default_factory=list)
     choose_on_dev: list = field(default_factory=list)
     choose_on_test: list = field(default_factory=list)
+    epoch_on_test: bool = False
 
     def __post_init__(self):
         if (self.baseline is None) == (not self.reference):
@@ -75,6 +78,8 @@ class Diagnosis:
             raise ValueError(f"diagnosis {self.id}: no datasets")
         if self.choose_on_dev and self.choose_on_test:
             raise ValueError(f"diagnosis {self.id}: give choose_on_dev or choose_on_test, not both")
+        if self.epoch_on_test and (self.choose_on_dev or self.choose_on_test):
+            raise ValueError(f"diagnosis {self.id}: epoch_on_test reads one entry's curves; drop choose_on_*")
         for name in ("choose_on_dev", "choose_on_test"):
             if getattr(self, name) and len(getattr(self, name)) < 2:
                 raise ValueError(f"diagnosis {self.id}: {name} needs two entries or more to choose among")
@@ -219,11 +224,27 @@ def _variant_series(d: Diagnosis, result: dict | None, dataset: str) -> _Series 
     ``choose_on_dev`` / ``choose_on_test`` those of the entries ``_choice`` picks."""
     if result is None:
         return None
+    if d.epoch_on_test:
+        return _epoch_on_test_series(result, d.variant, dataset)
     if not d.chosen_among:
         return _series(result, d.variant, dataset, "accuracy")
     candidates, chosen = _choice(d, result, dataset)
     values = {seed: candidates[i].values[seed] for seed, i in chosen.items()}
     return _Series(d.variant, dataset, values, candidates[0].entry) if values else None
+
+
+def _epoch_on_test_series(result: dict, name: str, dataset: str) -> _Series | None:
+    """``name``'s runs on ``dataset`` that recorded a ``test_curve``, each at its highest test
+    accuracy over the epochs it ran (in %), or None when no run has a curve."""
+    series = _series(result, name, dataset, "accuracy")
+    if series is None or series.per_task:
+        return None
+    values = {}
+    for run in series.entry["runs"]:
+        curve = [a for a in run.get("test_curve") or () if _finite(a)]
+        if run.get("status") == "ok" and run["seed"] in series.values and curve:
+            values[run["seed"]] = 100.0 * max(curve)
+    return _Series(name, dataset, values, series.entry) if values else None
 
 
 def _choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series], dict[int, int]]:
@@ -277,6 +298,8 @@ def _choice_counts(d: Diagnosis, results: _Results) -> str:
 
 
 def _missing_variant(d: Diagnosis, result: dict | None, dataset: str) -> str:
+    if result is not None and d.epoch_on_test and _series(result, d.variant, dataset, "accuracy") is not None:
+        return f"no run of {d.variant} on {dataset} recorded a test_curve (its entry's test_curve = true)"
     if result is None or not d.chosen_among:
         return _missing(d.suite, result, d.variant, dataset)
     absent = [name for name in d.chosen_among if _series(result, name, dataset, "accuracy") is None]
@@ -346,6 +369,8 @@ def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
         if d.chosen_among:
             among, scored = ("choose_on_dev", " with a dev score") if d.choose_on_dev else ("choose_on_test", "")
             lack = f"a seed on which {'' if d.reference else 'the baseline and '}every entry of {among} ran{scored}"
+        elif d.epoch_on_test:
+            lack = "a run of the variant with a test_curve" + ("" if d.reference else " on a seed the baseline ran")
         else:
             lack = "a seed of the variant" if d.reference else "a seed both ran"
         row.missing = (f"{len(missing)} of {len(d.datasets)} datasets lack {lack} "
@@ -502,6 +527,9 @@ def _choice_rule(d: Diagnosis) -> str:
     if d.choose_on_test:
         return (f" (per dataset and seed, whichever of {', '.join(d.choose_on_test)} scored the highest test"
                 " accuracy; ties: the first listed; a selection on the test set, not a figure of ours)")
+    if d.epoch_on_test:
+        return (" read at each run's epoch of highest test accuracy (its test_curve), not the epoch dev kept;"
+                " a selection on the test set, not a figure of ours")
     return ""
 
 

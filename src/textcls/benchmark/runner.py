@@ -28,6 +28,9 @@ A suite is a TOML file (``benchmarks/suites/<name>.toml``)::
     label_view = "..."         # how our labels/splits differ from the paper's (text, or per dataset)
     name = "..."               # optional display name (one model): entry id "<dataset>:<name>"
                                # instead of "<dataset>:<model>", e.g. for a second set of overrides
+    test_curve = true          # neural presets: also score test after every epoch, recorded as
+                               # the run's test_curve (never used to keep an epoch; a diagnosis
+                               # of "the epoch chosen on test" reads it)
 
 Each run happens in a fresh ``spawn`` child so that its peak resident memory is its own
 and a crash (or an out-of-memory kill) is recorded as that entry's error while the suite
@@ -72,7 +75,7 @@ INFER_BATCH = 256
 INFER_SAMPLE_SEED = 12345
 
 _ENTRY_KEYS = {"dataset", "datasets", "model", "models", "seeds", "overrides", "max_per_split", "paper",
-               "paper_source", "paper_per_task", "label_view", "notes", "name"}
+               "paper_source", "paper_per_task", "label_view", "notes", "name", "test_curve"}
 _SUITE_KEYS = {"name", "description", "infer_b1"}
 _DEFAULT_KEYS = {"seeds", "overrides", "max_per_split", "paper_source"}
 # Per-run numbers that are averaged over seeds.
@@ -100,6 +103,9 @@ class Entry:
     notes: str | None = None
     # What the tables and the plot call it: the model, or the suite's `name` for this entry.
     name: str | None = None
+    # Score test after every epoch too (neural presets): the run's test_curve, read only by
+    # diagnoses (benchmarks/diagnoses.toml's epoch_on_test), never to keep an epoch.
+    test_curve: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -284,9 +290,20 @@ def _entries_of(raw: dict, where: str, defaults: dict) -> list[Entry]:
                 paper_source=source if paper is not None or common["paper_per_task"] is not None else None,
                 paper_per_task=common["paper_per_task"],
                 label_view=_per_dataset(raw.get("label_view"), dataset, "label_view", where, several_models=False),
-                notes=raw.get("notes"), name=name_key or model,
+                notes=raw.get("notes"), name=name_key or model, test_curve=_check_test_curve(raw, model, where),
             ))
     return entries
+
+
+def _check_test_curve(raw: dict, model: str, where: str) -> bool:
+    """An entry's ``test_curve``: a boolean, and only on a model that trains by epochs."""
+    value = raw.get("test_curve", False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: 'test_curve' = {value!r} must be true or false")
+    if value and _model_kind(model) != "neural":
+        raise ConfigError(f"{where}: 'test_curve' scores test after every epoch, and {model} does not train by "
+                          "epochs; drop it or give a neural preset")
+    return value
 
 
 def _entry_settings(raw: dict, where: str, defaults: dict, *, several_models: bool) -> dict:
@@ -430,6 +447,8 @@ def _run_job(job: dict) -> dict:
     start, cpu_start = time.perf_counter(), time.process_time()
     device = job.get("device", "cpu")
     record["device"] = system.device_name(device)
+    if entry.test_curve:
+        fit_args["watch_splits"] = ("test",)
     estimator.fit(dataset, device=device, **fit_args)
     # A resumed run adds the seconds its checkpointed epochs took (their training and dev
     # passes; not the earlier processes' data preparation).
@@ -443,6 +462,8 @@ def _run_job(job: dict) -> dict:
     report = estimator.fit_report()
     record.update({key: report[key] for key in ("train_loop_seconds", "epochs_run", "best_epoch", "dev_metrics",
                                                 "embeddings", "settings", "precision")})
+    if entry.test_curve:
+        record["test_curve"] = report["curves"]["test"]  # test accuracy after each epoch, 1 first
     record.update(_test_record(estimator, dataset, job["infer_b1"], device))
     record["train_docs_per_second"] = (record["train_documents"] * record["epochs_run"]
                                        / max(record["train_seconds"], 1e-9))
@@ -1080,7 +1101,8 @@ def _merged_entry(old: dict, new: dict) -> dict:
 
 def _with_runs(entry: dict, runs: list[dict], seeds: list[int]) -> dict:
     """``entry``'s report with these runs and seeds, its summary computed from the runs."""
-    fields = {key: entry[key] for key in Entry.__dataclass_fields__}
+    # An entry recorded before a field existed lacks it: the field's default stands.
+    fields = {key: entry[key] for key in Entry.__dataclass_fields__ if key in entry}
     fields["seeds"] = seeds
     return _entry_result(Entry(**fields), entry["kind"], runs)
 

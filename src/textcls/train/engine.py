@@ -59,7 +59,7 @@ import math
 import os
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,7 @@ def fit(
     progress: bool = True,
     device: str | torch.device = "cpu",
     max_epochs_this_call: int | None = None,
+    watch_loaders: dict[str, Any] | None = None,
 ) -> FitResult:
     """Train ``model`` with ``recipe``, keep the best epoch on dev, and load it into ``model``.
 
@@ -143,6 +144,9 @@ def fit(
         device: ``"cpu"``, ``"cuda"``, ... ; under DDP this rank's device follows the backend.
         max_epochs_this_call: stop after this many epochs in this call (the checkpoint then
             lets a later ``resume=True`` call finish the run), e.g. to simulate a crash.
+        watch_loaders: named whole-split loaders (``{"test": loader}``) scored after every epoch
+            (``_watched_scores``) into its history row and ``epochs.csv``; never read to keep an
+            epoch or to stop, and training is unchanged.
 
     Raises:
         ConfigError: bad monitor, class weights without counts, loader/world-size mismatch.
@@ -160,9 +164,10 @@ def fit(
         raise ConfigError("resume=True needs run_dir (the directory holding checkpoint/); pass run_dir or drop resume")
     higher_is_better = _check_monitor(recipe.monitor, multi_label, label_names)
     _check_loaders(train_loader, dev_loader, env.world_size)
+    watch = _check_watch(watch_loaders)
     task = {"multi_label": bool(multi_label), "num_classes": num_classes, "label_names": label_names}
     run = _start(model, train_loader, recipe, task, class_counts, env=env, device=device, run_dir=run_dir,
-                 resume=resume, show=progress and env.rank == 0, higher_is_better=higher_is_better)
+                 resume=resume, show=progress and env.rank == 0, higher_is_better=higher_is_better, watch=watch)
     epochs_this_call = 0
     while len(run.progress.history) < recipe.epochs and not run.progress.stopped_early:
         if max_epochs_this_call is not None and epochs_this_call >= max_epochs_this_call:
@@ -207,6 +212,7 @@ class _Run:
     progress: Progress
     position: Position  # where a resumed epoch starts (Position(): at its beginning)
     best_state: dict[str, torch.Tensor] | None
+    watch: dict[str, Any] = field(default_factory=dict)  # fit's watch_loaders: scored, never selected on
 
     @property
     def main(self) -> bool:
@@ -225,8 +231,21 @@ def _check_task(num_classes, label_names) -> tuple[int, list[str]]:
     return num_classes, label_names
 
 
+def _check_watch(watch_loaders) -> dict[str, Any]:
+    """``fit``'s watch_loaders as a dict, each name usable as a history column's prefix."""
+    if watch_loaders is None:
+        return {}
+    if not isinstance(watch_loaders, dict):
+        raise ConfigError("watch_loaders maps split names to loaders, e.g. {'test': loader}")
+    for name in watch_loaders:
+        if not (isinstance(name, str) and name.isidentifier()) or name in ("dev", "train"):
+            raise ConfigError(f"watch_loaders name {name!r}: give a split name such as 'test' (not 'dev' or "
+                              "'train', whose columns the history already has)")
+    return dict(watch_loaders)
+
+
 def _start(model, train_loader, recipe: Recipe, task: dict, class_counts, *, env, device, run_dir, resume, show,
-           higher_is_better) -> _Run:
+           higher_is_better, watch: dict) -> _Run:
     """Move the model, build the loss, optimiser and schedule, load the checkpoint when
     resuming, and (rank 0) start ``epochs.csv``."""
     model.to(device)
@@ -243,7 +262,7 @@ def _start(model, train_loader, recipe: Recipe, task: dict, class_counts, *, env
     if resume:
         progress, best_state, position = load_checkpoint(run_dir / CHECKPOINT_DIR, model, optimizer, scheduler,
                                                          recipe, task)
-    extra = _extra_csv_columns(recipe.monitor, task["multi_label"])
+    extra = _extra_csv_columns(recipe.monitor, task["multi_label"]) + _watched_columns(watch)
     if env.rank == 0 and run_dir is not None:
         run_dir.mkdir(parents=True, exist_ok=True)
         # Rewritten from the history on resume: a crash between the CSV row and the
@@ -257,7 +276,7 @@ def _start(model, train_loader, recipe: Recipe, task: dict, class_counts, *, env
     hook = getattr(model, "after_optimizer_step", None)
     clip_params = [p for p in model.parameters() if p.requires_grad]
     return _Run(model, train_model, hook, clip_params, criterion, loss_weights, optimizer, scheduler, recipe, task, env,
-                device, run_dir, show, higher_is_better, extra, progress, position, best_state)
+                device, run_dir, show, higher_is_better, extra, progress, position, best_state, watch)
 
 
 def _run_epoch(run: _Run, train_loader, dev_loader) -> dict:
@@ -294,8 +313,27 @@ def _run_epoch(run: _Run, train_loader, dev_loader) -> dict:
     row = {"epoch": epoch_index + 1, "lr": lr, "train_loss": train_loss}
     row.update({f"dev_{k}": v for k, v in metrics.items() if _is_scalar(v) and k not in ("n", "threshold")})
     row.update({"train_seconds": train_seconds, "seconds": seconds})
+    row.update(_watched_scores(run))
     progress.history.append(row)
     return row
+
+
+def _watched_scores(run: _Run) -> dict[str, float | None]:
+    """``<name>_accuracy`` and ``<name>_loss`` of the model as it stands, on each of ``run.watch``:
+    after the dev pass and outside the epoch's seconds, for a diagnosis of "the epoch chosen on
+    test" beside the epoch dev chose. The next epoch reseeds itself, so training is unchanged."""
+    scores: dict[str, float | None] = {}
+    multi_label, label_names = run.task["multi_label"], run.task["label_names"]
+    for name, loader in run.watch.items():
+        probs, y_true, loss = _evaluate(run.model, loader, run.criterion, multi_label, run.recipe.precision,
+                                        run.device)
+        metrics = compute_metrics(y_true, probs, label_names, multi_label=multi_label)
+        scores.update({f"{name}_accuracy": metrics.get("accuracy"), f"{name}_loss": loss})
+    return distributed.broadcast_object(scores)
+
+
+def _watched_columns(watch: dict) -> tuple[str, ...]:
+    return tuple(f"{name}_{metric}" for name in watch for metric in ("accuracy", "loss"))
 
 
 def _step_checkpointer(run: _Run):
