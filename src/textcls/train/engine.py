@@ -322,6 +322,8 @@ def _watched_scores(run: _Run) -> dict[str, float | None]:
     """``<name>_accuracy`` and ``<name>_loss`` of the model as it stands, on each of ``run.watch``:
     after the dev pass and outside the epoch's seconds, for a diagnosis of "the epoch chosen on
     test" beside the epoch dev chose. The next epoch reseeds itself, so training is unchanged."""
+    if not run.watch:
+        return {}  # no collective either: every rank agrees there is nothing to score
     scores: dict[str, float | None] = {}
     multi_label, label_names = run.task["multi_label"], run.task["label_names"]
     for name, loader in run.watch.items():
