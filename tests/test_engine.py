@@ -412,13 +412,19 @@ def _trec_three_splits():
     return splits, names, len(vocab)
 
 
-def test_a_watched_split_is_scored_after_every_epoch_and_never_chosen_on(tmp_path):
+def _unwatched_run():
+    """The three TREC splits, a recipe, fit's keywords, and a model trained (seed 0) without a watch."""
     (train, dev, test), names, vocab_size = _trec_three_splits()
     recipe = Recipe(optimizer="adam", lr=3e-2, epochs=4, batch_size=32)
     kwargs = dict(num_classes=len(names), label_names=names, progress=False)
     torch.manual_seed(0)
-    plain_model = BagOfWords(vocab_size, len(names), dropout=0.3)
-    plain = fit(plain_model, *loaders(train, dev, 32), recipe, **kwargs)
+    model = BagOfWords(vocab_size, len(names), dropout=0.3)
+    return (train, dev, test), names, vocab_size, recipe, kwargs, model, fit(model, *loaders(train, dev, 32), recipe,
+                                                                             **kwargs)
+
+
+def test_a_watched_split_is_scored_after_every_epoch_and_never_chosen_on(tmp_path):
+    (train, dev, test), names, vocab_size, recipe, kwargs, plain_model, plain = _unwatched_run()
     torch.manual_seed(0)
     watched_model = BagOfWords(vocab_size, len(names), dropout=0.3)
     watched = fit(watched_model, *loaders(train, dev, 32), recipe, run_dir=tmp_path,
@@ -438,10 +444,30 @@ def test_a_watched_split_is_scored_after_every_epoch_and_never_chosen_on(tmp_pat
     with open(tmp_path / "epochs.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [float(row["test_accuracy"]) for row in rows] == [row["test_accuracy"] for row in watched.history]
+    assert all(row["watch_seconds"] > 0 and row["watch_cpu_seconds"] >= 0 for row in watched.history)
     for name in ("dev", "test accuracy"):
         with pytest.raises(ConfigError, match="give a split name such as 'test'"):
             fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe,
                 watch_loaders={name: make_loader(test, 64, shuffle=False)}, **kwargs)
+    with pytest.raises(ConfigError, match="the test loader is split for num_replicas = 2"):
+        fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe,
+            watch_loaders={"test": make_loader(test, 64, shuffle=False, num_replicas=2, rank=0)}, **kwargs)
+
+
+def test_a_run_resumed_with_a_watch_scores_only_its_own_epochs_and_trains_as_before(tmp_path):
+    (train, dev, test), names, vocab_size, recipe, kwargs, straight_model, straight = _unwatched_run()
+    torch.manual_seed(0)
+    fit(BagOfWords(vocab_size, len(names), dropout=0.3), *loaders(train, dev, 32), recipe, run_dir=tmp_path,
+        max_epochs_this_call=2, **kwargs)
+    resumed_model = BagOfWords(vocab_size, len(names), dropout=0.3)
+    resumed = fit(resumed_model, *loaders(train, dev, 32), recipe, run_dir=tmp_path, resume=True,
+                  watch_loaders={"test": make_loader(test, 64, shuffle=False)}, **kwargs)
+    # The checkpoint's epochs were not watched and keep no test score; the resumed ones have one.
+    assert ["test_accuracy" in row for row in resumed.history] == [False, False, True, True]
+    assert [{k: v for k, v in row.items() if not k.startswith("test_")} for row in without_seconds(resumed.history)] \
+        == without_seconds(straight.history)
+    for key, value in straight_model.state_dict().items():
+        assert torch.equal(value, resumed_model.state_dict()[key]), key
 
 
 def test_an_estimator_watches_only_a_split_the_data_holds_besides_train_and_dev():
@@ -454,6 +480,8 @@ def test_an_estimator_watches_only_a_split_the_data_holds_besides_train_and_dev(
         with pytest.raises(ConfigError, match=message) as err:
             estimator_for(get_preset("kim-cnn-rand")).fit(dataset, watch_splits=(split,))
         assert "train, test, dev" in str(err.value) or "train, dev, test" in str(err.value)
+    with pytest.raises(ConfigError, match=r"a sequence of split names, e.g. \('test',\), not a string"):
+        estimator_for(get_preset("kim-cnn-rand")).fit(dataset, watch_splits="test")
 
 
 # ----------------------------------------------------------------------------- resume

@@ -173,28 +173,35 @@ def test_a_setting_chosen_on_test_takes_each_seeds_highest_test_accuracy_and_say
 
 
 def test_the_epoch_chosen_on_test_reads_each_runs_highest_test_accuracy_over_its_curve(tmp_path):
-    def curved(name, dataset, kept, curves):
+    def curved(name, dataset, kept, runs):
         entry = _entry(name, dataset, kept)
-        for run, curve in zip(entry["runs"], curves):
+        for run, (curve, best_epoch) in zip(entry["runs"], runs):
+            run.update({"epochs_run": len(curve or []), "best_epoch": best_epoch})
             if curve is not None:
                 run["test_curve"] = curve
         return entry
 
     out = tmp_path / "curves"
-    _write(out, "toy", [curved("model", "d1", [0.80, 0.82, 0.79], [[0.70, 0.80, 0.83], [0.82, 0.81], None]),
-                        curved("model", "d2", [0.60, 0.61], [[0.60, 0.64], [0.61, float("nan"), 0.62]]),
-                        _entry("plain", "d1", [0.8])])
+    _write(out, "toy", [
+        # seed 0: dev kept epoch 2 (0.80 on the curve), test's best is epoch 3 (0.83); seed 1: dev
+        # kept the best; seed 2 recorded no curve; seed 3 resumed from a checkpoint made without
+        # one (its first epoch unscored), so it is left out too.
+        curved("model", "d1", [0.80, 0.82, 0.79, 0.81], [([0.70, 0.80, 0.83], 2), ([0.82, 0.81], 1), (None, 1),
+                                                         ([None, 0.81, 0.90], 2)]),
+        # seed 0: the prediction path scored one document more than the curve's pass at the kept
+        # epoch (0.6025 against 0.60): the curve's gain is added to the run's own accuracy.
+        curved("model", "d2", [0.6025, 0.61], [([0.60, 0.64], 1), ([0.61, float("nan"), 0.62], 1)]),
+        _entry("plain", "d1", [0.8])])
     on_test = _diagnosis(variant="model", baseline="model", epoch_on_test=True, datasets=["d1"])
     [row] = measure(on_test, _Results(out))
-    # seed 0: its best test epoch is the last (0.83, dev kept 0.80); seed 1: the kept one is the
-    # best (0.82); seed 2 recorded no curve and is left out.
     assert row.n == 2 and row.delta == approx32(100 * (0.83 - 0.80) / 2)
     against = _diagnosis(variant="model", baseline=None, epoch_on_test=True, datasets=["d1", "d2"], unit="dataset",
                          reference={"d1": 85.0, "d2": 65.0})
     [over] = measure(against, _Results(out))
-    assert over.delta == approx32(((83 + 82) / 2 - 85.0 + (64 + 62) / 2 - 65.0) / 2)  # NaN epochs are skipped
+    # d2: seed 1's curve has a NaN epoch and is left out; seed 0 is 60.25 + (64 - 60).
+    assert over.n == 2 and over.delta == approx32(((83 + 82) / 2 - 85.0 + 64.25 - 65.0) / 2)
     [none] = measure(_diagnosis(variant="plain", baseline="model", epoch_on_test=True, datasets=["d1"]), _Results(out))
-    assert none.missing == "no run of plain on d1 recorded a test_curve (its entry's test_curve = true)"
+    assert none.missing.startswith("no run of plain on d1 recorded a test_curve over every epoch it ran")
     lines = format_gaps([], out, [on_test])
     assert any("epoch of highest test accuracy" in line and "not a figure of ours" in line for line in lines)
     with pytest.raises(ValueError, match="epoch_on_test reads one entry's curves"):
@@ -317,11 +324,14 @@ def test_a_reference_by_name_that_is_not_found_or_lacks_a_dataset_is_refused(tmp
         load_diagnoses(path, claims=_NAMED_CLAIMS)
 
 
-def _suite_entries(suite: str) -> set[tuple[str, str]]:
-    """(entry name, dataset) of every entry a suite file defines."""
+def _suite_entries(suite: str, curves_only: bool = False) -> set[tuple[str, str]]:
+    """(entry name, dataset) of every entry a suite file defines (``curves_only``: of those that
+    record a test curve)."""
     data = tomllib.loads((SUITES / f"{suite}.toml").read_text(encoding="utf-8"))
     pairs = set()
     for entry in data.get("entry", []):
+        if curves_only and not entry.get("test_curve"):
+            continue
         models = entry.get("models") or [entry.get("model")]
         names = [entry["name"]] if entry.get("name") else models
         datasets = entry.get("datasets") or [entry.get("dataset")]
@@ -340,6 +350,8 @@ def test_every_shipped_experiment_names_entries_its_suites_define_and_claims_tha
             parent = dataset.split("/")[0]  # an fdu_mtl domain is an entry of its own or a task of fdu_mtl
             for variant in d.chosen_among or [d.variant]:
                 assert (variant, dataset) in entries or (variant, parent) in entries, (d.id, variant, dataset)
+            if d.epoch_on_test:  # read off curves that only an entry with test_curve = true records
+                assert (d.variant, dataset) in _suite_entries(d.suite, curves_only=True), (d.id, dataset)
             if d.baseline:
                 base = _suite_entries(d.baseline_suite or d.suite)
                 assert (d.baseline, dataset) in base or (d.baseline, parent) in base, (d.id, d.baseline, dataset)

@@ -207,6 +207,8 @@ class NeuralEstimator(PresetEstimator):
         self._ready_on = None
         self._learn_labels(dataset)
         preset = self._preset_for(dataset)
+        if isinstance(watch_splits, str):
+            raise ConfigError(f"watch_splits takes a sequence of split names, e.g. ({watch_splits!r},), not a string")
         dataset = ensure_dev(dataset, fraction=preset.recipe.dev_fraction, seed=preset.recipe.seed)
         absent = [name for name in watch_splits if name in ("train", "dev") or name not in dataset.splits]
         if absent:
@@ -236,7 +238,10 @@ class NeuralEstimator(PresetEstimator):
             num_classes=prepared.num_classes, label_names=dataset.label_names,
             class_counts=prepared.class_counts(), run_dir=run_dir, resume=resume, progress=progress,
             device=device, watch_loaders=watch or None)
+        # A run resumed from a checkpoint made without watching has None for the epochs before.
         self.curves_ = {name: [row.get(f"{name}_accuracy") for row in result.history] for name in watch_splits}
+        self.watch_seconds_ = [(row.get("watch_seconds") or 0.0, row.get("watch_cpu_seconds") or 0.0)
+                               for row in result.history]
         self.model_.to("cpu")
         self.train_seconds_, self.epochs_run_, self.best_epoch_ = (result.train_seconds, result.epochs_run,
                                                                    result.best_epoch)
@@ -247,8 +252,11 @@ class NeuralEstimator(PresetEstimator):
         return self
 
     def fit_report(self) -> dict[str, Any]:
-        """The base report, and ``curves``: each watched split's accuracy by epoch ({} without)."""
-        return {**super().fit_report(), "curves": dict(getattr(self, "curves_", {}))}
+        """The base report, ``curves`` (each watched split's accuracy by epoch; {} without) and
+        ``watch_seconds`` (by epoch, the wall and CPU seconds of its watched passes, which the
+        seconds of the process that ran the epoch include)."""
+        return {**super().fit_report(), "curves": dict(getattr(self, "curves_", {})),
+                "watch_seconds": list(getattr(self, "watch_seconds_", []))}
 
     def epoch_seconds(self) -> float | None:
         """The mean training pass of an epoch (no vocabulary, vectors or dev evaluation)."""

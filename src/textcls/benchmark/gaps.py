@@ -234,16 +234,21 @@ def _variant_series(d: Diagnosis, result: dict | None, dataset: str) -> _Series 
 
 
 def _epoch_on_test_series(result: dict, name: str, dataset: str) -> _Series | None:
-    """``name``'s runs on ``dataset`` that recorded a ``test_curve``, each at its highest test
-    accuracy over the epochs it ran (in %), or None when no run has a curve."""
+    """``name``'s runs on ``dataset`` read at their epoch of highest test accuracy, in %: each
+    run's accuracy plus what its best test epoch scored over the epoch dev kept, both read off
+    its ``test_curve`` (the curve is the engine's pass, the accuracy the prediction path's, which
+    may differ by a document: the difference keeps the two on one path). Only runs whose curve
+    covers every epoch they ran with a finite score (not one resumed from a checkpoint made
+    without it); None when there is none."""
     series = _series(result, name, dataset, "accuracy")
     if series is None or series.per_task:
         return None
     values = {}
     for run in series.entry["runs"]:
-        curve = [a for a in run.get("test_curve") or () if _finite(a)]
-        if run.get("status") == "ok" and run["seed"] in series.values and curve:
-            values[run["seed"]] = 100.0 * max(curve)
+        curve, kept = run.get("test_curve") or [], run.get("best_epoch")
+        whole = len(curve) == run.get("epochs_run") and all(_finite(a) for a in curve)
+        if run.get("status") == "ok" and run["seed"] in series.values and whole and kept and 1 <= kept <= len(curve):
+            values[run["seed"]] = series.values[run["seed"]] + 100.0 * (max(curve) - curve[kept - 1])
     return _Series(name, dataset, values, series.entry) if values else None
 
 
@@ -298,8 +303,13 @@ def _choice_counts(d: Diagnosis, results: _Results) -> str:
 
 
 def _missing_variant(d: Diagnosis, result: dict | None, dataset: str) -> str:
-    if result is not None and d.epoch_on_test and _series(result, d.variant, dataset, "accuracy") is not None:
-        return f"no run of {d.variant} on {dataset} recorded a test_curve (its entry's test_curve = true)"
+    plain = _series(result, d.variant, dataset, "accuracy") if result is not None and d.epoch_on_test else None
+    if plain is not None and plain.per_task:
+        return (f"{d.variant} on {dataset} is read per task from a multi-task run, whose test_curve pools the tasks; "
+                "epoch_on_test needs a single-task entry")
+    if plain is not None:
+        return (f"no run of {d.variant} on {dataset} recorded a test_curve over every epoch it ran (its entry's "
+                "test_curve = true, from the first epoch)")
     if result is None or not d.chosen_among:
         return _missing(d.suite, result, d.variant, dataset)
     absent = [name for name in d.chosen_among if _series(result, name, dataset, "accuracy") is None]

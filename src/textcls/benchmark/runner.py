@@ -108,7 +108,10 @@ class Entry:
     test_curve: bool = False
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        fields = asdict(self)
+        if not self.test_curve:
+            del fields["test_curve"]  # the reports of entries that do not ask for it stay as they were
+        return fields
 
 
 @dataclass
@@ -301,8 +304,8 @@ def _check_test_curve(raw: dict, model: str, where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: 'test_curve' = {value!r} must be true or false")
     if value and _model_kind(model) != "neural":
-        raise ConfigError(f"{where}: 'test_curve' scores test after every epoch, and {model} does not train by "
-                          "epochs; drop it or give a neural preset")
+        raise ConfigError(f"{where}: 'test_curve' scores test after every epoch of the engine's training, which "
+                          f"only a neural preset has ({model} is a {_model_kind(model)} model); drop it or give one")
     return value
 
 
@@ -464,6 +467,12 @@ def _run_job(job: dict) -> dict:
                                                 "embeddings", "settings", "precision")})
     if entry.test_curve:
         record["test_curve"] = report["curves"]["test"]  # test accuracy after each epoch, 1 first
+        # The passes on test are the diagnosis's, not the model's: out of the fit's seconds. Only
+        # this process's epochs held them (a resumed run counts its earlier ones from their rows).
+        mine = report["watch_seconds"][resumed["from_epoch"] if resumed else 0:]
+        record["train_seconds"] -= sum(wall for wall, _ in mine)
+        record["train_cpu_seconds"] -= sum(cpu for _, cpu in mine)
+        record["test_curve_seconds"] = sum(wall for wall, _ in report["watch_seconds"])
     record.update(_test_record(estimator, dataset, job["infer_b1"], device))
     record["train_docs_per_second"] = (record["train_documents"] * record["epochs_run"]
                                        / max(record["train_seconds"], 1e-9))

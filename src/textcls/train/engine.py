@@ -237,10 +237,11 @@ def _check_watch(watch_loaders) -> dict[str, Any]:
         return {}
     if not isinstance(watch_loaders, dict):
         raise ConfigError("watch_loaders maps split names to loaders, e.g. {'test': loader}")
-    for name in watch_loaders:
+    for name, loader in watch_loaders.items():
         if not (isinstance(name, str) and name.isidentifier()) or name in ("dev", "train"):
             raise ConfigError(f"watch_loaders name {name!r}: give a split name such as 'test' (not 'dev' or "
                               "'train', whose columns the history already has)")
+        _check_whole_split(loader, name)
     return dict(watch_loaders)
 
 
@@ -319,18 +320,22 @@ def _run_epoch(run: _Run, train_loader, dev_loader) -> dict:
 
 
 def _watched_scores(run: _Run) -> dict[str, float | None]:
-    """``<name>_accuracy`` and ``<name>_loss`` of the model as it stands, on each of ``run.watch``:
-    after the dev pass and outside the epoch's seconds, for a diagnosis of "the epoch chosen on
-    test" beside the epoch dev chose. The next epoch reseeds itself, so training is unchanged."""
+    """``<name>_accuracy`` and ``<name>_loss`` of the model as it stands, on each of ``run.watch``,
+    and the wall and CPU seconds of those passes (``watch_seconds``, ``watch_cpu_seconds``): after
+    the dev pass and outside the epoch's seconds, for a diagnosis of "the epoch chosen on test"
+    beside the epoch dev chose. The next epoch reseeds itself, so training is unchanged."""
     if not run.watch:
         return {}  # no collective either: every rank agrees there is nothing to score
     scores: dict[str, float | None] = {}
     multi_label, label_names = run.task["multi_label"], run.task["label_names"]
+    wall, cpu = time.perf_counter(), time.process_time()
     for name, loader in run.watch.items():
         probs, y_true, loss = _evaluate(run.model, loader, run.criterion, multi_label, run.recipe.precision,
-                                        run.device)
+                                        run.device, split=name)
         metrics = compute_metrics(y_true, probs, label_names, multi_label=multi_label)
         scores.update({f"{name}_accuracy": metrics.get("accuracy"), f"{name}_loss": loss})
+    # What the passes cost, so that a benchmark can take them out of the fit's seconds.
+    scores.update({"watch_seconds": time.perf_counter() - wall, "watch_cpu_seconds": time.process_time() - cpu})
     return distributed.broadcast_object(scores)
 
 
@@ -691,8 +696,9 @@ def _gather_partial(total: torch.Tensor, count: int, world_size: int, rank: int)
 
 
 @torch.no_grad()
-def _evaluate(model, loader, criterion, multi_label, precision, device):
-    """(probs [N,C] float32 in dataset order, labels in dataset order or None, mean loss or None)."""
+def _evaluate(model, loader, criterion, multi_label, precision, device, split: str = "dev"):
+    """(probs [N,C] float32 in dataset order, labels in dataset order or None, mean loss or None);
+    ``split`` names the loader's split in errors."""
     was_training = model.training
     model.eval()
     # Only the probabilities are used here: forward passes skip the explicit attention maps
@@ -714,7 +720,7 @@ def _evaluate(model, loader, criterion, multi_label, precision, device):
                 indices.append(batch["index"].cpu())
                 prob_rows.append(probs.cpu())
                 if criterion is not None:
-                    labels = _labels(batch, "dev")
+                    labels = _labels(batch, split)
                     loss_logits.append(logits)
                     loss_labels.append(labels)
                     label_rows.append(labels.cpu())
@@ -800,12 +806,17 @@ def _check_loaders(train_loader, dev_loader, world_size: int) -> None:
                 f"the train loader is split for num_replicas = {replicas} but this run has world size {world_size}; "
                 "build it with make_loader(..., num_replicas=world_size(), rank=rank())"
             )
-    for obj in (getattr(dev_loader, "batch_sampler", None), getattr(dev_loader, "sampler", None)):
+    _check_whole_split(dev_loader, "dev")
+
+
+def _check_whole_split(loader, split: str) -> None:
+    """An evaluation loader must hold the whole split on every rank."""
+    for obj in (getattr(loader, "batch_sampler", None), getattr(loader, "sampler", None)):
         replicas = getattr(obj, "num_replicas", None)
         if replicas is not None and replicas != 1:
             raise ConfigError(
-                f"the dev loader is split for num_replicas = {replicas}; every rank evaluates the whole dev set, "
-                "so build it with make_loader(..., num_replicas=1)"
+                f"the {split} loader is split for num_replicas = {replicas}; every rank evaluates the whole {split} "
+                "set, so build it with make_loader(..., num_replicas=1)"
             )
 
 
