@@ -204,8 +204,18 @@ def test_the_epoch_chosen_on_test_reads_each_runs_highest_test_accuracy_over_its
     assert none.missing.startswith("no run of plain on d1 recorded a test_curve over every epoch it ran")
     lines = format_gaps([], out, [on_test])
     assert any("epoch of highest test accuracy" in line and "not a figure of ours" in line for line in lines)
-    with pytest.raises(ValueError, match="epoch_on_test reads one entry's curves"):
-        _diagnosis(epoch_on_test=True, choose_on_test=["a", "b"])
+    with pytest.raises(ValueError, match="use choose_on_test"):
+        _diagnosis(epoch_on_test=True, choose_on_dev=["a", "b"])
+    # Setting and epoch chosen together on test: seed 0 of d1 takes "other" at its best epoch
+    # (0.86), where the model's best epoch gave 0.83; seed 1 keeps the model's 0.82.
+    _write(out, "toy", [*json.loads((out / "toy.json").read_text())["entries"],
+                        curved("other", "d1", [0.81, 0.80], [([0.81, 0.86], 1), ([0.80, 0.70], 1)])])
+    both = _diagnosis(variant="chosen", baseline="model", epoch_on_test=True, choose_on_test=["model", "other"],
+                      datasets=["d1"])
+    [joint] = measure(both, _Results(out))
+    assert joint.n == 2 and joint.delta == approx32(100 * ((0.86 - 0.80) + (0.82 - 0.82)) / 2)
+    assert any("highest test accuracy at its epoch of highest test accuracy" in line
+               for line in format_gaps([], out, [both]))
 
 
 def test_what_has_not_run_is_named_not_skipped(results):
@@ -351,7 +361,8 @@ def test_every_shipped_experiment_names_entries_its_suites_define_and_claims_tha
             for variant in d.chosen_among or [d.variant]:
                 assert (variant, dataset) in entries or (variant, parent) in entries, (d.id, variant, dataset)
             if d.epoch_on_test:  # read off curves that only an entry with test_curve = true records
-                assert (d.variant, dataset) in _suite_entries(d.suite, curves_only=True), (d.id, dataset)
+                for variant in d.chosen_among or [d.variant]:
+                    assert (variant, dataset) in _suite_entries(d.suite, curves_only=True), (d.id, variant, dataset)
             if d.baseline:
                 base = _suite_entries(d.baseline_suite or d.suite)
                 assert (d.baseline, dataset) in base or (d.baseline, parent) in base, (d.id, d.baseline, dataset)

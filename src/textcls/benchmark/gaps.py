@@ -24,7 +24,8 @@ what a paper that "tuned [its settings] to achieve the best performance" without
 would report, had it tried those settings; its excess over the dev choice is that selection's
 optimism. A variant with ``epoch_on_test`` is its entry's runs read at the epoch with the highest
 test accuracy instead of the one dev kept (the runs' ``test_curve``, recorded by entries with
-``test_curve = true``): the same selection on test, of the epoch.
+``test_curve = true``): the same selection on test, of the epoch; with ``choose_on_test`` too,
+of the setting and its epoch together.
 """
 
 from __future__ import annotations
@@ -78,8 +79,9 @@ class Diagnosis:
             raise ValueError(f"diagnosis {self.id}: no datasets")
         if self.choose_on_dev and self.choose_on_test:
             raise ValueError(f"diagnosis {self.id}: give choose_on_dev or choose_on_test, not both")
-        if self.epoch_on_test and (self.choose_on_dev or self.choose_on_test):
-            raise ValueError(f"diagnosis {self.id}: epoch_on_test reads one entry's curves; drop choose_on_*")
+        if self.epoch_on_test and self.choose_on_dev:
+            raise ValueError(f"diagnosis {self.id}: epoch_on_test selects on test; with choose_on_dev the two "
+                             "selections would read different splits (use choose_on_test)")
         for name in ("choose_on_dev", "choose_on_test"):
             if getattr(self, name) and len(getattr(self, name)) < 2:
                 raise ValueError(f"diagnosis {self.id}: {name} needs two entries or more to choose among")
@@ -224,7 +226,7 @@ def _variant_series(d: Diagnosis, result: dict | None, dataset: str) -> _Series 
     ``choose_on_dev`` / ``choose_on_test`` those of the entries ``_choice`` picks."""
     if result is None:
         return None
-    if d.epoch_on_test:
+    if d.epoch_on_test and not d.choose_on_test:
         return _epoch_on_test_series(result, d.variant, dataset)
     if not d.chosen_among:
         return _series(result, d.variant, dataset, "accuracy")
@@ -260,9 +262,11 @@ def _choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series], di
 
 def _test_choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series], dict[int, int]]:
     """``choose_on_test``'s entries on ``dataset`` and, for each seed that every one of them ran,
-    the index of the one with the highest test accuracy (ties: the first listed). This choice
-    sees the test set on purpose (the module's docstring says what it measures)."""
-    candidates = [_series(result, name, dataset, "accuracy") for name in d.choose_on_test]
+    the index of the one with the highest test accuracy (ties: the first listed); with
+    ``epoch_on_test``, each read at its best test epoch, so setting and epoch are chosen together.
+    This choice sees the test set on purpose (the module's docstring says what it measures)."""
+    read = _epoch_on_test_series if d.epoch_on_test else (lambda r, n, ds: _series(r, n, ds, "accuracy"))
+    candidates = [read(result, name, dataset) for name in d.choose_on_test]
     if any(c is None or c.per_task for c in candidates):
         return [], {}
     seeds = [s for s in sorted(candidates[0].values) if all(s in c.values for c in candidates)]
@@ -535,8 +539,9 @@ def _choice_rule(d: Diagnosis) -> str:
         return (f" (per dataset and seed, whichever of {', '.join(d.choose_on_dev)} kept the highest dev accuracy;"
                 " ties: the lower dev loss, then the first listed)")
     if d.choose_on_test:
+        at = " at its epoch of highest test accuracy (its test_curve)" if d.epoch_on_test else ""
         return (f" (per dataset and seed, whichever of {', '.join(d.choose_on_test)} scored the highest test"
-                " accuracy; ties: the first listed; a selection on the test set, not a figure of ours)")
+                f" accuracy{at}; ties: the first listed; a selection on the test set, not a figure of ours)")
     if d.epoch_on_test:
         return (" read at each run's epoch of highest test accuracy (its test_curve), not the epoch dev kept;"
                 " a selection on the test set, not a figure of ours")
