@@ -77,9 +77,13 @@ def test_multi_label_bce_on_reuters_slice(tmp_path):
     torch.manual_seed(0)
     model = BagOfWords(len(vocab), len(names), dim=32)
     recipe = Recipe(lr=3e-2, epochs=3, batch_size=32, monitor="micro_f1")
+    # The dev documents watched under another name too: a multi-label watch scores as dev does.
     result = fit(model, *loaders(train, dev, 32), recipe, multi_label=True, num_classes=len(names),
-                 label_names=names, run_dir=tmp_path, progress=False)
+                 label_names=names, run_dir=tmp_path, progress=False,
+                 watch_loaders={"held": make_loader(dev, 64, shuffle=False)})
 
+    for row in result.history:
+        assert row["held_accuracy"] == row["dev_accuracy"] and row["held_loss"] == row["dev_loss"]
     losses = [row["train_loss"] for row in result.history]
     assert losses[0] > losses[1] > losses[2]
     assert result.best_metrics["multi_label"] is True
@@ -94,7 +98,7 @@ def test_multi_label_bce_on_reuters_slice(tmp_path):
     assert result.best_metrics["loss"] == pytest.approx(float(expected_loss), rel=1e-4)
     with open(tmp_path / "epochs.csv", newline="") as f:
         header = next(csv.reader(f))
-    assert header == list(CSV_COLUMNS[:-1]) + ["dev_micro_f1", "seconds"]
+    assert header == list(CSV_COLUMNS[:-1]) + ["dev_micro_f1", "held_accuracy", "held_loss", "seconds"]
 
 
 def test_bf16_trains_with_fp32_master_weights_and_finite_loss():
