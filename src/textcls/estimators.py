@@ -196,8 +196,8 @@ class NeuralEstimator(PresetEstimator):
             watch_splits: Sequence[str] = ()) -> "NeuralEstimator":
         """Train with the engine, keeping the best epoch on dev. ``watch_splits`` (say
         ``("test",)``) are scored after every epoch and never read to keep one: their accuracy
-        by epoch is ``curves_[name]`` (the engine's ``watch_loaders``), for a diagnosis of what
-        choosing the epoch on that split would give."""
+        by epoch is ``fit_report()["curves"][name]`` (the engine's ``watch_loaders``), for a
+        diagnosis of what choosing the epoch on that split would give."""
         from .data.prepare import prepare, resolve_recipe
         from .data.splits import ensure_dev
         from .train import distributed
@@ -238,10 +238,7 @@ class NeuralEstimator(PresetEstimator):
             num_classes=prepared.num_classes, label_names=dataset.label_names,
             class_counts=prepared.class_counts(), run_dir=run_dir, resume=resume, progress=progress,
             device=device, watch_loaders=watch or None)
-        # A run resumed from a checkpoint made without watching has None for the epochs before.
-        self.curves_ = {name: [row.get(f"{name}_accuracy") for row in result.history] for name in watch_splits}
-        self.watch_seconds_ = [(row.get("watch_seconds") or 0.0, row.get("watch_cpu_seconds") or 0.0)
-                               for row in result.history]
+        self.watch_splits_ = tuple(watch_splits)
         self.model_.to("cpu")
         self.train_seconds_, self.epochs_run_, self.best_epoch_ = (result.train_seconds, result.epochs_run,
                                                                    result.best_epoch)
@@ -252,11 +249,16 @@ class NeuralEstimator(PresetEstimator):
         return self
 
     def fit_report(self) -> dict[str, Any]:
-        """The base report, ``curves`` (each watched split's accuracy by epoch; {} without) and
-        ``watch_seconds`` (by epoch, the wall and CPU seconds of its watched passes, which the
-        seconds of the process that ran the epoch include)."""
-        return {**super().fit_report(), "curves": dict(getattr(self, "curves_", {})),
-                "watch_seconds": list(getattr(self, "watch_seconds_", []))}
+        """The base report, ``curves`` (each watched split's accuracy by epoch; {} without; None
+        for the epochs of a checkpoint made without watching) and ``watch_seconds`` (by epoch, the
+        wall and CPU seconds of its watched passes, which the seconds of the process that ran the
+        epoch include), both read off the fit's history."""
+        history = self.fit_result_.history if self.fit_result_ is not None else []
+        return {**super().fit_report(),
+                "curves": {name: [row.get(f"{name}_accuracy") for row in history]
+                           for name in getattr(self, "watch_splits_", ())},
+                "watch_seconds": [(row.get("watch_seconds") or 0.0, row.get("watch_cpu_seconds") or 0.0)
+                                  for row in history]}
 
     def epoch_seconds(self) -> float | None:
         """The mean training pass of an epoch (no vocabulary, vectors or dev evaluation)."""

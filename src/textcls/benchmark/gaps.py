@@ -249,7 +249,7 @@ def _epoch_on_test_series(result: dict, name: str, dataset: str) -> _Series | No
     for run in series.entry["runs"]:
         curve, kept = run.get("test_curve") or [], run.get("best_epoch")
         whole = len(curve) == run.get("epochs_run") and all(_finite(a) for a in curve)
-        if run.get("status") == "ok" and run["seed"] in series.values and whole and kept and 1 <= kept <= len(curve):
+        if run["seed"] in series.values and whole and kept and 1 <= kept <= len(curve):  # values: ok runs only
             values[run["seed"]] = series.values[run["seed"]] + 100.0 * (max(curve) - curve[kept - 1])
     return _Series(name, dataset, values, series.entry) if values else None
 
@@ -265,8 +265,8 @@ def _test_choice(d: Diagnosis, result: dict, dataset: str) -> tuple[list[_Series
     the index of the one with the highest test accuracy (ties: the first listed); with
     ``epoch_on_test``, each read at its best test epoch, so setting and epoch are chosen together.
     This choice sees the test set on purpose (the module's docstring says what it measures)."""
-    read = _epoch_on_test_series if d.epoch_on_test else (lambda r, n, ds: _series(r, n, ds, "accuracy"))
-    candidates = [read(result, name, dataset) for name in d.choose_on_test]
+    candidates = [_epoch_on_test_series(result, name, dataset) if d.epoch_on_test
+                  else _series(result, name, dataset, "accuracy") for name in d.choose_on_test]
     if any(c is None or c.per_task for c in candidates):
         return [], {}
     seeds = [s for s in sorted(candidates[0].values) if all(s in c.values for c in candidates)]

@@ -301,12 +301,7 @@ def _run_epoch(run: _Run, train_loader, dev_loader) -> dict:
             )
     carried_seconds, run.position = run.position.train_seconds, Position()
     train_seconds = time.perf_counter() - start + carried_seconds
-    multi_label, label_names = run.task["multi_label"], run.task["label_names"]
-    probs, y_true, dev_loss = _evaluate(run.model, dev_loader, run.criterion, multi_label, recipe.precision,
-                                        run.device)
-    metrics = compute_metrics(y_true, probs, label_names, multi_label=multi_label)
-    metrics["loss"] = dev_loss
-    metrics = distributed.broadcast_object(metrics)
+    metrics = distributed.broadcast_object(_split_metrics(run, dev_loader, "dev"))
     run.scheduler.step()
     seconds = time.perf_counter() - start + carried_seconds
     progress.steps += steps
@@ -327,16 +322,24 @@ def _watched_scores(run: _Run) -> dict[str, float | None]:
     if not run.watch:
         return {}  # no collective either: every rank agrees there is nothing to score
     scores: dict[str, float | None] = {}
-    multi_label, label_names = run.task["multi_label"], run.task["label_names"]
     wall, cpu = time.perf_counter(), time.process_time()
     for name, loader in run.watch.items():
-        probs, y_true, loss = _evaluate(run.model, loader, run.criterion, multi_label, run.recipe.precision,
-                                        run.device, split=name)
-        metrics = compute_metrics(y_true, probs, label_names, multi_label=multi_label)
-        scores.update({f"{name}_accuracy": metrics.get("accuracy"), f"{name}_loss": loss})
+        metrics = _split_metrics(run, loader, name)
+        scores.update({f"{name}_accuracy": metrics.get("accuracy"), f"{name}_loss": metrics["loss"]})
     # What the passes cost, so that a benchmark can take them out of the fit's seconds.
     scores.update({"watch_seconds": time.perf_counter() - wall, "watch_cpu_seconds": time.process_time() - cpu})
     return distributed.broadcast_object(scores)
+
+
+def _split_metrics(run: _Run, loader, split: str) -> dict[str, Any]:
+    """``compute_metrics`` of the model as it stands on one whole split, with its mean ``loss``
+    (this rank's: the caller broadcasts)."""
+    multi_label = run.task["multi_label"]
+    probs, y_true, loss = _evaluate(run.model, loader, run.criterion, multi_label, run.recipe.precision, run.device,
+                                    split=split)
+    metrics = compute_metrics(y_true, probs, run.task["label_names"], multi_label=multi_label)
+    metrics["loss"] = loss
+    return metrics
 
 
 def _watched_columns(watch: dict) -> tuple[str, ...]:
