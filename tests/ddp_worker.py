@@ -86,16 +86,27 @@ def encode(texts: list[str], vocab: dict[str, int], max_len: int = 200) -> list[
 
 def trec_datasets(n_train: int = 512, n_dev: int = 200):
     """(train EncodedDataset, dev EncodedDataset, label_names, vocab size) from TREC."""
+    (train, dev, _), names, vocab_size = trec_splits(n_train, n_dev)
+    return train, dev, names, vocab_size
+
+
+def trec_splits(n_train: int, n_dev: int, n_test: int = 0):
+    """((train, dev, test), label_names, vocab size): the first ``n_train`` TREC training questions,
+    then the first ``n_dev`` and the next ``n_test`` of TREC's test file (test is None when
+    ``n_test`` is 0), all encoded with the training vocabulary."""
     from textcls.data.batching import EncodedDataset
 
     train_texts, train_labels = read_trec("train", n_train)
-    dev_texts, dev_labels = read_trec("test", n_dev)
-    names = sorted(set(train_labels) | set(dev_labels))
-    index = {name: i for i, name in enumerate(names)}
+    held_texts, held_labels = read_trec("test", n_dev + n_test)
+    names = sorted(set(train_labels) | set(held_labels))
     vocab = build_vocab(train_texts)
-    train = EncodedDataset(encode(train_texts, vocab), [index[l] for l in train_labels], num_classes=len(names))
-    dev = EncodedDataset(encode(dev_texts, vocab), [index[l] for l in dev_labels], num_classes=len(names))
-    return train, dev, names, len(vocab)
+
+    def encoded(texts, labels):
+        return EncodedDataset(encode(texts, vocab), [names.index(label) for label in labels], num_classes=len(names))
+
+    test = encoded(held_texts[n_dev:], held_labels[n_dev:]) if n_test else None
+    return (encoded(train_texts, train_labels), encoded(held_texts[:n_dev], held_labels[:n_dev]), test), names, \
+        len(vocab)
 
 
 # ----------------------------------------------------------------------------- model
@@ -126,7 +137,10 @@ class BagOfWords(nn.Module):
 # ----------------------------------------------------------------------------- run
 
 
-def train_and_save(out: Path, *, n_train: int, n_dev: int, epochs: int, batch_size: int, lr: float) -> dict:
+def train_and_save(out: Path, *, n_train: int, n_dev: int, epochs: int, batch_size: int, lr: float,
+                   n_test: int = 0) -> dict:
+    """Train, keep the best dev epoch, and (rank 0) write the weights and a summary. ``n_test > 0``
+    watches that many held-out questions as split "test" (``fit``'s ``watch_loaders``)."""
     from safetensors.torch import save_file
 
     from textcls.data.batching import make_loader
@@ -135,21 +149,24 @@ def train_and_save(out: Path, *, n_train: int, n_dev: int, epochs: int, batch_si
     from textcls.train import distributed
 
     env = distributed.init_from_env()
-    train, dev, names, vocab_size = trec_datasets(n_train, n_dev)
+    (train, dev, test), names, vocab_size = trec_splits(n_train, n_dev, n_test)
     recipe = Recipe(optimizer="adam", lr=lr, epochs=epochs, batch_size=batch_size, seed=3)
     train_loader = make_loader(train, batch_size, shuffle=True, seed=recipe.seed,
                                num_replicas=env.world_size, rank=env.rank)
     dev_loader = make_loader(dev, 64, shuffle=False)
     torch.manual_seed(0)
     model = BagOfWords(vocab_size, len(names))
+    watch = {"test": make_loader(test, 64, shuffle=False)} if test is not None else None
     result = fit(model, train_loader, dev_loader, recipe, num_classes=len(names), label_names=names,
-                 run_dir=out / "run", progress=False)
+                 run_dir=out / "run", progress=False, watch_loaders=watch)
     summary = {
         "world_size": env.world_size,
         "best_epoch": result.best_epoch,
         "dev_accuracy": result.best_metrics["accuracy"],
         "dev_loss": result.best_metrics["loss"],
         "train_loss": [row["train_loss"] for row in result.history],
+        "test_accuracy": [row.get("test_accuracy") for row in result.history],
+        "test_loss": [row.get("test_loss") for row in result.history],
     }
     if env.rank == 0:
         out.mkdir(parents=True, exist_ok=True)
@@ -166,13 +183,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-2)
+    parser.add_argument("--n-test", type=int, default=0, help="held-out questions watched as split 'test'")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     from textcls.train import distributed
 
     try:
         train_and_save(args.out, n_train=args.n_train, n_dev=args.n_dev, epochs=args.epochs,
-                       batch_size=args.batch_size, lr=args.lr)
+                       batch_size=args.batch_size, lr=args.lr, n_test=args.n_test)
     finally:
         distributed.cleanup()
     return 0

@@ -26,7 +26,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_process_ddp_matches_one_process(tmp_path):
+# 0: no watch (no extra pass, no extra collective); 200: the next 200 TREC test questions are
+# watched as split "test" after every epoch, which adds a broadcast on every rank.
+@pytest.mark.parametrize("n_test", [0, 200], ids=["unwatched", "watched"])
+def test_two_process_ddp_matches_one_process(tmp_path, n_test):
     ddp_out, single_out = tmp_path / "ddp", tmp_path / "single"
     command = [
         sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
@@ -34,13 +37,13 @@ def test_two_process_ddp_matches_one_process(tmp_path):
         str(WORKER), "--out", str(ddp_out),
         "--n-train", str(SETTINGS["n_train"]), "--n-dev", str(SETTINGS["n_dev"]),
         "--epochs", str(SETTINGS["epochs"]), "--batch-size", str(SETTINGS["batch_size"]),
-        "--lr", str(SETTINGS["lr"]),
+        "--lr", str(SETTINGS["lr"]), "--n-test", str(n_test),
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run(command, capture_output=True, text=True, timeout=150, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
-    single = train_and_save(single_out, **SETTINGS)
+    single = train_and_save(single_out, **SETTINGS, n_test=n_test)
     ddp = json.loads((ddp_out / "result.json").read_text())
 
     assert ddp["world_size"] == 2 and single["world_size"] == 1
@@ -53,6 +56,12 @@ def test_two_process_ddp_matches_one_process(tmp_path):
     assert ddp_weights.keys() == single_weights.keys()
     for key in single_weights:
         torch.testing.assert_close(ddp_weights[key], single_weights[key], atol=1e-4, rtol=0)
+    if n_test:  # every rank scored the whole watched split: the curves agree as dev does
+        assert len(ddp["test_accuracy"]) == SETTINGS["epochs"]
+        assert ddp["test_accuracy"] == pytest.approx(single["test_accuracy"], abs=1 / n_test)
+        assert ddp["test_loss"] == pytest.approx(single["test_loss"], rel=1e-5)
+    else:
+        assert ddp["test_accuracy"] == single["test_accuracy"] == [None] * SETTINGS["epochs"]
     # The runs must have learned something, or agreeing says little.
     assert single["train_loss"][-1] < 0.9 * single["train_loss"][0]
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ddp_worker import BagOfWords, Output, build_vocab, encode, read_reuters, read_trec, trec_datasets
+from ddp_worker import BagOfWords, Output, build_vocab, encode, read_reuters, read_trec, trec_datasets, trec_splits
 from textcls.data.batching import EncodedDataset, make_loader
 from textcls.errors import CheckpointError, ConfigError, DataError
 from textcls.recipe import Recipe, register_lr_lambda
@@ -400,25 +400,9 @@ def test_epochs_csv_has_one_row_per_epoch_with_the_history_values(tmp_path):
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3]
 
 
-def _trec_three_splits():
-    """Train (400 TREC training questions), dev and test (the first 200 and the next 300 of TREC's
-    test file), encoded with the training vocabulary."""
-    train_texts, train_labels = read_trec("train", 400)
-    held_texts, held_labels = read_trec("test", 500)
-    names = sorted(set(train_labels) | set(held_labels))
-    vocab = build_vocab(train_texts)
-
-    def encoded(texts, labels):
-        return EncodedDataset(encode(texts, vocab), [names.index(label) for label in labels], num_classes=len(names))
-
-    splits = (encoded(train_texts, train_labels), encoded(held_texts[:200], held_labels[:200]),
-              encoded(held_texts[200:], held_labels[200:]))
-    return splits, names, len(vocab)
-
-
 def _unwatched_run():
     """The three TREC splits, a recipe, fit's keywords, and a model trained (seed 0) without a watch."""
-    (train, dev, test), names, vocab_size = _trec_three_splits()
+    (train, dev, test), names, vocab_size = trec_splits(400, 200, 300)
     recipe = Recipe(optimizer="adam", lr=3e-2, epochs=4, batch_size=32)
     kwargs = dict(num_classes=len(names), label_names=names, progress=False)
     torch.manual_seed(0)
