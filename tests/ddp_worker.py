@@ -84,12 +84,6 @@ def encode(texts: list[str], vocab: dict[str, int], max_len: int = 200) -> list[
     return [[vocab.get(w, 1) for w in text.lower().split()][:max_len] for text in texts]
 
 
-def trec_datasets(n_train: int = 512, n_dev: int = 200):
-    """(train EncodedDataset, dev EncodedDataset, label_names, vocab size) from TREC."""
-    (train, dev, _), names, vocab_size = trec_splits(n_train, n_dev)
-    return train, dev, names, vocab_size
-
-
 def trec_splits(n_train: int, n_dev: int, n_test: int = 0):
     """((train, dev, test), label_names, vocab size): the first ``n_train`` TREC training questions,
     then the first ``n_dev`` and the next ``n_test`` of TREC's test file (test is None when

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ddp_worker import BagOfWords, Output, build_vocab, encode, read_reuters, read_trec, trec_datasets, trec_splits
+from ddp_worker import BagOfWords, Output, build_vocab, encode, read_reuters, trec_splits
 from textcls.data.batching import EncodedDataset, make_loader
 from textcls.errors import CheckpointError, ConfigError, DataError
 from textcls.recipe import Recipe, register_lr_lambda
@@ -45,7 +45,7 @@ def without_seconds(history):
 
 
 def test_loss_falls_and_dev_accuracy_beats_chance_on_trec():
-    train, dev, names, vocab_size = trec_datasets(600, 200)
+    (train, dev, _), names, vocab_size = trec_splits(600, 200)
     majority = np.bincount(dev.labels).max() / len(dev)
     torch.manual_seed(0)
     model = BagOfWords(vocab_size, len(names))
@@ -102,7 +102,7 @@ def test_multi_label_bce_on_reuters_slice(tmp_path):
 
 
 def test_bf16_trains_with_fp32_master_weights_and_finite_loss():
-    train, dev, names, vocab_size = trec_datasets(256, 100)
+    (train, dev, _), names, vocab_size = trec_splits(256, 100)
     seen = []
 
     class Recording(BagOfWords):
@@ -476,7 +476,7 @@ def test_an_estimator_watches_only_a_split_the_data_holds_besides_train_and_dev(
 
 
 def _resume_setup():
-    train, dev, names, vocab_size = trec_datasets(256, 100)
+    (train, dev, _), names, vocab_size = trec_splits(256, 100)
     recipe = Recipe(optimizer="adam", lr=2e-2, epochs=4, batch_size=32, patience=3, grad_clip=1.0,
                     schedule={"type": "step", "step_size": 1, "gamma": 0.7})
     return train, dev, names, vocab_size, recipe
@@ -689,7 +689,7 @@ def test_corrupt_checkpoint_is_a_checkpoint_error_naming_the_file(tmp_path, dama
 
 
 def test_grad_clip_caps_the_gradient_norm():
-    train, dev, names, vocab_size = trec_datasets(128, 50)
+    (train, dev, _), names, vocab_size = trec_splits(128, 50)
 
     def run(clip):
         norms = []
