@@ -62,7 +62,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         override the preset's recipe or inputs; ``None`` keeps the preset's value.
         ``precision``: ``"fp32"``, ``"bf16"`` (autocast) or ``"auto"`` (bf16 where the CPU has
         AMX or AVX-512 BF16 or the GPU supports it, else fp32; ``preset_`` holds the choice).
-    params: any other preset override, e.g. ``{"num_filters": 50}``.
+    params: any other preset override, e.g. ``{"dropout": 0.3}``.
     seed: seeds the dev split, initialisation and batch order.
     device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
     progress: show a progress bar while training.

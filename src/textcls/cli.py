@@ -133,7 +133,7 @@ def _parse_sets(pairs: List[str]) -> dict:
     out = {}
     for pair in pairs or []:
         if "=" not in pair:
-            raise ConfigError(f"--set '{pair}' is not key=value; write for example --set num_filters=50")
+            raise ConfigError(f"--set '{pair}' is not key=value; write for example --set dropout=0.3")
         key, value = pair.split("=", 1)
         key = key.strip()
         if key in out:
@@ -512,7 +512,7 @@ def predict(
                                               "class is predicted. Default: the run's saved threshold, else 0.5."),
     threads: int = typer.Option(1, "--threads", help="CPU threads. Default 1: on a busy 2-core machine two OpenMP "
                                 "threads made prediction 2.7x slower (docs/speed.md)."),
-    device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N or auto. Default: cpu for fasttext-bag runs (NumPy), "
+    device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N or auto. Default: cpu for the runs that predict in NumPy (fasttext-bag, kim-cnn, spe-cnn), "
                                          "else the run's own, or cpu when it is a GPU this machine lacks."),
 ):
     """Classify texts; writes JSON Lines: text (task), label (labels for multi-label) and class probabilities."""
@@ -791,7 +791,7 @@ def speed(
     sentence_length: int = typer.Option(25, help="Words per sentence for hierarchical presets."),
     vocab_size: int = typer.Option(20_000, help="Vocabulary size (a fine-tuned embedding table's update cost grows with it)."),
     num_classes: int = typer.Option(4, help="Number of classes."),
-    sets: List[str] = typer.Option([], "--set", help="MODEL:KEY=VALUE preset override, e.g. hcan:d=64 (repeatable)."),
+    sets: List[str] = typer.Option([], "--set", help="MODEL:KEY=VALUE preset override, e.g. hcan:d_model=64 (repeatable)."),
     timeout: float = typer.Option(900.0, help="Seconds allowed per (model, length) before it is recorded as failed."),
     predict_mode: bool = typer.Option(False, "--predict", help="Time end-to-end prediction instead (raw texts in, labels "
                                       "out) beside fastText and scikit-learn TF-IDF + LR, trained on --data (docs/speed.md)."),
