@@ -106,9 +106,11 @@ def gz_truncated(text: str) -> bytes:
     return data[: len(data) // 2]
 
 
-def suite_toml(name: str = "mysuite", model: str = "no-such-model") -> str:
-    return (f'[suite]\nname = "{name}"\ndescription = "bad-input test suite"\n\n'
-            f'[[entry]]\ndataset = "tiny.csv"\nmodel = "{model}"\n')
+def suite_toml(name: str = "mysuite", model: str = "no-such-model", dataset: str = "tiny.csv",
+               overrides: str | None = None, defaults: str = "") -> str:
+    return (f'[suite]\nname = "{name}"\ndescription = "bad-input test suite"\n\n{defaults}'
+            f'[[entry]]\ndataset = "{dataset}"\nmodel = "{model}"\n'
+            + (f"overrides = {overrides}\n" if overrides else ""))
 
 
 # ---------------------------------------------------------------------------------------
@@ -560,6 +562,9 @@ CLI_CASES = [
          "--text-column", "1"), 0, ("30 documents",), {"eval.txt": tsv_text(30)}),
     Cli("works-evaluate-neural-run", ("evaluate", "{nrun}", "--data", "eval.csv"), 0, ("40 documents",),
         {"eval.csv": csv_text(40)}),
+    Cli("evaluate-multi-label-data-on-single-label-run", ("evaluate", "{nrun}", "--data", "multi.jsonl"), 2,
+        ("multi.jsonl", "single-label", "a list of labels"),
+        {"multi.jsonl": jsonl_text([{"text": t, "labels": [c]} for t, c in rows()])}),
     # ---------------------------------------------------------------- predict
     Cli("predict-no-such-run", ("predict", "no/such/run", "good film"), 2, ("no/such/run",)),
     Cli("predict-run-missing-weights", ("predict", "r", "good film"), 2, ("model.safetensors",),
@@ -601,7 +606,18 @@ CLI_CASES = [
     Cli("benchmark-render-without-results", ("benchmark", "--suite", "s.toml", "--render", "--output-dir", "out"), 2,
         ("mysuite",), {"s.toml": suite_toml()}),
     Cli("benchmark-default-output-keeps-benchmarks-results", ("benchmark", "--suite", "s.toml", "--no-progress"), 1,
-        ("no-such-model",), {"s.toml": suite_toml()}, setup=existing_report, check=report_kept),
+        ("tiny.csv:tfidf-lr", "failed"), {"s.toml": suite_toml(model="tfidf-lr", overrides="{no_such_parameter = 1}")},
+        setup=existing_report, check=report_kept),
+    Cli("benchmark-unknown-model-fails-before-any-run", ("benchmark", "--suite", "s.toml", "--output-dir", "out"), 2,
+        ("s.toml", "tiny.csv:no-such-model", "unknown model"), {"s.toml": suite_toml()},
+        check=lambda ctx, out, err: assert_absent(ctx.tmp / "out")),
+    Cli("benchmark-unknown-dataset-fails-before-any-run", ("benchmark", "--suite", "s.toml", "--output-dir", "out"), 2,
+        ("s.toml", "nosuchdata"), {"s.toml": suite_toml(model="tfidf-lr", dataset="nosuchdata")},
+        check=lambda ctx, out, err: assert_absent(ctx.tmp / "out")),
+    Cli("benchmark-suite-is-a-folder", ("benchmark", "--suite", "s.toml", "--output-dir", "out"), 2,
+        ("s.toml", "folder"), {"s.toml/": ""}),
+    Cli("benchmark-bad-seeds-in-defaults", ("benchmark", "--suite", "s.toml", "--output-dir", "out"), 2,
+        ("[defaults]", "seeds"), {"s.toml": suite_toml(defaults='[defaults]\nseeds = "zero"\n')}),
     Cli("list-models-extra-argument", ("list-models", "extra"), 2, ("extra",)),
     Cli("list-datasets-unknown-option", ("list-datasets", "--bogus"), 2, ("--bogus",)),
 ]
@@ -638,6 +654,13 @@ def fit(X, y, model="tfidf-lr", **kw):
 
 def loaded(which: str, method: str, *args, **kwargs):
     return lambda ctx: getattr(textcls.Classifier.from_pretrained(ctx.trained[which]), method)(*args, **kwargs)
+
+
+def evaluate_on_single_labels(ctx: Ctx):
+    import datasets
+
+    clf = textcls.Classifier("tfidf-lr").fit(TEXTS, [[c] if i % 3 else [c, "film"] for i, c in enumerate(LABELS)])
+    return clf.evaluate(datasets.Dataset.from_dict({"text": TEXTS, "label": LABELS}))
 
 
 def unfitted(method: str, *args):
@@ -697,6 +720,8 @@ API_CASES = [
     Api("fit-length-mismatch", fit(TEXTS, LABELS[:5]), TextclsError, ("20", "5")),
     Api("fit-no-texts", fit([], []), TextclsError, ("text",)),
     Api("fit-one-class-only", fit(TEXTS, ["pos"] * 20), TextclsError, ("class",)),
+    Api("evaluate-single-label-data-on-multi-label-model", evaluate_on_single_labels, TextclsError,
+        ("multi-label", "one label")),
     Api("fit-device-cuda-without-gpu", fit(TEXTS, LABELS, model="fasttext-bag-unigram", device="cuda"), TextclsError,
         ("device", "no CUDA GPU")),
     Api("fit-unknown-model", fit(TEXTS, LABELS, model="kim-cnn-nonstatc"), TextclsError, ("kim-cnn-nonstatic",)),

@@ -39,9 +39,11 @@ def _finite_number(value) -> bool:
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """The shipped tiny suite, with an entry naming an unknown model put first."""
+    """The shipped tiny suite, with an entry that fails when it runs put first (an unknown
+    parameter: a misspelt model or dataset fails the whole suite before its first run)."""
     folder = tmp_path_factory.mktemp("bench")
-    failing = '[[entry]]\ndataset = "trec"\nmodel = "no-such-model"\nmax_per_split = 300\n\n'
+    failing = ('[[entry]]\ndataset = "trec"\nmodel = "kim-cnn-static"\nname = "broken"\n'
+               'overrides = {no_such_parameter = 1}\nmax_per_split = 300\n\n')
     text = TINY.read_text(encoding="utf-8")
     head, tail = text.split("[[entry]]", 1)
     suite_file = folder / "tiny.toml"
@@ -60,7 +62,7 @@ def test_tiny_suite_writes_json_with_every_field(tiny_run):
     for lib in ("torch", "numpy", "sklearn", "datasets", "tokenizers", "fasttext", "sentence-transformers", "textcls"):
         assert raw["versions"][lib], lib
     assert raw["machine"]["cpu_model"] and raw["threads"] == 1 and raw["date"]
-    assert [e["id"] for e in raw["entries"]] == ["trec:no-such-model", "trec:kim-cnn-static", "trec:fasttext"]
+    assert [e["id"] for e in raw["entries"]] == ["trec:broken", "trec:kim-cnn-static", "trec:fasttext"]
 
     for entry in raw["entries"][1:]:
         assert entry["status"] == "ok" and entry["errors"] == []
@@ -110,13 +112,15 @@ def test_tiny_suite_writes_json_with_every_field(tiny_run):
     assert raw["entries"][1]["paper"] == 90.84 and raw["entries"][1]["paper_source"] == "spe_cnn Table 3"
 
 
-def test_unknown_model_is_recorded_and_the_suite_goes_on(tiny_run):
+def test_a_failed_entry_is_recorded_and_the_suite_goes_on(tiny_run):
     result, _ = tiny_run
     failed = result["entries"][0]
-    assert failed["status"] == "failed" and failed["kind"] is None and failed["summary"] == {}
-    assert len(failed["errors"]) == 1 and "unknown model 'no-such-model'" in failed["errors"][0]
-    assert failed["runs"] == [{"seed": 0, "status": "failed", "error": failed["errors"][0]}]
-    assert result["failed"] == 1 and result["failed_entries"] == ["trec:no-such-model"]
+    assert failed["status"] == "failed" and failed["summary"] == {}
+    assert len(failed["errors"]) == 1 and "unknown parameter 'no_such_parameter'" in failed["errors"][0]
+    [run] = failed["runs"]
+    assert (run["seed"], run["status"], run["error"]) == (0, "failed", failed["errors"][0])
+    assert "Traceback" in run["traceback"]  # for the report's reader; the message stays one line
+    assert result["failed"] == 1 and result["failed_entries"] == ["trec:broken"]
     assert [e["status"] for e in result["entries"][1:]] == ["ok", "ok"]
 
 
@@ -132,7 +136,7 @@ def test_tiny_suite_writes_markdown_with_paper_column_and_png(tiny_run):
     cells = [c.strip() for c in kim_row.strip("|").split("|")]
     assert cells[1] == f"{100 * result['entries'][1]['summary']['accuracy']['mean']:.2f}"
     assert cells[2] == "90.84"
-    assert "FAILED trec:no-such-model: unknown model 'no-such-model'" in md
+    assert "FAILED trec:broken: unknown parameter 'no_such_parameter'" in md
     assert "spe_cnn Table 3" in md
     png = (out / "tiny.png").read_bytes()
     assert png[:8] == PNG_MAGIC and len(png) > 5000
@@ -272,13 +276,13 @@ def test_paper_column_only_where_an_entry_declares_paper(tiny_run):
 
 def test_progress_prints_one_line_per_run(tmp_path, capfd):
     suite = tmp_path / "s.toml"
-    suite.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "trec"\nmodel = "nope"\nseeds = [0, 1]\n',
-                     encoding="utf-8")
+    suite.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\nname = "nope"\n'
+                     'overrides = {nope = 1}\nseeds = [0, 1]\n', encoding="utf-8")
     result = run_suite(suite, output_dir=tmp_path / "out", progress=True)
     lines = capfd.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and result["failed"] == 1
-    assert lines[0].startswith("[1/2] trec:nope seed 0: FAILED (unknown model 'nope': neither a preset")
-    assert lines[1].startswith("[2/2] trec:nope seed 1: FAILED (unknown model 'nope'")
+    assert lines[0].startswith("[1/2] trec:nope seed 0: FAILED (unknown parameter 'nope' for model 'tfidf-lr'")
+    assert lines[1].startswith("[2/2] trec:nope seed 1: FAILED (unknown parameter 'nope'")
     assert (tmp_path / "out" / "s.png").read_bytes()[:8] == PNG_MAGIC
     # A partial run (--only) writes its own files and leaves the full report alone.
     partial = run_suite(suite, output_dir=tmp_path / "out", only="trec", progress=False)

@@ -158,6 +158,8 @@ def find_suite(name_or_path: str | os.PathLike) -> Path:
     path = Path(name_or_path)
     if path.is_file():
         return path
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder; pass a suite's .toml file or a suite name")
     if path.suffix == ".toml" or len(path.parts) > 1:
         raise ConfigError(f"{path}: no such suite file; pass an existing .toml file or a suite name")
     for d in _suite_dirs():
@@ -263,6 +265,8 @@ def _suite_tables(path: Path, data: dict) -> tuple[dict, dict, dict]:
     bad = [k for k in defaults if k not in _DEFAULT_KEYS]
     if bad:
         raise ConfigError(f"{path}: [defaults] key '{bad[0]}' is unknown; {close_names(bad[0], _DEFAULT_KEYS)}")
+    if "seeds" in defaults:
+        _check_seeds(defaults["seeds"], f"{path}: [defaults]")
     return header, dataset_notes, defaults
 
 
@@ -774,6 +778,7 @@ def run_suite(
     threads = int(threads) if threads else system.available_cpus()
     if threads < 1:
         raise ConfigError(f"parameter 'threads' = {threads} must be at least 1")
+    _check_models_and_datasets(suite, entries, data_dir)
     data_dir = str(data_dir) if data_dir is not None else None
     output_dir = Path(output_dir) if output_dir is not None else fresh_output_dir(suite.path)
     wall = time.perf_counter()
@@ -796,6 +801,18 @@ def run_suite(
         if merge:
             return merge_rerun(result, output_dir)
     return result
+
+
+def _check_models_and_datasets(suite: Suite, entries: list[Entry], data_dir) -> None:
+    """A misspelt model or dataset fails before the first run, not as a failed entry in a report."""
+    from ..data.load import check_source
+
+    for entry in entries:
+        try:
+            _model_kind(entry.model)
+            check_source(entry.dataset, data_dir=data_dir)
+        except TextclsError as exc:
+            raise ConfigError(f"{suite.path}: entry '{entry.id}': {exc}") from None
 
 
 def _select_entries(suite: Suite, only) -> list[Entry]:

@@ -104,6 +104,15 @@ def load_dataset(
     return ds
 
 
+def check_source(source: str | os.PathLike, *, data_dir: str | os.PathLike | None = None) -> None:
+    """The ``DataError`` ``load_dataset`` would raise for a source that is neither a catalogue
+    name, an ``hf:`` id nor an existing file or folder, before anything is read (a suite checks
+    every entry's dataset before its first run)."""
+    if str(source).startswith("hf:") or find_entry(str(source)) is not None:
+        return
+    _resolve_path(str(source), _data_dir(data_dir))
+
+
 def _reject_options(options: ReadOptions, what: str, allowed: Sequence[str]) -> None:
     for name in _FILE_ONLY:
         if name not in allowed and getattr(options, name) is not None:

@@ -49,7 +49,14 @@ def column_values(split, column: str) -> list:
 def label_targets(split, label_names: list[str], multi_label: bool, where: str):
     """Class names -> ints (or lists of ints); an unknown name is a DataError naming the record."""
     index = {name: i for i, name in enumerate(label_names)}
-    values = column_values(split, "labels" if multi_label else "label")
+    column = "labels" if multi_label else "label"
+    if column not in split.column_names:
+        held = ("a list of labels a record" if "labels" in split.column_names
+                else "one label a record" if "label" in split.column_names else "no labels")
+        model = "multi-label (a list of labels a record)" if multi_label else "single-label (one label a record)"
+        raise DataError(f"{where}: the model is {model}, but this data has {held}; "
+                        "score it on data labelled as its training data was")
+    values = column_values(split, column)
     targets = []
     for row, value in enumerate(values):
         names = value if multi_label else [value]
