@@ -413,6 +413,18 @@ CLI_CASES = [
         {"classes/pos/1.txt": "good film", "classes/pos/2.txt": "great film", "classes/neg/": ""}),
     Cli("train-split-folder-without-train", train("splits"), 2, ("splits", "train"),
         {"splits/test.csv": TINY_CSV}),
+    Cli("train-folder-of-csv-files-is-not-class-files", train("parts"), 2, ("parts", "part1.csv", "train/dev/test"),
+        {"parts/part1.csv": csv_text(20), "parts/part2.csv": csv_text(20)}),
+    Cli("train-folder-of-one-jsonl-file", train("one"), 2, ("one", "foo.jsonl.gz"),
+        {"one/foo.jsonl.gz": gzip.compress(jsonl_text(good_records()).encode())}),
+    Cli("works-train-folder-of-class-files", train("classes", "--run-dir", "out"), 0, ("accuracy",),
+        {"classes/pos.txt": "".join(f"{t}\n" for t, c in rows() if c == "pos"),
+         "classes/neg.txt": "".join(f"{t}\n" for t, c in rows() if c == "neg")},
+        check=labels_of("out", ["neg", "pos"])),
+    Cli("train-header-names-a-column-twice", train("twice.csv"), 2, ("twice.csv", "'label' twice"),
+        {"twice.csv": "text,label,label\n" + "".join(f"{t},{c},neg\n" for t, c in rows())}),
+    Cli("train-jsonl-key-twice", train("twice.jsonl"), 2, (("twice.jsonl:3", "line 3"), "'label' appears twice"),
+        {"twice.jsonl": with_line(jsonl_text(good_records()), 3, '{"text": "good film", "label": "pos", "label": "neg"}')}),
     # Decision: a failure after training has written a checkpoint keeps <run>.partial (and
     # only it) so that --resume continues; nothing that looks like a finished run is made.
     Cli("train-fails-after-training-keeps-only-a-resumable-partial",

@@ -938,6 +938,11 @@ def _columns_advice() -> str:
 
 def _resolve_columns(path, columns, text_columns, label_column) -> tuple[list[int], int]:
     lower = [c.lower() for c in columns]
+    named = [c for c in lower if c.strip()]
+    twice = next((c for c in named if named.count(c) > 1), None)
+    if twice is not None:
+        # Which of the two is the data? Reading either would drop the other without a word.
+        raise DataError(f"{path}: the header names the column {twice!r} twice; rename or remove one of them")
 
     def find(spec, role) -> int:
         if isinstance(spec, int):
@@ -1014,9 +1019,12 @@ def read_jsonl(
             continue
         where = f"{path}:{lineno}"
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_object_with_unique_keys)
         except json.JSONDecodeError as err:
             buffer.reject(where, f"not valid JSON ({err.msg} at column {err.colno})", "fix the line")
+            continue
+        except _RepeatedKey as err:
+            buffer.reject(where, f"the key {err.args[0]!r} appears twice in this object", "keep one of them")
             continue
         if not isinstance(obj, dict):
             buffer.reject(where, f"a JSON {_json_kind(obj)}, not an object", "write one JSON object a line")
@@ -1062,6 +1070,18 @@ def read_jsonl(
             "name the class field with label_column= (CLI: --label-column NAME) and the text field with "
             "text_columns= (CLI: --text-column NAME)",
         )
+
+
+class _RepeatedKey(ValueError):
+    """A JSON object that names a key twice: json.loads would keep the last value without a word."""
+
+
+def _object_with_unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise _RepeatedKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return obj
 
 
 def _json_kind(value: Any) -> str:
@@ -1389,24 +1409,26 @@ def build_text_dataset(
 # Paths -> TextDataset
 
 
+_FORMAT_OF_EXTENSION = {
+    "csv": "csv", "tsv": "tsv", "tab": "tsv", "jsonl": "jsonl", "ndjson": "jsonl", "parquet": "parquet",
+    "ft": "fasttext", "fasttext": "fasttext",
+}  # fmt: skip
+
+
+def _has_record_format(path: Path) -> bool:
+    """Whether the name says the file holds labelled records (csv, jsonl, ...), not one class's lines."""
+    name = path.name.lower().removesuffix(".gz")
+    return "." in name and name.rsplit(".", 1)[-1] in _FORMAT_OF_EXTENSION
+
+
 def infer_format(path: Path) -> str:
     """The format of a file from its extension (``.gz`` looks at the inner extension)."""
     name = path.name.lower()
     if name.endswith(".gz"):
         name = name[:-3]
     ext = name.rsplit(".", 1)[-1] if "." in name else ""
-    by_ext = {
-        "csv": "csv",
-        "tsv": "tsv",
-        "tab": "tsv",
-        "jsonl": "jsonl",
-        "ndjson": "jsonl",
-        "parquet": "parquet",
-        "ft": "fasttext",
-        "fasttext": "fasttext",
-    }
-    if ext in by_ext:
-        return by_ext[ext]
+    if ext in _FORMAT_OF_EXTENSION:
+        return _FORMAT_OF_EXTENSION[ext]
     if ext in ("txt", "text", "") and _first_line_is_fasttext(path):
         return "fasttext"
     raise DataError(
@@ -1509,6 +1531,14 @@ def read_path(source: str | Path | Sequence[str | Path], options: ReadOptions, n
             raise DataError(
                 f"{path}: a folder of {options.format} files needs train.*/dev.*/test.* names; "
                 "rename the files or pass one file"
+            )
+        records = [p.name for p in entries if _has_record_format(p)]
+        if records and options.format is None:
+            # Read as class files, every line of part1.csv would be a document of class "part1".
+            raise DataError(
+                f"{path}: holds {', '.join(records[:3])}, files of labelled records, but a folder of files "
+                "reads as one class a file; name them train/dev/test.<ext> for splits or pass one file "
+                "(or --format class-files if each file's lines are one class's documents)"
             )
         read_class_files(entries, buffer, encoding=options.encoding or "utf-8")
         return build_text_dataset(name, {"train": buffer}, split_notes={"train": "all lines of the class files"})
