@@ -491,3 +491,28 @@ def test_the_serve_command_defaults_match_the_module_and_a_bad_run_is_one_line(t
         cli.main(["serve", str(tmp_path / "no-such-run"), "--port", "0"])
     err = capsys.readouterr().err
     assert done.value.code == 2 and "no-such-run" in err and len(err.strip().split("\n")) == 1, err
+
+
+def test_a_port_in_use_or_an_unknown_host_is_one_line_before_uvicorn_starts(trec_run, capsys, monkeypatch):
+    import socket
+
+    import uvicorn
+
+    from textcls import cli
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("uvicorn started on a bad address"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for argv, words in ((["--port", str(port)], (f"127.0.0.1:{port}", "--port")),
+                            (["--host", "no-such-host.invalid"], ("--host no-such-host.invalid",))):
+            with pytest.raises(SystemExit) as done:
+                cli.main(["serve", str(trec_run[0]), *argv])
+            err = capsys.readouterr().err
+            assert done.value.code == 2 and len(err.strip().split("\n")) == 1, err
+            assert all(word in err for word in words), err
+    started = []
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: started.append(k["port"]))
+    cli.main(["serve", str(trec_run[0]), "--port", str(port)])  # freed: the check lets it through
+    assert started == [port]

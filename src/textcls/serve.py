@@ -753,6 +753,28 @@ def app_from_env():
     return create_app(run, **_env_settings())
 
 
+def check_address(host: str, port: int) -> None:
+    """A ConfigError when ``host:port`` cannot be listened on (an unknown host, a port in use),
+    found by binding a socket as uvicorn will, so that the user reads one line, not uvicorn's log
+    and its exit status 3."""
+    import errno
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as err:
+        raise ConfigError(f"--host {host}: {err.strerror}; give an address of this machine "
+                          "(127.0.0.1, 0.0.0.0 for every interface) or a name that resolves to one") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as err:
+            fix = ("stop what uses it or pick another --port" if err.errno == errno.EADDRINUSE
+                   else "pick another --host or --port (ports under 1024 need root)")
+            raise ConfigError(f"cannot listen on {host}:{port}: {err.strerror}; {fix}") from None
+
+
 def run_server(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, *,
                max_texts: int = DEFAULT_MAX_TEXTS, max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, batch_window_ms: float = DEFAULT_BATCH_WINDOW_MS,
@@ -775,13 +797,16 @@ def run_server(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, w
                     freeze_gc=freeze_gc)
     options = dict(host=host, port=port, log_level=log_level, access_log=access_log)
     if workers == 1:
-        uvicorn.run(create_app(run_dir, **settings), **options)
+        app = create_app(run_dir, **settings)
+        check_address(host, port)
+        uvicorn.run(app, **options)
         return
     from . import artifacts
 
     Limits(max_texts, max_text_bytes, max_body_bytes)
     _check_window(batch_window_ms)
     artifacts.read_config(Path(run_dir))  # fail here, not in every worker
+    check_address(host, port)
     os.environ[ENV_RUN] = str(Path(run_dir).resolve())
     for name, (var, _) in ENV_SETTINGS.items():
         if settings[name] is None:
