@@ -47,11 +47,16 @@ def test_stdin_in_small_blocks_gives_every_line_in_order(capsys, monkeypatch):
 def test_a_bad_line_is_named_by_its_number_in_the_whole_input(capsys, monkeypatch, tmp_path):
     path = tmp_path / "texts.txt"
     path.write_bytes(b"Who wrote Hamlet ?\r\nWhat is an atom ?\nWhen did Idaho become a state ?\n\nWhy ?\n")
-    code, _, err = _predict(capsys, monkeypatch, "--input", str(path), block=10)
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path), block=10)
     assert code == 2 and f"{path}:4: blank line" in err
+    assert rows == []  # a file is checked whole before the first prediction is written
     path.write_bytes(b"Who wrote Hamlet ?\nWhat is an atom ?\ncaf\xe9 ?\n")
-    code, _, err = _predict(capsys, monkeypatch, "--file", str(path), block=10)
-    assert code == 2 and f"{path}:3: byte 0xe9" in err
+    code, rows, err = _predict(capsys, monkeypatch, "--file", str(path), block=10)
+    assert code == 2 and f"{path}:3: byte 0xe9" in err and rows == []
+    # Stdin cannot be read twice: the lines before the bad one are written, each a whole record.
+    code, rows, err = _predict(capsys, monkeypatch, "--input", "-", stdin=path.read_bytes(), block=10)
+    assert code == 2 and "stdin:3: byte 0xe9" in err
+    assert [r["text"] for r in rows] == ["Who wrote Hamlet ?", "What is an atom ?"]
 
 
 def test_json_lines_input(capsys, monkeypatch, tmp_path):

@@ -502,7 +502,8 @@ def predict(
     texts: List[str] = typer.Argument(None, help="Texts to classify. None: read --input, or stdin."),
     input_path: Optional[Path] = typer.Option(
         None, "--input", "--file", "-f",
-        help="A file of texts ('-' = stdin), read, predicted and written in 1 MiB chunks (bounded memory)."),
+        help="A file of texts ('-' = stdin), read, predicted and written in 1 MiB chunks (bounded memory); "
+             "a file is checked whole before the first prediction is written, stdin as it comes."),
     input_format: Optional[str] = typer.Option(
         None, "--format", help="text (one text per line) or jsonl (one {\"text\": ..., \"task\": ...} per line). "
                                "Default: jsonl for a .jsonl file, else text."),
@@ -542,11 +543,20 @@ def predict(
         _write_predictions(predictor, list(texts), [task] * len(texts), threshold, None)
         return
     fmt = input_format or ("jsonl" if input_path is not None and input_path.suffix == ".jsonl" else "text")
+    if input_path is not None and str(input_path) != "-":
+        # A bad line found half-way would leave the predictions before it written: check first.
+        for block, first, where in _input_blocks(input_path):
+            _block_items(block, first, where, fmt)
     for block, first, where in _input_blocks(input_path):
-        lines = read_texts(block, where, first_line=first)
-        items, tasks = _jsonl_items(lines, where, first) if fmt == "jsonl" else (lines, [None] * len(lines))
+        items, tasks = _block_items(block, first, where, fmt)
         tasks = [t if t is not None else task for t in tasks]
         _write_predictions(predictor, items, tasks, threshold, lambda i: f"{where}:{first + i}")
+
+
+def _block_items(block: bytes, first: int, where: str, fmt: str) -> tuple[list, list]:
+    """The texts (or JSON Lines items) of one block of the input and their tasks (None: not given)."""
+    lines = read_texts(block, where, first_line=first)
+    return _jsonl_items(lines, where, first) if fmt == "jsonl" else (lines, [None] * len(lines))
 
 
 def _limit_threads(threads: int) -> None:
