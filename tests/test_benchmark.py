@@ -960,7 +960,7 @@ def test_a_checkpoint_folder_that_is_a_file_is_refused_before_any_run(tmp_path):
     suite_file.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\n', encoding="utf-8")
     taken = tmp_path / "taken"
     taken.write_text("x", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"--checkpoint-dir .*taken is a file; name a folder"):
+    with pytest.raises(ConfigError, match=r"--checkpoint-dir .*taken: not a folder; name a folder"):
         run_suite(suite_file, output_dir=tmp_path / "out", progress=False, checkpoint_dir=taken)
     assert not (tmp_path / "out").exists()
 

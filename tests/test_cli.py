@@ -505,7 +505,7 @@ def test_overrides_are_checked_before_any_data_is_read(tmp_path, capsys, monkeyp
 def test_threads_zero_and_an_output_folder_are_refused(tmp_path, capsys):
     code, _, err = call(capsys, "benchmark", "--suite", "tiny", "--threads", "0", "--output-dir", tmp_path)
     assert code == 2 and one_line_error(err) == (
-        "error: --threads 0: must be at least 1 (leave it out to use every available CPU)")
+        "error: --threads 0: must be at least 1 (or leave it out for the default)")
     (tmp_path / "out").mkdir()
     code, _, err = call(capsys, "evaluate", tmp_path / "no-run", "--data", "x.csv", "--output", tmp_path / "out")
     assert code == 2 and one_line_error(err).startswith(f"error: {tmp_path / 'out'}: is a folder; --output takes")

@@ -104,7 +104,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         # os.replace would fail naming the temporary file, which the user never asked for.
         raise DataError(f"{path}: is a folder; give a file path to write to")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        err.filename = str(path)  # the message names the file asked for, not the temporary one
+        raise
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover - older typer uses the click package
     from click import exceptions as click_exceptions
 
 from .errors import CheckpointError, ConfigError, DataError, RunFolderError, TextclsError
+from .validate import check_folder_path
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
                   help="Compact neural text classifiers, reproduced from their papers.")
@@ -215,6 +216,8 @@ def describe_os_error(exc: OSError, where: Optional[Path] = None) -> str:
         errno.EACCES: "check the folder's permissions or write somewhere else",
         errno.EPERM: "check the folder's permissions or write somewhere else",
         errno.EROFS: "the file system is read-only; write somewhere else",
+        errno.EEXIST: "it is a file where a folder is needed; remove it or name another folder",
+        errno.ENOTDIR: "a part of the path is a file, not a folder; name another path",
     }
     fix = fixes.get(exc.errno, "check the path and the disk")
     return f"{path}: {reason}; {fix}" if path else f"{reason}; {fix}"
@@ -267,6 +270,9 @@ def train(
     params = _parse_sets(sets)
     named = {"epochs": epochs, "lr": lr, "batch_size": batch_size, "precision": precision, "embeddings": embeddings}
     _check_overrides(model, named, params, seed)
+    if resume and run_dir is None:
+        raise ConfigError("--resume continues an interrupted run, so it needs --run-dir: the folder that run was "
+                          "training into")
     if run_dir is None:
         safe_data = Path(str(data)).name.replace("/", "-").replace(":", "-")
         run_dir = Path("runs") / f"{model}_{safe_data}_{time.strftime('%Y%m%d-%H%M%S')}"
@@ -425,6 +431,9 @@ def evaluate(
                               if option == "--output" else
                               f"{path}: is a folder; {option} takes a file path, e.g. {path / 'confusion.png'}")
     file = _single_local_file(data, data_dir) if split is None else None
+    if file is not None and reader.test_fraction is not None:
+        raise ConfigError(f"--test-fraction: {data} is one file, scored whole (every record); leave it out, or "
+                          "pass --split test to score the test part train carves from it")
     clf = _load_run(run_dir, device)
     if file is not None:
         # A single file has no split: score all of it, not the test slice train would carve.
@@ -814,6 +823,7 @@ def speed(
     """Time presets at a fixed batch size and length on synthetic batches (training and inference ms, peak memory);
     with --predict, end-to-end prediction on real text beside fastText and scikit-learn."""
     _check_threads(threads)
+    check_folder_path("--output", output.parent)  # before the timing, which takes minutes
     command = "textcls speed " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else None
     if predict_mode:
         _limit_threads(threads or 1)
@@ -844,7 +854,7 @@ def speed(
 
 def _check_threads(threads: Optional[int]) -> None:
     if threads is not None and threads < 1:
-        raise ConfigError(f"--threads {threads}: must be at least 1 (leave it out to use every available CPU)")
+        raise ConfigError(f"--threads {threads}: must be at least 1 (or leave it out for the default)")
 
 
 
@@ -900,6 +910,7 @@ def explain(
     """Show which words (and sentences) an attention model weighed: an HTML page and a PNG per text (docs/explain.md)."""
     from .explain import write_explanations
 
+    check_folder_path("--output", output)
     clf = _load_run(run_dir, None)
     explanations = clf.explain(list(texts), tasks=[task] * len(texts) if task is not None else None)
     for path in write_explanations(explanations, output):

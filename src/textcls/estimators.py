@@ -36,7 +36,7 @@ from . import artifacts
 from .data.batching import flat_batches
 from .data.padding import EVAL_MAX_PIECES
 from .errors import CheckpointError, ConfigError, DataError, TextclsError
-from .models.registry import Preset, accepts_arch_param, create_model, get_family
+from .models.registry import Preset, accepts_arch_param, create_model, get_family, get_preset
 from .recipe import Recipe
 from .text.pipeline import TextPipeline
 
@@ -376,6 +376,7 @@ class TfidfEstimator(PresetEstimator):
         from .data.splits import ensure_dev
 
         self._learn_labels(dataset)
+        _refuse_ignored_recipe(self.preset)
         if self.preset.inputs.get("embeddings"):
             raise ConfigError(f"model '{self.preset.name}' is a classic model and reads no pretrained word vectors "
                               f"(got embeddings={self.preset.inputs['embeddings']!r}); drop --embeddings, or pick a "
@@ -445,6 +446,23 @@ class TfidfEstimator(PresetEstimator):
             self.precision = self.preset.recipe.precision
             self.model_.use_encoder(*minilm_encoder(self.model_.layers),
                                     bf16=self.precision == "bf16")
+
+
+# What a classic model's fit reads of its recipe: the seed, the size of a dev split it carves,
+# and (minilm-encoder-lr) the precision its encoder runs in. An --epochs or --lr would be ignored.
+CLASSIC_RECIPE_FIELDS = frozenset({"seed", "dev_fraction", "precision"})
+
+
+def _refuse_ignored_recipe(preset: Preset) -> None:
+    try:
+        registered = get_preset(preset.name).recipe
+    except ConfigError:  # a preset made in code: no registered recipe to compare with
+        return
+    changed = [f for f in sorted(Recipe.field_names())
+               if f not in CLASSIC_RECIPE_FIELDS and getattr(preset.recipe, f) != getattr(registered, f)]
+    if changed:
+        raise ConfigError(f"model '{preset.name}' is a classic model, fitted without epochs or batches; "
+                          f"'{changed[0]}' cannot be set on it (only seed, dev_fraction and precision can): drop it")
 
 
 class EnsembleEstimator(PresetEstimator):
@@ -525,8 +543,6 @@ class EnsembleEstimator(PresetEstimator):
     def _member_presets(self) -> list[Preset]:
         """Each member's registered preset with the ensemble's seed; an unknown name or a
         nested ensemble is refused here, before any member trains."""
-        from .models.registry import get_preset
-
         presets = []
         for name in self.model_.members:
             preset = get_preset(name).with_overrides(seed=self.preset.recipe.seed)

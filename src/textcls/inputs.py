@@ -58,7 +58,7 @@ def task_indices(tasks: Sequence[str] | None, n: int, task_names: Sequence[str] 
     without per-task heads (``task_names`` empty), which takes no tasks."""
     if not task_names:
         if tasks is not None:
-            raise ConfigError(f"model '{model}' was not trained with per-task heads; drop tasks=")
+            raise ConfigError(f"model '{model}' was not trained with per-task heads; give no tasks (CLI: drop --task)")
         return None
     if tasks is None:
         raise ConfigError(f"model '{model}' has one head per task ({', '.join(task_names)}); "

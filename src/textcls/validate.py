@@ -9,11 +9,13 @@ same way, never with a raw ``TypeError`` from a comparison.
 from __future__ import annotations
 
 import numbers
+import os
+from pathlib import Path
 
 from .errors import ConfigError
 
 __all__ = ["MAX_INT", "range_check", "check_int", "check_positive_int", "check_probability", "check_choice",
-           "check_flag"]
+           "check_flag", "check_folder_path"]
 
 # The largest count a setting may take (vocabulary sizes, length caps, buckets): int32's.
 MAX_INT = (1 << 31) - 1
@@ -86,3 +88,15 @@ def check_flag(name: str, value) -> None:
     """``value`` must be a real bool (1 or "yes" from a config file is refused, not guessed)."""
     if not isinstance(value, bool):
         raise ConfigError(f"parameter '{name}' = {value!r} must be true or false")
+
+
+def check_folder_path(name: str, folder: str | os.PathLike) -> None:
+    """``folder`` must be a folder, or a path where one can be made: neither it nor a folder
+    above it may be a file. Checked before long work, which would otherwise fail when it writes."""
+    folder = Path(folder)
+    for part in (folder, *folder.parents):
+        if part.exists():
+            if not part.is_dir():
+                where = "" if part == folder else f" ({part} is a file)"
+                raise ConfigError(f"{name} {folder}: not a folder{where}; name a folder, or a path where one can be made")
+            return

@@ -59,7 +59,7 @@ from typing import Any, Sequence
 
 from .. import artifacts
 from ..errors import ConfigError, TextclsError, close_names
-from ..validate import check_int
+from ..validate import check_folder_path, check_int
 from . import system
 
 __all__ = ["Entry", "Suite", "load_suite", "find_suite", "list_suites", "run_suite", "fresh_output_dir",
@@ -773,8 +773,10 @@ def run_suite(
         raise ConfigError("--merge puts the rerun into an existing full report, so it needs --output-dir: the "
                           "folder holding <suite>.json (e.g. --output-dir benchmarks/results)")
     entries = _select_seeds(_select_entries(suite, only), seeds)
-    if checkpoint_dir is not None and Path(checkpoint_dir).exists() and not Path(checkpoint_dir).is_dir():
-        raise ConfigError(f"--checkpoint-dir {checkpoint_dir} is a file; name a folder (it is made when missing)")
+    if checkpoint_dir is not None:
+        check_folder_path("--checkpoint-dir", checkpoint_dir)
+    if output_dir is not None:
+        check_folder_path("--output-dir", output_dir)
     threads = int(threads) if threads else system.available_cpus()
     if threads < 1:
         raise ConfigError(f"parameter 'threads' = {threads} must be at least 1")

@@ -1448,10 +1448,28 @@ def _first_line_is_fasttext(path: Path) -> bool:
     return text.lstrip("\ufeff \t\r\n").startswith("__label__")
 
 
+# The reader options each format reads; another one set on its file would be ignored.
+_OPTIONS_OF_FORMAT = {
+    "csv": ("delimiter", "header", "text_columns", "label_column"),
+    "tsv": ("delimiter", "header", "text_columns", "label_column"),
+    "jsonl": ("text_columns", "label_column"),
+    "parquet": ("text_columns", "label_column"),
+}
+_CLI_FLAG = {"delimiter": "--delimiter", "header": "--header/--no-header", "text_columns": "--text-column",
+             "label_column": "--label-column"}
+
+
+def _refuse_options_of_other_formats(path: Path, fmt: str, options: ReadOptions) -> None:
+    for name, flag in _CLI_FLAG.items():
+        if getattr(options, name) is not None and name not in _OPTIONS_OF_FORMAT.get(fmt, ()):
+            raise ConfigError(f"{path}: parameter '{name}' (CLI: {flag}) does not apply to a {fmt} file; leave it out")
+
+
 def read_file(path: Path, buffer: RecordBuffer, options: ReadOptions, fmt: str | None = None) -> list[str] | None:
     """Append the records of one file to ``buffer``; returns ClassLabel names for parquet."""
     fmt = fmt or options.format or infer_format(path)
     encoding = options.encoding or "utf-8"
+    _refuse_options_of_other_formats(path, fmt, options)
     if fmt in ("csv", "tsv"):
         delimiter = options.delimiter or ("\t" if fmt == "tsv" else ",")
         read_delimited(

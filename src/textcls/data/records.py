@@ -40,7 +40,7 @@ class TextDataset:
         if split not in self.splits:
             raise DataError(
                 f"dataset '{self.name}' has no '{split}' split (it has: "
-                f"{', '.join(self.splits)}); use a split it has or carve a dev split with ensure_dev()"
+                f"{', '.join(self.splits)}); use a split it has (in Python, textcls.data.ensure_dev carves a dev split)"
             )
         return self.splits[split]
 
