@@ -435,6 +435,8 @@ CLI_CASES = [
         ("--output-dir", "tiny.csv", "not a folder"), {"s.toml": suite_toml(model="tfidf-lr")}),
     Cli("explain-output-is-a-file", ("explain", "{nrun}", "good film", "-o", "tiny.csv"), 2,
         ("tiny.csv", "folder")),
+    Cli("train-nul-byte-in-a-text", train("nul.csv"), 2, (("nul.csv:9", "line 9"), "NUL"),
+        {"nul.csv": with_line(TINY_CSV, 9, "good\x00film,pos")}),
     Cli("train-header-names-a-column-twice", train("twice.csv"), 2, ("twice.csv", "'label' twice"),
         {"twice.csv": "text,label,label\n" + "".join(f"{t},{c},neg\n" for t, c in rows())}),
     Cli("train-jsonl-key-twice", train("twice.jsonl"), 2, (("twice.jsonl:3", "line 3"), "'label' appears twice"),

@@ -169,6 +169,9 @@ class RecordBuffer:
                 return False
             self.reject(where, "empty text", "write the document's text or remove the record")
             return False
+        if "\x00" in text:  # as predict refuses it: binary data, or UTF-16 read as UTF-8
+            self.reject(where, "the text holds a NUL byte (binary data?)", "remove it, or give the file's --encoding")
+            return False
         label = _clean_label(label)
         if label is None:
             self.reject(where, "missing or empty label", "give the record a class name or remove it")
