@@ -47,6 +47,7 @@ import pytest
 
 import textcls
 from textcls.errors import TextclsError
+from textcls.export import export_onnx
 
 # ---------------------------------------------------------------------------------------
 # Inputs
@@ -748,6 +749,18 @@ API_CASES = [
     Api("fit-length-mismatch", fit(TEXTS, LABELS[:5]), TextclsError, ("20", "5")),
     Api("fit-no-texts", fit([], []), TextclsError, ("text",)),
     Api("fit-one-class-only", fit(TEXTS, ["pos"] * 20), TextclsError, ("class",)),
+    Api("fit-bytes-labels", fit(TEXTS, [b"pos", b"neg"] * 10), TextclsError, ("bytes", "decode"), index=0),
+    Api("fit-infinite-label", fit(TEXTS, LABELS[:5] + [float("inf")] + LABELS[6:]), TextclsError, ("inf",), index=5),
+    Api("fit-bool-and-int-labels-would-merge", fit(TEXTS, [True, 1] * 10), TextclsError, ("bool", "int"), index=1),
+    Api("fit-int-and-float-labels-would-merge", fit(TEXTS, [1, 1.0] * 10), TextclsError, ("int", "float"), index=1),
+    Api("fit-multi-label-int-and-str-names-would-merge", fit(TEXTS, [[1, "1"]] + [["neg"]] * 19), TextclsError,
+        ("int", "str"), index=0),
+    Api("fit-multi-label-all-empty", fit(TEXTS, [[]] * 20), TextclsError, ("no training record has a label",)),
+    Api("fit-dataset-not-a-dataset", lambda ctx: textcls.Classifier("tfidf-lr").fit_dataset(TEXTS), TextclsError,
+        ("TextDataset", "fit(X, y)")),
+    Api("fit-dataset-run-dir-under-a-file",
+        lambda ctx: textcls.Classifier("tfidf-lr").fit_dataset(textcls.load_dataset("tiny.csv"), run_dir="tiny.csv/r"),
+        TextclsError, ("run_dir", "tiny.csv", "not a folder")),
     Api("evaluate-single-label-data-on-multi-label-model", evaluate_on_single_labels, TextclsError,
         ("multi-label", "one label")),
     Api("fit-device-cuda-without-gpu", fit(TEXTS, LABELS, model="fasttext-bag-unigram", device="cuda"), TextclsError,
@@ -789,6 +802,32 @@ API_CASES = [
         ("tokenizer.json",)),
     Api("from-pretrained-config-is-a-list", from_broken("run", write_file("config.json", "[1, 2]")), TextclsError,
         ("config.json",)),
+    Api("from-pretrained-none", lambda ctx: textcls.Classifier.from_pretrained(None), TextclsError, ("run_dir",)),
+    Api("from-pretrained-format-version-not-a-number",
+        from_broken("run", edit_config(lambda c: c.update(format_version="2"))), TextclsError,
+        ("config.json", "format_version")),
+    Api("from-pretrained-recipe-not-an-object", from_broken("nrun", edit_config(lambda c: c.update(recipe="x"))),
+        TextclsError, ("config.json", "recipe")),
+    Api("from-pretrained-fewer-label-names-than-the-model-has",
+        from_broken("nrun", edit_config(lambda c: c.update(label_names=c["label_names"][:1],
+                                                         label_values=c["label_values"][:1]))),
+        TextclsError, ("config.json", "1 classes", "2 classes")),
+    Api("from-pretrained-label-names-twice",
+        from_broken("run", edit_config(lambda c: c.update(label_names=[c["label_names"][0]] * 2))), TextclsError,
+        ("config.json", "distinct")),
+    Api("from-pretrained-multi-label-not-a-bool", from_broken("nrun", edit_config(lambda c: c.update(multi_label="yes"))),
+        TextclsError, ("config.json", "multi_label")),
+    # ---------------------------------------------------------------- save_pretrained and export_onnx
+    Api("save-pretrained-to-a-file", loaded("nrun", "save_pretrained", "tiny.csv"), TextclsError,
+        ("tiny.csv", "not a folder")),
+    Api("save-pretrained-under-a-file", loaded("run", "save_pretrained", "tiny.csv/run"), TextclsError,
+        ("tiny.csv", "not a folder")),
+    Api("save-pretrained-empty-path", loaded("run", "save_pretrained", ""), TextclsError, ("run_dir",)),
+    Api("save-pretrained-none", loaded("run", "save_pretrained", None), TextclsError, ("run_dir",)),
+    Api("export-onnx-none-output", lambda ctx: export_onnx(ctx.trained["nrun"], None), TextclsError,
+        ("out_path",)),
+    Api("export-onnx-output-under-a-file", lambda ctx: export_onnx(ctx.trained["nrun"], "tiny.csv/onnx"),
+        TextclsError, ("tiny.csv", "not a folder")),
     # ---------------------------------------------------------------- load_dataset
     Api("load-dataset-unknown-name", load("imbd"), TextclsError, ("imbd", "imdb")),
     Api("load-dataset-test-fraction-1.5", load("tiny.csv", test_fraction=1.5), TextclsError, ("test_fraction",)),

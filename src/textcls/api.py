@@ -17,6 +17,7 @@ architecture), so a run loads even after its preset is renamed or removed.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Sequence
 
@@ -32,6 +33,7 @@ from .estimators import Estimator, check_device, estimator_for
 from .eval.metrics import compute_metrics
 from .inputs import as_list, check_finite_probabilities, check_texts, short, task_indices
 from .models.registry import Preset, get_family, get_preset
+from .validate import check_folder_path, check_path
 
 __all__ = ["Classifier", "DEFAULT_MODEL", "check_device", "dataset_from_lists"]
 
@@ -112,6 +114,11 @@ class Classifier(ClassifierMixin, BaseEstimator):
                     resume: bool = False) -> "Classifier":
         """Train on ``dataset``'s train split (and dev, for epoch selection); with ``run_dir``
         the training writes its epoch log and checkpoint there (``resume`` continues it)."""
+        if not isinstance(dataset, TextDataset):
+            raise ConfigError(f"fit_dataset takes a TextDataset (textcls.data.load_dataset), not a "
+                              f"{type(dataset).__name__}; for texts and labels call fit(X, y)")
+        if run_dir is not None:
+            check_folder_path("run_dir", check_path("run_dir", run_dir))
         preset = get_preset(self.model).with_overrides(**self._overrides())
         estimator = estimator_for(preset).fit(dataset, run_dir=run_dir, resume=resume, progress=self.progress,
                                               device=self.device)
@@ -216,7 +223,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
         ``torch.ao.quantization.quantize_dynamic`` applied to ``estimator_.model_`` by hand) is
         stored as float weights plus ``"quantize": "int8"``, which ``from_pretrained`` applies again."""
         self._check_fitted("save_pretrained")
-        run_dir = Path(run_dir)
+        run_dir = check_path("run_dir", run_dir)
+        check_folder_path("run_dir", run_dir)
         arrays, state, quantized = self._state()
         bad = artifacts.first_non_finite(arrays, self.estimator_.ALLOW_INF)
         if bad is not None:
@@ -234,6 +242,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
             "state": state,
             **({"quantize": quantized} if quantized else {}),
         }
+        artifacts.check_json(config, f"cannot save to {run_dir}")  # before a file is written: never half a run
         run_dir.mkdir(parents=True, exist_ok=True)
         self.estimator_.write_files(run_dir)
         return artifacts.write_run(run_dir, config, arrays)
@@ -311,6 +320,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
 
         The model is rebuilt from the family and architecture in config.json, not looked up by
         its preset name, so a run loads after its preset is renamed or removed."""
+        check_path("run_dir", run_dir)  # a str stays a str: it may name a hub model
         repo_id = model_hub.hub_repo_id(run_dir)
         if repo_id is not None:
             run_dir = model_hub.snapshot(repo_id, revision=revision, cache_dir=cache_dir, token=token)
@@ -326,6 +336,13 @@ class Classifier(ClassifierMixin, BaseEstimator):
         estimator = estimator_for(preset)
         arrays = artifacts.read_weights(run_dir, config, allow_inf=estimator.ALLOW_INF)
         estimator.load_state(arrays, config["state"], run_dir)
+        said, saved = ((len(config["label_names"]), bool(config.get("multi_label", False))),
+                       (estimator.num_classes_, bool(estimator.multi_label_)))
+        if said != saved:
+            def shown(n, multi):
+                return f"{n} classes, {'multi' if multi else 'single'}-label"
+            raise CheckpointError(f"{run_dir / artifacts.CONFIG}: says {shown(*said)}, but the model was saved with "
+                                  f"{shown(*saved)}; the file is corrupt or was changed, retrain or restore the run")
         clf._adopt(estimator, np.array(config.get("label_values", config["label_names"])),
                    config.get("multi_label", False), config.get("task_names"), config.get("dataset"))
         if config.get("quantize") is not None:
@@ -371,9 +388,22 @@ def _is_missing(value) -> bool:
     return type(value).__name__ in ("NAType", "NaTType")
 
 
+def _class_name_type(value, i: int) -> type:
+    """The type a class name is written in (str, int, float, bool); bytes, NaN and Inf are refused."""
+    value = _hashable(value)
+    if isinstance(value, bytes):
+        raise DataError(f"label {i} is bytes {short(value)}; decode the class names to str first", index=i)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DataError(f"label {i} is {value}, not a class name; pass a class name (str or int)", index=i)
+    return type(value)
+
+
 def _check_labels(labels: list) -> bool:
-    """Whether ``labels`` are multi-label (lists of names); a DataError naming the first bad one."""
-    multi_label = None
+    """Whether ``labels`` are multi-label (lists of names); a DataError naming the first bad one.
+
+    Every class name has one type: 1 and "1", or True and 1, would name one class twice (they
+    are equal to Python or as text), and merging them without a word would change the data."""
+    multi_label, name_type = None, None
     for i, value in enumerate(labels):
         if _is_missing(value):
             shown = "NaN" if isinstance(value, (float, np.floating)) else str(value)
@@ -402,6 +432,14 @@ def _check_labels(labels: list) -> bool:
             except TypeError:
                 raise DataError(f"label {i} is a {type(value).__name__}, not a class name; "
                                 "pass a class name (str or int)", index=i) from None
+        verb = "holds" if is_list else "is"
+        for name in value if is_list else [value]:
+            kind = _class_name_type(name, i)
+            if name_type is None:
+                name_type = (kind, f"label {i} {verb} {kind.__name__} {short(_hashable(name))}")
+            elif kind is not name_type[0]:
+                raise DataError(f"label {i} {verb} {kind.__name__} {short(_hashable(name))} but {name_type[1]}; "
+                                "use one type for all labels (all str or all int)", index=i)
     return bool(multi_label)
 
 

@@ -156,6 +156,15 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def check_json(obj, where: str) -> None:
+    """A ConfigError naming what ``write_json`` would refuse in ``obj`` (a value JSON cannot hold,
+    NaN or Inf), raised before any file is written."""
+    try:
+        json.dumps(obj, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}; labels and settings must be text, numbers (finite) or true/false")
+
+
 def write_json(path: Path, obj) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode())
 
@@ -279,13 +288,43 @@ def read_config(run_dir: Path) -> dict:
         raise CheckpointError(f"{run_dir / CONFIG}: holds a JSON {type(config).__name__}, not an object; "
                               "the file is not a textcls config, retrain or restore the run")
     _require(run_dir, config, ("model", "kind", "label_names"))
+    version = config.get("format_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise CheckpointError(f"{run_dir / CONFIG}: 'format_version' = {version!r} is not a version number; "
+                              "the file is corrupt or was changed, retrain or restore the run")
     if config.get("format_version", 0) > FORMAT_VERSION:
         raise CheckpointError(
             f"{run_dir / CONFIG}: format version {config['format_version']} is newer than this textcls "
             f"understands ({FORMAT_VERSION}); upgrade textcls")
     config = _upgrade(config)
     _require(run_dir, config, ("family", "arch", "recipe", "inputs", "state"))
+    _check_config_types(run_dir / CONFIG, config)
     return config
+
+
+def _check_config_types(path: Path, config: dict) -> None:
+    """A hand-edited or damaged config.json fails here, by name, and not later as a TypeError deep in a load
+    or an IndexError at the first prediction."""
+    def corrupt(key: str, should: str):
+        return CheckpointError(f"{path}: {key!r} = {config[key]!r:.60} should be {should}; the file is corrupt or "
+                               "was changed, retrain or restore the run")
+
+    for key in ("arch", "recipe", "inputs", "state"):
+        if not isinstance(config[key], dict):
+            raise corrupt(key, "a JSON object")
+    names = config["label_names"]
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise corrupt("label_names", "a non-empty list of class names")
+    if len(set(names)) != len(names):
+        raise corrupt("label_names", "a list of distinct class names")
+    values = config.get("label_values", names)
+    if not isinstance(values, list) or len(values) != len(names):
+        raise corrupt("label_values", f"a list of {len(names)} class values, one per class name")
+    if not isinstance(config.get("multi_label", False), bool):
+        raise corrupt("multi_label", "true or false")
+    tasks = config.get("task_names")
+    if tasks is not None and not (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)):
+        raise corrupt("task_names", "null or a list of task names")
 
 
 def _require(run_dir: Path, config: dict, keys: tuple[str, ...]) -> None:

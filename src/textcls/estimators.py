@@ -147,6 +147,9 @@ class Estimator(ABC):
             shown = f" ('{dataset.label_names[0]}')" if dataset.label_names else ""
             raise DataError(f"{dataset.name}: the training data holds a single class{shown}; "
                             "a classifier needs records of at least two classes")
+        if dataset.multi_label and not dataset.label_names:
+            raise DataError(f"{dataset.name}: no training record has a label (every label list is empty); "
+                            "give the records their class names")
         self.num_classes_ = len(dataset.label_names)
         self.multi_label_ = bool(dataset.multi_label)
 

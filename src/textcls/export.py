@@ -47,6 +47,7 @@ from . import __version__, artifacts
 from .errors import ConfigError, ModelError
 from .numpy_forward import reads_as_kims_code
 from .onnx_predictor import ONNX_FILE, OUTPUT_NAME, SIDECAR_FILE, SIDECAR_FORMAT, read_sidecar
+from .validate import check_folder_path, check_path
 
 QUANTIZE_CHOICES = (None, "int8")
 # TorchScript tracing first (it exported every family but the Transformer encoder, whose
@@ -83,7 +84,7 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
     (14-21; 17 by default). A run saved after ``Classifier.quantize("int8")`` (``"quantize":
     "int8"`` in its config.json) is exported int8 whatever ``quantize`` says.
     """
-    run_dir, out_dir = Path(run_dir), Path(out_path)
+    run_dir, out_dir = check_path("run_dir", run_dir), check_path("out_path", out_path)
     if quantize not in QUANTIZE_CHOICES:
         raise ConfigError(f"parameter 'quantize' = {quantize!r} is not one of none, int8")
     if isinstance(opset, bool) or not isinstance(opset, int) or not MIN_OPSET <= opset <= MAX_OPSET:
@@ -91,8 +92,7 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
     if out_dir.suffix == ".onnx":
         raise ConfigError(f"output {out_dir} names a file; pass a folder (it receives {ONNX_FILE}, "
                           f"{SIDECAR_FILE} and tokenizer.json)")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"output {out_dir} exists and is not a folder; pass a new or existing folder")
+    check_folder_path("output", out_dir)
     if out_dir.resolve() == run_dir.resolve():
         raise ConfigError(f"output {out_dir} is the run folder itself; pass another folder")
     config = artifacts.read_config(run_dir)

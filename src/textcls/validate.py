@@ -15,7 +15,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 __all__ = ["MAX_INT", "range_check", "check_int", "check_positive_int", "check_probability", "check_choice",
-           "check_flag", "check_folder_path"]
+           "check_flag", "check_folder_path", "check_path"]
 
 # The largest count a setting may take (vocabulary sizes, length caps, buckets): int32's.
 MAX_INT = (1 << 31) - 1
@@ -88,6 +88,14 @@ def check_flag(name: str, value) -> None:
     """``value`` must be a real bool (1 or "yes" from a config file is refused, not guessed)."""
     if not isinstance(value, bool):
         raise ConfigError(f"parameter '{name}' = {value!r} must be true or false")
+
+
+def check_path(name: str, value) -> Path:
+    """``value`` as a ``Path``: a non-empty ``str`` or ``os.PathLike`` (an empty one would mean the
+    working directory, and None or a number is a mistake, not a path)."""
+    if isinstance(value, bool) or not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise ConfigError(f"parameter '{name}' = {value!r} must be a file or folder path (a non-empty str or Path)")
+    return Path(value)
 
 
 def check_folder_path(name: str, folder: str | os.PathLike) -> None:
