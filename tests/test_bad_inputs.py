@@ -48,6 +48,7 @@ import pytest
 import textcls
 from textcls.errors import TextclsError
 from textcls.export import export_onnx
+from textcls.models.registry import create_model
 
 # ---------------------------------------------------------------------------------------
 # Inputs
@@ -436,8 +437,6 @@ CLI_CASES = [
         ("--output-dir", "tiny.csv", "not a folder"), {"s.toml": suite_toml(model="tfidf-lr")}),
     Cli("explain-output-is-a-file", ("explain", "{nrun}", "good film", "-o", "tiny.csv"), 2,
         ("tiny.csv", "folder")),
-    Cli("train-nul-byte-in-a-text", train("nul.csv"), 2, (("nul.csv:9", "line 9"), "NUL"),
-        {"nul.csv": with_line(TINY_CSV, 9, "good\x00film,pos")}),
     Cli("train-header-names-a-column-twice", train("twice.csv"), 2, ("twice.csv", "'label' twice"),
         {"twice.csv": "text,label,label\n" + "".join(f"{t},{c},neg\n" for t, c in rows())}),
     Cli("train-jsonl-key-twice", train("twice.jsonl"), 2, (("twice.jsonl:3", "line 3"), "'label' appears twice"),
@@ -677,6 +676,22 @@ TEXTS = [t for t, _ in rows(20)]
 LABELS = [c for _, c in rows(20)]
 
 
+def class_named_pos(ds) -> None:
+    assert ds.label_names == ["pos"], ds.label_names  # the stem, not the suffix 'txt'
+
+
+def pd_frame(columns: dict):
+    import pandas as pd
+
+    return pd.DataFrame(columns)
+
+
+def hf_dataset(columns: dict):
+    import datasets
+
+    return datasets.Dataset.from_dict(columns)
+
+
 def fit(X, y, model="tfidf-lr", **kw):
     return lambda ctx: textcls.Classifier(model, **kw).fit(X, y)
 
@@ -786,6 +801,30 @@ API_CASES = [
         ("text",), index=2),
     Api("predict-none-text", loaded("run", "predict", [None]), TextclsError, ("text",), index=0),
     Api("predict-number-text", loaded("run", "predict", ["good film", 3.5]), TextclsError, ("text",), index=1),
+    Api("predict-a-set-has-no-order", loaded("run", "predict", {"good film", "bad film"}), TextclsError, ("set", "order")),
+    Api("predict-a-dataframe", loaded("run", "predict", pd_frame({"text": ["good film", "bad film", "fine film"]})),
+        TextclsError, ("DataFrame", "df['text']")),
+    Api("fit-texts-a-set", fit({f"film {i}" for i in range(4)}, ["pos", "neg"] * 2), TextclsError, ("set", "order")),
+    Api("score-length-mismatch", loaded("run", "score", ["good film", "bad film", "dull film"], ["pos", "neg"]),
+        TextclsError, ("3 texts", "2 labels")),
+    Api("score-unknown-label", loaded("run", "score", ["good film", "bad film"], ["pos", "meh"]), TextclsError,
+        ("'meh'", "does not know"), index=1),
+    Api("score-nothing", loaded("run", "score", [], []), TextclsError, ("0 texts",)),
+    Api("score-labels-none", loaded("run", "score", ["good film"], None), TextclsError, ("y",)),
+    Api("evaluate-a-list", loaded("run", "evaluate", ["good film"]), TextclsError, ("datasets.Dataset", "score(X, y)")),
+    Api("evaluate-without-a-text-column", lambda ctx: textcls.Classifier.from_pretrained(ctx.trained["run"]).evaluate(
+        hf_dataset({"sentence": ["good film"], "label": ["pos"]})), TextclsError, ("'text'", "sentence")),
+    Api("classifier-model-none", fit(TEXTS, LABELS, model=None), TextclsError, ("model", "None")),
+    Api("classifier-seed-negative", fit(TEXTS, LABELS, seed=-1), TextclsError, ("seed",)),
+    Api("classifier-params-not-a-dict", fit(TEXTS, LABELS, params="dropout"), TextclsError, ("params",)),
+    Api("classifier-progress-not-a-bool", fit(TEXTS, LABELS, progress="yes"), TextclsError, ("progress",)),
+    Api("classifier-device-unknown-on-a-classic-model", fit(TEXTS, LABELS, device="tpu"), TextclsError,
+        ("device", "tpu")),
+    Api("classifier-set-params-unknown", lambda ctx: textcls.Classifier("tfidf-lr").set_params(bogus=1), TextclsError,
+        ("bogus",)),
+    Api("create-model-nan-vectors", lambda ctx: create_model("kim-cnn-static", num_classes=2,
+                                                           embeddings=np.full((10, 50), np.nan)), TextclsError,
+        ("row 1", "nan")),
     Api("predict-tasks-on-single-task-model", loaded("run", "predict", ["good film"], tasks=["books"]), TextclsError,
         ("tasks",)),
     Api("predict-non-finite-probabilities", nan_after_load, TextclsError, (("nan", "finite"),)),
@@ -844,6 +883,14 @@ API_CASES = [
         check=clean_labels),
     Api("load-dataset-directory-as-file-list", load(["tiny.csv", "folder"]), TextclsError, ("folder",),
         files={"folder/": ""}),
+    Api("load-dataset-text-column-is-the-label-column", load("tiny.csv", text_columns="label", label_column="label"),
+        TextclsError, ("label", "both")),
+    Api("load-dataset-header-as-a-string", load("tiny.csv", header="no"), TextclsError, ("header", "true or false")),
+    Api("load-dataset-split-seed-negative", load("tiny.csv", split_seed=-1), TextclsError, ("split_seed",)),
+    Api("load-dataset-split-seed-none", load("tiny.csv", split_seed=None), TextclsError, ("split_seed",)),
+    Api("load-dataset-text-column-a-float", load("tiny.csv", text_columns=1.5), TextclsError, ("text_columns", "1.5")),
+    Api("load-dataset-one-class-file-is-named-by-its-stem", load(["cls/pos.txt"]), None,
+        files={"cls/pos.txt": "good film\ngreat film\nfine film\n"}, check=class_named_pos),
     Api("works-load-dataset-crlf", load("crlf.csv"), None, files={"crlf.csv": csv_text(eol="\r\n")},
         check=clean_labels),
     Api("works-load-dataset-bom", load("bom.csv"), None, files={"bom.csv": "\ufeff" + TINY_CSV}, check=clean_labels),

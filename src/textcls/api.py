@@ -28,12 +28,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from . import artifacts, model_hub
 from .data.prepare import column_values, label_targets, target_array
 from .data.records import TextDataset
-from .errors import CheckpointError, ConfigError, DataError, ModelError
+from .errors import CheckpointError, ConfigError, DataError, ModelError, close_names
 from .estimators import Estimator, check_device, estimator_for
 from .eval.metrics import compute_metrics
 from .inputs import as_list, check_finite_probabilities, check_texts, short, task_indices
 from .models.registry import Preset, get_family, get_preset
-from .validate import check_folder_path, check_path
+from .validate import check_flag, check_folder_path, check_path
 
 __all__ = ["Classifier", "DEFAULT_MODEL", "check_device", "dataset_from_lists"]
 
@@ -94,6 +94,13 @@ class Classifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ configuration
     def _overrides(self) -> dict:
+        """The preset overrides these parameters set; ``params``, ``progress`` and ``device`` checked
+        here, since scikit-learn's convention leaves ``__init__`` to store them unchecked."""
+        if self.params is not None and not (isinstance(self.params, dict) and all(isinstance(k, str) for k in self.params)):
+            raise ConfigError(f"parameter 'params' = {short(self.params)} must be a dict of preset parameters by name, "
+                              "e.g. {'dropout': 0.3}")
+        check_flag("progress", self.progress)
+        check_device(self.device, "parameter 'device'")
         overrides = {k: getattr(self, k) for k in _OVERRIDE_PARAMS if getattr(self, k) is not None}
         overrides.update(self.params or {})
         overrides["seed"] = self.seed
@@ -183,6 +190,51 @@ class Classifier(ClassifierMixin, BaseEstimator):
             return [list(self.classes_[row >= 0.5]) for row in probs]
         return self.classes_[probs.argmax(axis=1)]
 
+    def score(self, X: Sequence[str], y: Sequence, sample_weight=None) -> float:
+        """Accuracy on texts ``X`` with labels ``y``, as scikit-learn's ``score`` (for multi-label,
+        the share of texts whose predicted set is exactly theirs). A label the model does not know
+        is a DataError naming its index, as in ``evaluate``: it would only ever count as wrong."""
+        self._check_fitted("score")
+        call = "Classifier.score(X, y)"
+        texts = _inference_texts(X, call)
+        labels = as_list(y, call, "y", "labels")
+        if len(labels) != len(texts) or not texts:
+            raise DataError(f"{call}: got {len(texts)} texts and {len(labels)} labels; pass one label per text, "
+                            "at least one")
+        self._check_known_labels(labels, call)
+        predicted = self.predict(texts)
+        if self.multi_label_:
+            correct = [set(map(_hashable, p)) == set(map(_hashable, t)) for p, t in zip(predicted, labels)]
+        else:
+            correct = [_hashable(p) == _hashable(t) for p, t in zip(predicted, labels)]
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=float)
+            if sample_weight.shape != (len(texts),) or not np.all(np.isfinite(sample_weight)) or sample_weight.sum() <= 0:
+                raise DataError(f"{call}: sample_weight must be {len(texts)} finite weights, one per text, "
+                                "with a positive sum")
+        return float(np.average(correct, weights=sample_weight))
+
+    def set_params(self, **params) -> "Classifier":
+        """scikit-learn's ``set_params``; an unknown name is a ConfigError naming the close ones."""
+        valid = self.get_params(deep=False)
+        unknown = next((k for k in params if k not in valid), None)
+        if unknown is not None:
+            raise ConfigError(f"Classifier.set_params: unknown parameter '{unknown}'; {close_names(unknown, valid)} "
+                              "(preset parameters go in params={...})")
+        return super().set_params(**params)
+
+    def _check_known_labels(self, labels: list, call: str) -> None:
+        known = {_hashable(c) for c in self.classes_}
+        for i, label in enumerate(labels):
+            is_list = isinstance(label, (list, tuple, set, np.ndarray))
+            if is_list != self.multi_label_:
+                kind = "a list of class names" if self.multi_label_ else "one class name"
+                raise DataError(f"{call}: label {i} is {short(label)}; this model takes {kind} per text", index=i)
+            unknown = next((n for n in (label if is_list else [label]) if _hashable(n) not in known), None)
+            if unknown is not None:
+                raise DataError(f"{call}: label {i} is {short(unknown)}, which the model does not know (known: "
+                                f"{', '.join(map(str, self.classes_[:20]))})", index=i)
+
     def explain(self, X: Sequence[str], tasks: Sequence[str] | None = None) -> list[dict]:
         """What an attention model looked at, per text: ``label`` (``labels`` for multi-label),
         ``probabilities``, the ``words`` it read (and ``sentences`` for hierarchical models), and
@@ -201,6 +253,12 @@ class Classifier(ClassifierMixin, BaseEstimator):
     def evaluate(self, split: datasets.Dataset, *, where: str = "evaluation data") -> dict:
         """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns."""
         self._check_fitted("evaluate")
+        if not isinstance(split, datasets.Dataset):
+            raise DataError(f"Classifier.evaluate takes one split, a datasets.Dataset (e.g. load_dataset(...)['test']), "
+                            f"not a {type(split).__name__}; for lists of texts and labels call score(X, y)")
+        if "text" not in split.column_names:
+            raise DataError(f"{where}: no 'text' column (its columns: {', '.join(split.column_names)}); "
+                            "name the text column 'text', e.g. split.rename_column(<name>, 'text')")
         targets = label_targets(split, [str(c) for c in self.classes_], self.multi_label_, where)
         tasks = column_values(split, "task") if self.uses_tasks and "task" in split.column_names else None
         texts = check_texts(column_values(split, "text"), where)

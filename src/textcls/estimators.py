@@ -663,8 +663,8 @@ def check_device(device: str, option: str = "--device") -> None:
     before any data is read or any tensor is moved."""
     if device in ("cpu", "auto"):
         return
-    if device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
-        raise ConfigError(f"{option} '{device}' is not one of cpu, cuda, cuda:N, auto")
+    if not isinstance(device, str) or device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise ConfigError(f"{option} {device!r} is not one of cpu, cuda, cuda:N, auto")
     if not torch.cuda.is_available():
         raise ConfigError(f"{option} {device}: no CUDA GPU is available (torch.cuda.is_available() is False); "
                           f"use {option} cpu or auto")

@@ -35,6 +35,13 @@ def as_list(values, call: str, param: str, what: str) -> list:
     if values is None or isinstance(values, dict) or not hasattr(values, "__iter__"):
         raise DataError(f"{call}: {param} is {type(values).__name__}, not a list of {what}; "
                         f"pass a list with one entry per text")
+    if isinstance(values, (set, frozenset)):
+        # A set has no order: texts and labels would be paired by chance, and outputs not line up.
+        raise DataError(f"{call}: {param} is a {type(values).__name__}, which has no order; pass a list")
+    if type(values).__name__ == "DataFrame" or getattr(values, "ndim", 1) > 1:
+        # Iterating a DataFrame gives its column names, not its rows.
+        raise DataError(f"{call}: {param} is a table ({type(values).__name__}); pass one column of it, "
+                        f"e.g. df['text'], or a list with one entry per text")
     return list(values)
 
 

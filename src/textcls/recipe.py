@@ -129,6 +129,7 @@ class Recipe:
         check("epochs", self.epochs, 1, 100000)
         check("batch_size", self.batch_size, 1, 1 << 20)
         check("dev_fraction", self.dev_fraction, 0.0, 0.9, low_open=True)
+        check_int("seed", self.seed, 0, (1 << 32) - 1)  # NumPy's and scikit-learn's seed range
         if self.patience is not None:
             check("patience", self.patience, 1, 100000)
         if self.checkpoint_steps is not None:

@@ -63,6 +63,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import datasets
 
 from ..errors import ConfigError, DataError
+from ..validate import check_flag
 from .records import TextDataset
 
 SPLIT_ORDER = ("train", "dev", "test")
@@ -111,17 +112,25 @@ class ReadOptions:
                     "',', ';', '|' or \\t for a tab (CLI: --delimiter ';')"
                 )
             object.__setattr__(self, "delimiter", delimiter)
+        if self.header is not None:
+            check_flag("header", self.header)
         if self.text_columns is not None:
-            cols = (self.text_columns,) if isinstance(self.text_columns, (str, int)) else tuple(self.text_columns)
+            many = isinstance(self.text_columns, (list, tuple))
+            cols = tuple(self.text_columns) if many else (self.text_columns,)
             if not cols:
                 raise ConfigError("parameter 'text_columns' is empty; name at least one column")
-            object.__setattr__(self, "text_columns", tuple(_as_index(c) for c in cols))
+            object.__setattr__(self, "text_columns", tuple(_as_index(c, "text_columns") for c in cols))
         if self.label_column is not None:
-            object.__setattr__(self, "label_column", _as_index(self.label_column))
+            object.__setattr__(self, "label_column", _as_index(self.label_column, "label_column"))
+            if self.label_column in (self.text_columns or ()):
+                raise ConfigError(f"column {self.label_column!r} is given as both the label and a text column; "
+                                  "name the text column(s) and the label column apart")
 
 
-def _as_index(column: str | int) -> str | int:
-    """Column "2" (as typed on the command line) is index 2."""
+def _as_index(column: str | int, parameter: str) -> str | int:
+    """Column "2" (as typed on the command line) is index 2; a column is a name or a 0-based index."""
+    if isinstance(column, bool) or not isinstance(column, (str, int)) or isinstance(column, int) and column < 0:
+        raise ConfigError(f"parameter '{parameter}' = {column!r}: a column is a name (str) or a 0-based index (int)")
     return int(column) if isinstance(column, str) and column.strip().isdigit() else column
 
 
@@ -168,9 +177,6 @@ class RecordBuffer:
                 self.skipped.append(f"{where}: empty text (as published)")
                 return False
             self.reject(where, "empty text", "write the document's text or remove the record")
-            return False
-        if "\x00" in text:  # as predict refuses it: binary data, or UTF-16 read as UTF-8
-            self.reject(where, "the text holds a NUL byte (binary data?)", "remove it, or give the file's --encoding")
             return False
         label = _clean_label(label)
         if label is None:
@@ -1140,7 +1146,7 @@ def class_names_for_files(paths: Sequence[Path]) -> list[str]:
     """The class of each file: its suffix when all suffixes differ, else its stem."""
     bare = [p.with_suffix("") if p.suffix == ".gz" else p for p in paths]
     suffixes = [p.suffix.lstrip(".") for p in bare]
-    if all(suffixes) and len(set(suffixes)) == len(suffixes):
+    if len(paths) > 1 and all(suffixes) and len(set(suffixes)) == len(suffixes):
         return suffixes
     stems = [p.stem for p in bare]
     if len(set(stems)) != len(stems):

@@ -245,7 +245,14 @@ def build_embedding(
                     f"({vocab_size}, {dim}) (vocab_size, embedding_dim); build it from the same "
                     "vocabulary and set embedding_dim to its width"
                 )
-            embedding.weight.copy_(torch.from_numpy(matrix.astype(np.float32, copy=False)))
+            if not np.issubdtype(matrix.dtype, np.number) or np.issubdtype(matrix.dtype, np.complexfloating):
+                raise ConfigError(f"embedding matrix holds {matrix.dtype} values, not real numbers; pass a float array")
+            matrix = matrix.astype(np.float32, copy=False)
+            broken = np.flatnonzero(~np.isfinite(matrix[1:]).all(axis=1))  # PAD's row 0 is zeroed below
+            if broken.size:
+                raise ConfigError(f"embedding matrix row {int(broken[0]) + 1} holds NaN or Inf; the vectors are "
+                                  "broken, rebuild them (or fill the row with zeros)")
+            embedding.weight.copy_(torch.from_numpy(matrix))
         elif uniform_range is not None:
             nn.init.uniform_(embedding.weight, -uniform_range, uniform_range)
         # PAD must embed to zeros whatever the source, so padded positions carry no signal.

@@ -284,6 +284,8 @@ def list_models(pattern: str | None = None) -> list[str]:
 
 def get_preset(name: str) -> Preset:
     """The preset registered under ``name``; unknown names raise ConfigError with close names."""
+    if not isinstance(name, str):
+        raise ConfigError(f"model = {name!r} must be a preset name (a str; textcls list-models shows them all)")
     if name not in _PRESETS:
         raise ConfigError(f"unknown model '{name}'; {close_names(name, _PRESETS)} (textcls list-models shows all)")
     return _PRESETS[name]
