@@ -96,8 +96,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
     def _overrides(self) -> dict:
         """The preset overrides these parameters set; ``params``, ``progress`` and ``device`` checked
         here, since scikit-learn's convention leaves ``__init__`` to store them unchecked."""
-        if self.params is not None and not (isinstance(self.params, dict) and all(isinstance(k, str) for k in self.params)):
-            raise ConfigError(f"parameter 'params' = {short(self.params)} must be a dict of preset parameters by name, "
+        params = self.params
+        if params is not None and not (isinstance(params, dict) and all(isinstance(k, str) for k in params)):
+            raise ConfigError(f"parameter 'params' = {short(params)} must be a dict of preset parameters by name, "
                               "e.g. {'dropout': 0.3}")
         check_flag("progress", self.progress)
         check_device(self.device, "parameter 'device'")
@@ -202,16 +203,19 @@ class Classifier(ClassifierMixin, BaseEstimator):
             raise DataError(f"{call}: got {len(texts)} texts and {len(labels)} labels; pass one label per text, "
                             "at least one")
         self._check_known_labels(labels, call)
+        if sample_weight is not None:
+            try:
+                sample_weight = np.asarray(sample_weight, dtype=float)
+            except (TypeError, ValueError):
+                sample_weight = np.full(0, np.nan)  # refused just below
+            if sample_weight.shape != (len(texts),) or not np.isfinite(sample_weight).all() or sample_weight.sum() <= 0:
+                raise DataError(f"{call}: sample_weight must be {len(texts)} finite numbers, one weight per text, "
+                                "with a positive sum")
         predicted = self.predict(texts)
         if self.multi_label_:
             correct = [set(map(_hashable, p)) == set(map(_hashable, t)) for p, t in zip(predicted, labels)]
         else:
             correct = [_hashable(p) == _hashable(t) for p, t in zip(predicted, labels)]
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight, dtype=float)
-            if sample_weight.shape != (len(texts),) or not np.all(np.isfinite(sample_weight)) or sample_weight.sum() <= 0:
-                raise DataError(f"{call}: sample_weight must be {len(texts)} finite weights, one per text, "
-                                "with a positive sum")
         return float(np.average(correct, weights=sample_weight))
 
     def set_params(self, **params) -> "Classifier":
@@ -254,8 +258,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
         """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns."""
         self._check_fitted("evaluate")
         if not isinstance(split, datasets.Dataset):
-            raise DataError(f"Classifier.evaluate takes one split, a datasets.Dataset (e.g. load_dataset(...)['test']), "
-                            f"not a {type(split).__name__}; for lists of texts and labels call score(X, y)")
+            raise DataError(f"Classifier.evaluate takes one split, a datasets.Dataset (e.g. "
+                            f"load_dataset(...)['test']), not a {type(split).__name__}; for lists of texts and "
+                            "labels call score(X, y)")
         if "text" not in split.column_names:
             raise DataError(f"{where}: no 'text' column (its columns: {', '.join(split.column_names)}); "
                             "name the text column 'text', e.g. split.rename_column(<name>, 'text')")
