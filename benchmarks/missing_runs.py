@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import sys
+
 from textcls.benchmark.progress import missing_runs
 from textcls.benchmark.runner import checkpointed_run
-from textcls.errors import CheckpointError
+from textcls.errors import TextclsError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,11 +38,14 @@ def main(argv=None) -> None:
     parser.add_argument("--only", nargs="*", default=[])
     parser.add_argument("--checkpoints", type=Path, default=None)
     args = parser.parse_args(argv)
-    runs = missing_runs(args.suite, args.results, args.only)
     try:
+        if args.checkpoints is not None and args.checkpoints.exists() and not args.checkpoints.is_dir():
+            raise TextclsError(f"--checkpoints {args.checkpoints}: is a file; name the runs' checkpoint folder")
+        runs = missing_runs(args.suite, args.results, args.only)
         epochs = {run: resumable_epochs(args.checkpoints, *run) for run in runs} if args.checkpoints else {}
-    except CheckpointError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    except TextclsError as exc:  # one line and exit status 2, as the textcls commands
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     for entry, seed in sorted(runs, key=lambda run: epochs.get(run) is None):  # stable: the order above otherwise
         done = epochs.get((entry, seed))
         print(f"{entry} {seed}" + (f"  # resumes after epoch {done}" if done is not None else ""))

@@ -30,9 +30,26 @@
 set -uo pipefail
 pending=false
 if [[ "${1:-}" == --pending ]]; then pending=true; shift; fi
+if [[ $# -ne 3 ]]; then
+  echo "usage: benchmarks/run_queue.sh [--pending] SUITE QUEUE_FILE OUTPUT_ROOT" >&2; exit 2
+fi
 suite=$1; queue=$2; root=$3
 checkout=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-python}
+if [[ ! -f "$queue" ]]; then
+  echo "error: $queue: no such queue file; make one with python benchmarks/missing_runs.py SUITE > $queue" >&2; exit 2
+fi
+if [[ -e "$root" && ! -d "$root" ]]; then echo "error: $root: is a file; name a folder for the runs" >&2; exit 2; fi
+# Every line is checked before the first run: a bad one found later would stop a queue mid-way.
+lineno=0
+while read -r entry seed extra; do
+  lineno=$((lineno + 1))
+  [[ -z "${entry:-}" || "$entry" == \#* ]] && continue
+  if [[ ! "${seed:-}" =~ ^[0-9]+$ || ( -n "${extra:-}" && "$extra" != \#* ) ]]; then
+    echo "error: $queue:$lineno: '$entry ${seed:-} ${extra:-}' is not 'ENTRY_ID SEED' (a seed is a whole number); fix the line" >&2
+    exit 2
+  fi
+done < "$queue"
 mkdir -p "$root"
 left=0
 while read -r entry seed _; do

@@ -35,6 +35,9 @@ from pathlib import Path
 
 import torch
 
+from textcls.benchmark.report import read_committed
+from textcls.errors import TextclsError
+
 # The key under which a row timed before rows carried their machine keeps its file's old header.
 LEGACY_HEADER = "file_header_before_rows_had_machines"
 
@@ -295,13 +298,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", action="store_true",
                         help="keep the rows of an existing --output for the entries this run does not time")
     args = parser.parse_args(argv)
-    suite = load_suite(args.suite)
-    output = Path(args.output or f"benchmarks/results/epoch_times/{suite.name}.json")
-    rows = _kept_rows(output, suite, args.only, args.exact) if args.merge else []
+    if args.batches < 1:
+        parser.error(f"--batches {args.batches}: time at least 1 batch")
+    try:
+        suite = load_suite(args.suite)
+        output = Path(args.output or f"benchmarks/results/epoch_times/{suite.name}.json")
+        rows = _kept_rows(output, suite, args.only, args.exact) if args.merge else []
+    except TextclsError as exc:  # one line and exit status 2, as the textcls commands
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     command = ["python", "benchmarks/time_epochs.py"] + (sys.argv[1:] if argv is None else argv)
     timed_on = {"command": shlex.join(command), "machine": machine_info(), "git": git_info(),
                 "threads": torch.get_num_threads()}
     entries = sorted(_entry_rows(suite, args.only, args.exact), key=lambda e: (e.dataset, e.max_per_split or 0))
+    if not entries and not args.merge:  # with --merge, timing nothing still rewrites the kept rows
+        print(f"error: no neural entry of {args.suite} matches --only {' '.join(args.only) or '(none given)'}; "
+              "nothing to time", file=sys.stderr)
+        return 2
     for entry in entries:
         load_before = os.getloadavg()
         row = time_entry(entry, default_data_dir(), args.batches)
@@ -320,7 +333,7 @@ def _kept_rows(output: Path, suite, only: list[str], exact: bool) -> list[dict]:
     the command, machine and load it was timed under."""
     if not output.is_file():
         return []
-    earlier = json.loads(output.read_text())
+    earlier = read_committed(output)
     retimed = {entry.id for entry in _entry_rows(suite, only, exact)}
     # Files written before rows carried their machine had one header for all rows: the machine
     # and load of their last command only, so a row keeps that header whole rather than claim it.

@@ -39,11 +39,11 @@ def _finite_number(value) -> bool:
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """The shipped tiny suite, with an entry that fails when it runs put first (an unknown
-    parameter: a misspelt model or dataset fails the whole suite before its first run)."""
+    """The shipped tiny suite, with an entry that fails when it runs put first (a data file with
+    a header only: a misspelt model, parameter or dataset fails the whole suite before its first run)."""
     folder = tmp_path_factory.mktemp("bench")
-    failing = ('[[entry]]\ndataset = "trec"\nmodel = "kim-cnn-static"\nname = "broken"\n'
-               'overrides = {no_such_parameter = 1}\nmax_per_split = 300\n\n')
+    (folder / "broken.csv").write_text("text,label\n", encoding="utf-8")
+    failing = f'[[entry]]\ndataset = "{folder / "broken.csv"}"\nmodel = "kim-cnn-static"\nname = "broken"\n\n'
     text = TINY.read_text(encoding="utf-8")
     head, tail = text.split("[[entry]]", 1)
     suite_file = folder / "tiny.toml"
@@ -62,7 +62,8 @@ def test_tiny_suite_writes_json_with_every_field(tiny_run):
     for lib in ("torch", "numpy", "sklearn", "datasets", "tokenizers", "fasttext", "sentence-transformers", "textcls"):
         assert raw["versions"][lib], lib
     assert raw["machine"]["cpu_model"] and raw["threads"] == 1 and raw["date"]
-    assert [e["id"] for e in raw["entries"]] == ["trec:broken", "trec:kim-cnn-static", "trec:fasttext"]
+    ids = [e["id"] for e in raw["entries"]]
+    assert ids[0].endswith("broken.csv:broken") and ids[1:] == ["trec:kim-cnn-static", "trec:fasttext"]
 
     for entry in raw["entries"][1:]:
         assert entry["status"] == "ok" and entry["errors"] == []
@@ -116,11 +117,11 @@ def test_a_failed_entry_is_recorded_and_the_suite_goes_on(tiny_run):
     result, _ = tiny_run
     failed = result["entries"][0]
     assert failed["status"] == "failed" and failed["summary"] == {}
-    assert len(failed["errors"]) == 1 and "unknown parameter 'no_such_parameter'" in failed["errors"][0]
+    assert len(failed["errors"]) == 1 and "broken.csv" in failed["errors"][0] and "\n" not in failed["errors"][0]
     [run] = failed["runs"]
     assert (run["seed"], run["status"], run["error"]) == (0, "failed", failed["errors"][0])
     assert "Traceback" in run["traceback"]  # for the report's reader; the message stays one line
-    assert result["failed"] == 1 and result["failed_entries"] == ["trec:broken"]
+    assert result["failed"] == 1 and result["failed_entries"] == [failed["id"]]
     assert [e["status"] for e in result["entries"][1:]] == ["ok", "ok"]
 
 
@@ -136,7 +137,7 @@ def test_tiny_suite_writes_markdown_with_paper_column_and_png(tiny_run):
     cells = [c.strip() for c in kim_row.strip("|").split("|")]
     assert cells[1] == f"{100 * result['entries'][1]['summary']['accuracy']['mean']:.2f}"
     assert cells[2] == "90.84"
-    assert "FAILED trec:broken: unknown parameter 'no_such_parameter'" in md
+    assert f"FAILED {result['entries'][0]['id']}: " in md
     assert "spe_cnn Table 3" in md
     png = (out / "tiny.png").read_bytes()
     assert png[:8] == PNG_MAGIC and len(png) > 5000
@@ -276,19 +277,20 @@ def test_paper_column_only_where_an_entry_declares_paper(tiny_run):
 
 def test_progress_prints_one_line_per_run(tmp_path, capfd):
     suite = tmp_path / "s.toml"
-    suite.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\nname = "nope"\n'
-                     'overrides = {nope = 1}\nseeds = [0, 1]\n', encoding="utf-8")
+    (tmp_path / "broken.csv").write_text("text,label\n", encoding="utf-8")  # fails when its run loads it
+    suite.write_text(f'[suite]\nname = "s"\n[[entry]]\ndataset = "{tmp_path / "broken.csv"}"\nmodel = "tfidf-lr"\n'
+                     'name = "nope"\nseeds = [0, 1]\n', encoding="utf-8")
     result = run_suite(suite, output_dir=tmp_path / "out", progress=True)
     lines = capfd.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and result["failed"] == 1
-    assert lines[0].startswith("[1/2] trec:nope seed 0: FAILED (unknown parameter 'nope' for model 'tfidf-lr'")
-    assert lines[1].startswith("[2/2] trec:nope seed 1: FAILED (unknown parameter 'nope'")
+    assert lines[0].startswith(f"[1/2] {tmp_path / 'broken.csv'}:nope seed 0: FAILED ({tmp_path / 'broken.csv'}")
+    assert lines[1].startswith(f"[2/2] {tmp_path / 'broken.csv'}:nope seed 1: FAILED (")
     assert (tmp_path / "out" / "s.png").read_bytes()[:8] == PNG_MAGIC
     # A partial run (--only) writes its own files and leaves the full report alone.
-    partial = run_suite(suite, output_dir=tmp_path / "out", only="trec", progress=False)
-    assert partial["report_name"] == "s--only-trec" and partial["only"] == ["trec"]
+    partial = run_suite(suite, output_dir=tmp_path / "out", only="tfidf-lr", progress=False)
+    assert partial["report_name"] == "s--only-tfidf-lr" and partial["only"] == ["tfidf-lr"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "s--only-trec.json", "s--only-trec.md", "s--only-trec.png", "s.json", "s.md", "s.png"]
+        "s--only-tfidf-lr.json", "s--only-tfidf-lr.md", "s--only-tfidf-lr.png", "s.json", "s.md", "s.png"]
 
 
 def test_a_failure_inside_the_child_becomes_an_error_record():
@@ -726,6 +728,43 @@ def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
     (tmp_path / "other.json").write_text('{"a": 1}', encoding="utf-8")
     with pytest.raises(ConfigError, match="other.json: not a benchmark report"):
         merge_run_files([tmp_path / "other.json"], together)
+    _merge_refuses_what_it_should_not_write(tmp_path, suite_file, together)
+
+
+def _merge_refuses_what_it_should_not_write(tmp_path, suite_file, together):
+    """A part must be of the suite (--suite), of its entries and seeds, and undamaged; two
+    different runs of one (entry, seed) that finished at once are refused, as neither is newer."""
+    from textcls.benchmark.runner import merge_run_files
+    from textcls.cli import main
+
+    source = json.loads(next((tmp_path / "seed0").glob("*.json")).read_text(encoding="utf-8"))
+
+    def part(name: str, change) -> Path:
+        report = json.loads(json.dumps(source))
+        change(report, report["entries"][0], report["entries"][0]["runs"][0])
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "p.json").write_text(json.dumps(report), encoding="utf-8")
+        return tmp_path / name
+
+    before = (together / "apart.json").read_text(encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"entry 'trec:nosuch' is not in .*apart.toml"):
+        merge_run_files([part("unknown", lambda r, e, run: e.update(id="trec:nosuch"))], together)
+    with pytest.raises(ConfigError, match=r"a run of seed 7, which .*apart.toml does not list \(\[0, 1\]\)"):
+        merge_run_files([part("seed7", lambda r, e, run: run.update(seed=7))], together)
+    with pytest.raises(ConfigError, match="damaged benchmark report"):
+        merge_run_files([part("stringseed", lambda r, e, run: run.update(seed="0"))], together)
+    a = part("tie_a", lambda r, e, run: run.update(finished="2030-01-01T00:00:00+00:00", accuracy=1.0))
+    b = part("tie_b", lambda r, e, run: run.update(finished="2030-01-01T00:00:00+00:00", accuracy=0.25))
+    with pytest.raises(ConfigError, match="two different runs of trec:tfidf-lr seed 0 finished at 2030-01-01"):
+        merge_run_files([a, b], together)
+    other = tmp_path / "other_suite.toml"
+    other.write_text('[suite]\nname = "other"\n[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="not of --suite"):
+        merge_run_files([a], together, suite=str(other))
+    with pytest.raises(SystemExit) as done:
+        main(["benchmark", "--merge-from", str(a), "--output-dir", str(together), "--seed", "0"])
+    assert done.value.code == 2
+    assert (together / "apart.json").read_text(encoding="utf-8") == before  # nothing of the above was written
 
 
 def test_runs_at_one_commit_on_two_cpus_keep_a_record_each():

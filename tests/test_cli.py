@@ -428,15 +428,16 @@ def test_max_length_set_on_the_command_line_wins(tmp_path, capsys):
 
 def test_benchmark_writes_to_a_fresh_folder_not_the_committed_results(tmp_path, monkeypatch):
     suite = tmp_path / "s.toml"
-    suite.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\nname = "nope"\n'
-                     'overrides = {nope = 1}\n', encoding="utf-8")
+    (tmp_path / "broken.csv").write_text("text,label\n", encoding="utf-8")  # fails when its run loads it
+    suite.write_text('[suite]\nname = "s"\n[[entry]]\ndataset = "broken.csv"\nmodel = "tfidf-lr"\nname = "nope"\n',
+                     encoding="utf-8")
     committed = tmp_path / "benchmarks" / "results"
     committed.mkdir(parents=True)
     (committed / "s.json").write_text("committed")
     out = run("benchmark", "--suite", str(suite), "--no-progress", cwd=tmp_path)
-    # The suite ran (its one entry sets an unknown parameter, so it failed: status 1, one line).
+    # The suite ran (its one entry's data file holds a header only, so it failed: status 1, one line).
     assert out.returncode == 1, out.stderr
-    assert "1 entry failed: trec:nope" in one_line_error(out.stderr)
+    assert "1 entry failed: broken.csv:nope" in one_line_error(out.stderr)
     assert (committed / "s.json").read_text() == "committed"
     [folder] = (tmp_path / "runs" / "benchmarks").iterdir()
     assert folder.name.startswith("s_") and len(folder.name) == len("s_20260101-120000")

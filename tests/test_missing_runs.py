@@ -1,6 +1,7 @@
 """benchmarks/missing_runs.py: the queue of runs a suite's committed report still lacks."""
 
 import json
+import re
 
 import pytest
 
@@ -46,5 +47,7 @@ def test_runs_cut_off_with_a_checkpoint_come_first_and_say_where_they_resume(tmp
         "fdu_mtl/books:bilstm 1  # resumes after epoch 2", "fdu_mtl/books:fcsr 0", "fdu_mtl/books:bilstm 0",
         "fdu_mtl/books:fcsr 1"]
     state.write_text("{not json", encoding="utf-8")
-    with pytest.raises(SystemExit, match=r"error: .*state.json is corrupt or not a textcls checkpoint"):
+    with pytest.raises(SystemExit) as done:
         script.main([str(suite), "--results", str(tmp_path / "none"), "--checkpoints", str(checkpoints)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and re.match(r"error: .*state.json is corrupt or not a textcls checkpoint", err), err

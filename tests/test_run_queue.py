@@ -174,3 +174,18 @@ def test_a_run_another_worker_finishes_during_the_check_is_neither_wiped_nor_mad
     assert not (tmp_path / "calls.txt").exists()  # not made again
     assert (root / "mr_fcsr_s0" / "toy--only.json").read_text().strip() == '{"by": "A"}'
     assert not (root / "mr_fcsr_s0.lock").exists()
+
+
+def test_a_malformed_queue_line_or_a_missing_queue_stops_before_any_run(tmp_path):
+    _executable(tmp_path / "python", FAKE_PYTHON)
+    env = {**os.environ, "PYTHON": str(tmp_path / "python"), "CALLS": str(tmp_path / "calls.txt")}
+    queue = tmp_path / "queue.txt"
+    queue.write_text("sst2:fcsr 0\n# a comment\nsst2:fcsr x\n")
+    done = subprocess.run(["bash", str(SCRIPT), "toy", str(queue), str(tmp_path / "runs")], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and f"{queue}:3: 'sst2:fcsr x" in done.stderr
+    assert not (tmp_path / "calls.txt").exists()  # not even line 1 ran
+    done = subprocess.run(["bash", str(SCRIPT), "toy", str(tmp_path / "nosuch.txt"), str(tmp_path / "runs")], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "nosuch.txt: no such queue file" in done.stderr
+    assert not (tmp_path / "runs").exists()

@@ -652,3 +652,15 @@ def test_a_time_claim_reads_the_epochs_that_time_epochs_py_timed_in_one_process(
     assert "n=5" in v.test and "over datasets" in v.test
     assert v.evidence[0].startswith("`epoch_times/toy_epochs.json` run at commit ffffffffff")
     assert "seconds of the 10 runs timed on Toy CPU" in v.evidence[1]
+
+
+@pytest.mark.parametrize("content", ["", '{"entries": [', "[]", "{}"])
+def test_a_damaged_results_file_is_one_line_naming_it(tmp_path, content):
+    from textcls.benchmark.verdicts import _Results
+    from textcls.errors import DataError
+
+    (tmp_path / "cspan.json").write_text(content, encoding="utf-8")
+    with pytest.raises(DataError) as raised:
+        _Results(tmp_path).get("cspan")
+    message = str(raised.value)
+    assert message.startswith(f"{tmp_path / 'cspan.json'}: ") and "git checkout" in message and "\n" not in message

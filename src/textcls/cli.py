@@ -729,23 +729,27 @@ def benchmark(
     from .benchmark.report import format_tables
     from .benchmark.runner import fresh_output_dir
 
+    run_options = {"--only": only, "--merge": merge, "--render": render, "--seed": seeds, "--threads": threads,
+                   "--checkpoint-dir": checkpoint_dir, "--data-dir": data_dir, "--device": device != "cpu"}
     if verdicts:
-        if suite or only or merge or render:
-            raise ConfigError("--verdicts reads every suite's committed JSON and runs nothing; drop --suite, --only, --merge and --render")
+        _refuse_options("--verdicts reads every suite's committed JSON and runs nothing",
+                        {"--suite": suite, "--merge-from": merge_from, **run_options})
         from .benchmark.gaps import FIGURE_LINK
         from .benchmark.reproduction import write_reproduction
 
         results_dir = output_dir or Path("benchmarks/results")
         if not results_dir.is_dir():
             raise ConfigError(f"{results_dir}: no such folder of benchmark results; pass --output-dir with the folder holding <suite>.json")
-        readme = results_dir.parent.parent / "README.md"
+        # The README's verdict table is the project's: only its own benchmarks/results rewrite it.
+        readme = results_dir.parent.parent / "README.md" if results_dir.parent.name == "benchmarks" else None
+        figure = results_dir.parent / FIGURE_LINK
         path = write_reproduction(results_dir=results_dir, out=results_dir.parent / "REPRODUCTION.md",
-                                  readme=readme if readme.is_file() else None,
-                                  figure=results_dir.parent / FIGURE_LINK)
-        typer.echo(f"wrote {path}")
+                                  readme=readme if readme is not None and readme.is_file() else None, figure=figure)
+        typer.echo(f"wrote {path}, {figure}" + (f" and the verdict table of {readme}" if readme else ""))
         return
     if merge_from:
-        _merge_from(merge_from, output_dir)
+        _refuse_options("--merge-from merges finished runs and runs nothing", run_options)
+        _merge_from(merge_from, output_dir, suite)
         return
     if suite is None:
         raise ConfigError("--suite is required (or pass --verdicts); textcls benchmark --help lists the options")
@@ -777,7 +781,14 @@ def benchmark(
         raise typer.Exit(1)
 
 
-def _merge_from(paths: List[Path], output_dir: Optional[Path]) -> None:
+def _refuse_options(mode: str, options: dict) -> None:
+    """A mode of ``benchmark`` that ignores some options refuses them, naming the first one given."""
+    given = next((name for name, value in options.items() if value), None)
+    if given is not None:
+        raise ConfigError(f"{mode}; drop {given}")
+
+
+def _merge_from(paths: List[Path], output_dir: Optional[Path], suite: Optional[str] = None) -> None:
     from .benchmark.runner import merge_run_files
 
     if output_dir is None:
@@ -786,7 +797,7 @@ def _merge_from(paths: List[Path], output_dir: Optional[Path]) -> None:
     missing = [p for p in paths if not p.exists()]
     if missing:
         raise ConfigError(f"--merge-from {missing[0]}: no such file or folder")
-    full = merge_run_files(paths, output_dir)
+    full = merge_run_files(paths, output_dir, suite=suite)
     count, skipped = len(full["entries"]), full["skipped_parts"]
     if not full["merged_parts"]:
         typer.echo(f"nothing new: {full['files']['json']} already holds the runs of all {skipped} report(s), "

@@ -38,6 +38,7 @@ from typing import Sequence
 
 # The verdicts' own series, statistics and cell formats, so that the two sections read alike.
 from ..artifacts import write_figure
+from .report import read_committed
 from .verdicts import (CONTRADICTED, DASH, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Claim, Verdict, _cell, _finite, _fmt,
                        _fmt_p, _fmt_series, _mean, _one_sample, _paired, _Results, _series, _Series, _T, load_claims)
 
@@ -139,7 +140,7 @@ def load_diagnoses(path: str | Path | None = None, claims: str | Path | Sequence
     "dataset"`` claim's per-dataset figures), by default those of the ``claims.toml`` beside the
     file."""
     path = Path(path) if path is not None else _default_path()
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = read_committed(path, tomllib.loads)
     published = data.get("published", {})
     claim_figures: dict | None = None  # read only when a reference names a claim
     diagnoses = []

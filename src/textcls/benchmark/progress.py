@@ -18,13 +18,13 @@ the training a run can do. An entry with neither leaves its missing runs untimed
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .report import MIN_CPU_SHARE, timed_alone_on_cpu, timed_settings
+from ..errors import DataError
+from .report import MIN_CPU_SHARE, read_committed, timed_alone_on_cpu, timed_settings
 from .runner import Suite, load_suite
 
 __all__ = ["missing_runs", "cpu_seconds_per_run", "cpu_seconds_by_settings", "epoch_cap_seconds", "timed_settings",
@@ -39,7 +39,12 @@ def _report_runs(results: Path, suite: Suite) -> dict[str, list[dict]]:
     report = Path(results) / f"{suite.name}.json"
     if not report.is_file():
         return {}
-    return {entry["id"]: entry["runs"] for entry in json.loads(report.read_text(encoding="utf-8"))["entries"]}
+    entries = read_committed(report).get("entries")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "id" in e and isinstance(e.get("runs"), list)
+                                                for e in entries):
+        raise DataError(f"{report}: a damaged report (its entries are not a list of entries with runs); restore it "
+                        f"(git checkout -- {report}) or make it again")
+    return {entry["id"]: entry["runs"] for entry in entries}
 
 
 def _finished(runs: Sequence[dict]) -> list[dict]:
@@ -87,7 +92,7 @@ def _epoch_rows(results: Path, suite_name: str) -> list[dict]:
     files = [folder / f"{suite_name}.json"] + sorted(folder.glob(f"{suite_name}_*.json"))
     rows = []
     for path in files:
-        timed = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        timed = read_committed(path) if path.is_file() else {}
         if timed.get("suite") == suite_name:
             rows += [row for row in timed.get("rows", [])
                      if all(isinstance(row.get(key), (int, float))

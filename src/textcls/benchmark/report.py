@@ -17,14 +17,29 @@ from statistics import fmean
 from typing import Callable, Sequence
 
 from ..artifacts import atomic_write_bytes, write_figure, write_json as _write_json_file
+from ..errors import DataError
 
 __all__ = ["write_report", "write_json", "start_script_result", "script_header", "write_script_result", "run_datasets",
            "dev_choice_table", "format_markdown", "format_tables", "format_summary",
-           "plot_accuracy_vs_time", "accuracy_vs_time_figure"]
+           "plot_accuracy_vs_time", "accuracy_vs_time_figure", "read_committed"]
 
 DASH = "–"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
 LEGEND_COLUMNS = 5
+
+
+def read_committed(path: Path, parse: Callable[[str], object] = json.loads) -> dict:
+    """A committed JSON (or, with ``parse=tomllib.loads``, TOML) file of the benchmarks, parsed;
+    an empty, cut or hand-broken one is a one-line DataError naming it, not a parser's traceback."""
+    try:
+        data = parse(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError and TOMLDecodeError are ValueErrors
+        raise DataError(f"{path}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0]}); restore it "
+                        f"(git checkout -- {path}) or make it again") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: holds a {type(data).__name__}, not an object; restore it (git checkout -- {path}) "
+                        "or make it again")
+    return data
 
 
 def start_script_result(script: str | Path, argv: Sequence[str], **fields) -> dict:

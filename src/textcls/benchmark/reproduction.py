@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..artifacts import atomic_write_bytes
+from ..errors import DataError
 from .gaps import format_gaps, load_diagnoses, plot_within_figures, within_figures
 from .progress import format_progress, full_suite_progress
 from .verdicts import Claim, _Results, evaluate_claims, format_reproduction, suites_dir_for, update_readme_summary
@@ -36,6 +37,15 @@ def write_reproduction(results_dir: str | Path = Path("benchmarks/results"),
     in_claims = list(dict.fromkeys(v.suite for v in verdicts if v.suite))  # the page's order of the papers
     progress = full_suite_progress(Path(results_dir), suites_dir_for(results_dir, suites_dir), first=in_claims)
     text = format_reproduction(verdicts, format_gaps(verdicts, results_dir, diagnoses), format_progress(progress))
+    # Whatever can fail is checked before the first file is written: all three files, or none.
+    if figure is not None and Path(figure).is_dir():
+        raise DataError(f"{figure}: is a folder; the figure is written there as a file, remove or rename the folder")
+    if readme is not None:
+        try:
+            Path(readme).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{readme}: not UTF-8 ({exc.reason} at byte {exc.start}); fix the file, which receives "
+                            "the verdict table") from None
     atomic_write_bytes(out, text.encode("utf-8"))
     if figure is not None:
         plot_within_figures(within_figures(verdicts, _Results(Path(results_dir))), figure)

@@ -193,6 +193,8 @@ def _check_seeds(seeds, where: str) -> list[int]:
         raise ConfigError(f"{where}: 'seeds' must be a non-empty list of integers, got {seeds!r}")
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"{where}: 'seeds' lists a seed twice ({seeds}); list each seed once")
+    if not all(0 <= s < 1 << 32 for s in seeds):
+        raise ConfigError(f"{where}: 'seeds' = {seeds} must lie in [0, 2**32 - 1], NumPy's seed range")
     return list(seeds)
 
 
@@ -806,12 +808,15 @@ def run_suite(
 
 
 def _check_models_and_datasets(suite: Suite, entries: list[Entry], data_dir) -> None:
-    """A misspelt model or dataset fails before the first run, not as a failed entry in a report."""
+    """A misspelt model, parameter or dataset fails before the first run, not as a failed entry
+    in a report hours later (a peer's parameters are its own, checked when it is made)."""
     from ..data.load import check_source
+    from ..models.registry import get_preset
 
     for entry in entries:
         try:
-            _model_kind(entry.model)
+            if _model_kind(entry.model) != "peer":
+                get_preset(entry.model).with_overrides(**entry.overrides)
             check_source(entry.dataset, data_dir=data_dir)
         except TextclsError as exc:
             raise ConfigError(f"{suite.path}: entry '{entry.id}': {exc}") from None
@@ -933,7 +938,7 @@ def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike
 
 
 def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.PathLike, *,
-                    command: str | None = None) -> dict:
+                    command: str | None = None, suite: str | os.PathLike | None = None) -> dict:
     """Merge the reports of runs made apart (``--only ... --seed ...`` in separate processes or
     on another machine, each in its own folder) into the suite's report in ``output_dir``.
 
@@ -949,7 +954,12 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     file's order (entries first made at a later commit follow, as reruns). ``command``
     (default: each part's own) is what the report says produced them. The result carries
     ``merged_parts`` and ``skipped_parts`` (the parts with no run newer than the report's or
-    another part's; counts, not written to the report)."""
+    another part's; counts, not written to the report).
+
+    Checked first, so that a merge never writes a run it should not: the parts are of ``suite``
+    when given; each run is of an entry and a seed of the suite file (when the file is at hand);
+    and two different runs of one (entry, seed) that finished at the same time are refused, since
+    neither can be said to be the newer."""
     from . import report
 
     files = sorted({f for p in map(Path, paths) for f in ([p] if p.is_file() else p.rglob("*.json"))})
@@ -959,8 +969,16 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     suites = {part.get("suite") for part in parts}
     if len(suites) != 1 or None in suites:
         raise ConfigError(f"--merge-from: the reports must be of one suite; found {sorted(map(str, suites))}")
+    if suite is not None and load_suite(suite).name not in suites:
+        raise ConfigError(f"--merge-from: the reports are of suite '{parts[0]['suite']}', not of --suite {suite}; "
+                          "give the suite they were run from, or leave --suite out")
+    _check_runs_in_suite(parts, files)
     full_path = Path(output_dir) / f"{parts[0]['suite']}.json"
     full = _read_report(full_path, suite_report=True) if full_path.is_file() else None
+    if full is not None and full.get("suite") != parts[0]["suite"]:
+        raise ConfigError(f"{full_path}: is the report of suite '{full.get('suite')}', not of '{parts[0]['suite']}'; "
+                          "restore it or merge into another --output-dir")
+    _refuse_ties(parts, files, full)
     new_parts = _runs_to_merge(parts, full)
     counts = {"merged_parts": len(new_parts), "skipped_parts": len(parts) - len(new_parts)}
     if not new_parts:
@@ -979,6 +997,40 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     for group in groups:
         full = merge_rerun(group, output_dir)
     return {**full, **counts}
+
+
+def _check_runs_in_suite(parts: list[dict], files: list[Path]) -> None:
+    """Every run of the parts is of an entry and a seed of the suite file they name (when it is
+    at hand: a part from another checkout may name a path this one lacks)."""
+    suite_file = Path(parts[0].get("suite_file") or "")
+    if not suite_file.is_file():
+        return
+    seeds = {entry.id: set(entry.seeds) for entry in load_suite(suite_file).entries}
+    for part, path in zip(parts, files):
+        for entry in part["entries"]:
+            if entry["id"] not in seeds:
+                raise ConfigError(f"--merge-from {path}: entry '{entry['id']}' is not in {suite_file}; "
+                                  f"{close_names(entry['id'], seeds)}")
+            extra = sorted(run["seed"] for run in entry["runs"] if run["seed"] not in seeds[entry["id"]])
+            if extra:
+                raise ConfigError(f"--merge-from {path}: entry '{entry['id']}' has a run of seed {extra[0]}, which "
+                                  f"{suite_file} does not list ({sorted(seeds[entry['id']])}); add the seed there first")
+
+
+def _refuse_ties(parts: list[dict], files: list[Path], full: dict | None) -> None:
+    """Two different runs of one (entry, seed) that finished at the same time: neither is newer."""
+    seen: dict[tuple[str, int, str], tuple[dict, str]] = {}
+    held = [(e, r, "the report in --output-dir") for e in (full or {}).get("entries", []) for r in e["runs"]]
+    given = [(e, r, str(path)) for part, path in zip(parts, files) for e in part["entries"] for r in e["runs"]]
+    for entry, run, where in held + given:
+        if not run.get("finished"):
+            continue
+        key = (entry["id"], run["seed"], run["finished"])
+        if key in seen and seen[key][0] != run:
+            raise ConfigError(f"--merge-from: two different runs of {entry['id']} seed {run['seed']} finished at "
+                              f"{run['finished']} ({seen[key][1]} and {where}); keep the one you want and remove "
+                              "the other")
+        seen.setdefault(key, (run, where))
 
 
 def _finished(run: dict, part: dict) -> str:
@@ -1070,14 +1122,19 @@ def _read_report(path: Path, *, suite_report: bool = False) -> dict:
         raise ConfigError(f"{where}: not a benchmark report (not JSON: {exc}); {remedy}") from None
     if not isinstance(report, dict) or not isinstance(report.get("entries"), list) or "suite" not in report:
         raise ConfigError(f"{where}: not a benchmark report (no suite and entries); {remedy}")
-    entries_ok = all(isinstance(e, dict) and "id" in e and isinstance(e.get("runs"), list)
-                     and all(isinstance(r, dict) and "seed" in r for r in e["runs"]) for e in report["entries"])
+    entries_ok = all(isinstance(e, dict) and "id" in e and "kind" in e and isinstance(e.get("runs"), list)
+                     and all(isinstance(r, dict) and _is_seed(r.get("seed")) and r.get("status") in ("ok", "failed")
+                             for r in e["runs"]) for e in report["entries"])
     if not isinstance(report.get("date"), str) or not entries_ok:
         raise ConfigError(f"{where}: a damaged benchmark report (no date, or an entry without an id or seeded "
                           "runs); " + (remedy if suite_report else "run that entry and seed again into a fresh folder"))
     if not suite_report and not any(e["runs"] for e in report["entries"]):
         raise ConfigError(f"{where}: the report holds no run; run its entries again, or leave it out")
     return report
+
+
+def _is_seed(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:

@@ -45,8 +45,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .report import (MIN_CPU_SHARE, timed_alone, timed_alone_on_cpu, timed_on_cpu, timed_settings, timing_cpu,
-                     vectors_without_info)
+from ..errors import DataError
+from .report import (MIN_CPU_SHARE, read_committed, timed_alone, timed_alone_on_cpu, timed_on_cpu, timed_settings,
+                     timing_cpu, vectors_without_info)
 
 __all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction",
            "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS", "seeds_for_power"]
@@ -186,7 +187,7 @@ def load_claims(path: str | Path | None = None) -> list[Claim]:
     """The claims of a claims TOML file (default ``benchmarks/claims.toml``), ``[[figures]]``
     blocks expanded into one ``within`` claim per dataset, in file order."""
     path = Path(path) if path is not None else _default_claims_path()
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = read_committed(path, tomllib.loads)
     claims: list[Claim] = []
     for block in data.get("figures", []):
         unknown = set(block) - _FIGURE_KEYS
@@ -221,7 +222,7 @@ def load_claims(path: str | Path | None = None) -> list[Claim]:
 def planned_suites(path: str | Path | None = None) -> dict[str, str]:
     """Suites the claims name before they exist (``[planned_suites]``: name -> why)."""
     path = Path(path) if path is not None else _default_claims_path()
-    return dict(tomllib.loads(path.read_text(encoding="utf-8")).get("planned_suites", {}))
+    return dict(read_committed(path, tomllib.loads).get("planned_suites", {}))
 
 
 # --------------------------------------------------------------------------- results
@@ -237,7 +238,10 @@ class _Results:
     def get(self, name: str) -> dict | None:
         if name not in self._cache:
             path = self.dir / f"{name}.json"
-            data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            data = read_committed(path) if path.is_file() else None
+            if data is not None and not isinstance(data.get("entries", data.get("rows")), list):
+                raise DataError(f"{path}: a damaged report (no list of entries or rows); restore it "
+                                f"(git checkout -- {path}) or make it again")
             if data is not None and name.startswith(EPOCH_TIMES + "/"):
                 data = epoch_times_report(data)
             self._cache[name] = data
