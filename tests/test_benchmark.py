@@ -39,11 +39,12 @@ def _finite_number(value) -> bool:
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """The shipped tiny suite, with an entry that fails when it runs put first (a data file with
-    a header only: a misspelt model, parameter or dataset fails the whole suite before its first run)."""
+    """The shipped tiny suite, with an entry that fails when it runs put first (no feature maps,
+    which the model refuses when it is made: a misspelt model, parameter or dataset fails the
+    whole suite before its first run)."""
     folder = tmp_path_factory.mktemp("bench")
-    (folder / "broken.csv").write_text("text,label\n", encoding="utf-8")
-    failing = f'[[entry]]\ndataset = "{folder / "broken.csv"}"\nmodel = "kim-cnn-static"\nname = "broken"\n\n'
+    failing = ('[[entry]]\ndataset = "trec"\nmodel = "kim-cnn-static"\nname = "broken"\n'
+               'overrides = {feature_maps = 0}\nmax_per_split = 300\n\n')
     text = TINY.read_text(encoding="utf-8")
     head, tail = text.split("[[entry]]", 1)
     suite_file = folder / "tiny.toml"
@@ -62,8 +63,7 @@ def test_tiny_suite_writes_json_with_every_field(tiny_run):
     for lib in ("torch", "numpy", "sklearn", "datasets", "tokenizers", "fasttext", "sentence-transformers", "textcls"):
         assert raw["versions"][lib], lib
     assert raw["machine"]["cpu_model"] and raw["threads"] == 1 and raw["date"]
-    ids = [e["id"] for e in raw["entries"]]
-    assert ids[0].endswith("broken.csv:broken") and ids[1:] == ["trec:kim-cnn-static", "trec:fasttext"]
+    assert [e["id"] for e in raw["entries"]] == ["trec:broken", "trec:kim-cnn-static", "trec:fasttext"]
 
     for entry in raw["entries"][1:]:
         assert entry["status"] == "ok" and entry["errors"] == []
@@ -117,7 +117,7 @@ def test_a_failed_entry_is_recorded_and_the_suite_goes_on(tiny_run):
     result, _ = tiny_run
     failed = result["entries"][0]
     assert failed["status"] == "failed" and failed["summary"] == {}
-    assert len(failed["errors"]) == 1 and "broken.csv" in failed["errors"][0] and "\n" not in failed["errors"][0]
+    assert len(failed["errors"]) == 1 and "feature_maps" in failed["errors"][0] and "\n" not in failed["errors"][0]
     [run] = failed["runs"]
     assert (run["seed"], run["status"], run["error"]) == (0, "failed", failed["errors"][0])
     assert "Traceback" in run["traceback"]  # for the report's reader; the message stays one line
@@ -137,7 +137,7 @@ def test_tiny_suite_writes_markdown_with_paper_column_and_png(tiny_run):
     cells = [c.strip() for c in kim_row.strip("|").split("|")]
     assert cells[1] == f"{100 * result['entries'][1]['summary']['accuracy']['mean']:.2f}"
     assert cells[2] == "90.84"
-    assert f"FAILED {result['entries'][0]['id']}: " in md
+    assert "FAILED trec:broken: " in md and "feature_maps" in md
     assert "spe_cnn Table 3" in md
     png = (out / "tiny.png").read_bytes()
     assert png[:8] == PNG_MAGIC and len(png) > 5000

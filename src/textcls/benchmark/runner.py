@@ -774,6 +774,9 @@ def run_suite(
     if merge and output_dir is None:
         raise ConfigError("--merge puts the rerun into an existing full report, so it needs --output-dir: the "
                           "folder holding <suite>.json (e.g. --output-dir benchmarks/results)")
+    if merge and not (Path(output_dir) / f"{suite.name}.json").is_file():  # known now, not after the runs
+        raise ConfigError(f"{Path(output_dir) / f'{suite.name}.json'}: no full report of suite '{suite.name}' to "
+                          "merge into; run the whole suite first or drop --merge")
     entries = _select_seeds(_select_entries(suite, only), seeds)
     if checkpoint_dir is not None:
         check_folder_path("--checkpoint-dir", checkpoint_dir)
@@ -828,10 +831,12 @@ def _select_entries(suite: Suite, only) -> list[Entry]:
         return suite.entries
     wanted = [only] if isinstance(only, str) else list(only)
     entries = [e for e in suite.entries if e.model in wanted or e.dataset in wanted or e.id in wanted]
-    if not entries:
+    # Each name must match: a misspelt one beside a good one would otherwise run less than asked.
+    unmatched = [w for w in wanted if not any(w in (e.model, e.dataset, e.id) for e in suite.entries)]
+    if unmatched:
         known = sorted({e.model for e in suite.entries} | {e.dataset for e in suite.entries})
-        raise ConfigError(f"--only {', '.join(wanted)} matches no entry of suite '{suite.name}'; "
-                          f"{close_names(wanted[0], known)}")
+        raise ConfigError(f"--only {unmatched[0]} matches no entry of suite '{suite.name}'; "
+                          f"{close_names(unmatched[0], known)}")
     return entries
 
 
@@ -842,9 +847,11 @@ def _select_seeds(entries: list[Entry], seeds) -> list[Entry]:
     wanted = set(seeds)
     chosen = [replace(e, seeds=[s for s in e.seeds if s in wanted]) for e in entries]
     chosen = [e for e in chosen if e.seeds]
-    if not chosen:
-        raise ConfigError(f"--seed {', '.join(map(str, sorted(wanted)))} matches no seed of the chosen entries; "
-                          f"their seeds are {sorted({s for e in entries for s in e.seeds})}")
+    listed = {s for e in entries for s in e.seeds}
+    if not chosen or not wanted <= listed:
+        missing = sorted(wanted - listed) or sorted(wanted)
+        raise ConfigError(f"--seed {', '.join(map(str, missing))} matches no seed of the chosen entries; "
+                          f"their seeds are {sorted(listed)}")
     return chosen
 
 
@@ -918,19 +925,14 @@ def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike
     """Rewrite a suite's Markdown and plot from its JSON in ``output_dir`` (e.g.
     ``benchmarks/results``), running nothing (after a change to how reports are formatted).
     Returns the result with its ``files``."""
-    import json
-
     from . import report
 
     suite = load_suite(name_or_path)
     path = Path(output_dir) / f"{suite.name}.json"
     if not path.is_file():
         raise ConfigError(f"{path}: no results of suite '{suite.name}' to render; run the suite first")
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not a suite result ({exc}); rerun the suite") from None
-    if result.get("suite") != suite.name or not isinstance(result.get("entries"), list):
+    result = _read_report(path, suite_report=True)
+    if result.get("suite") != suite.name:
         raise ConfigError(f"{path}: not a result of suite '{suite.name}'; rerun the suite")
     result.pop("files", None)
     report.write_report(result, output_dir)
