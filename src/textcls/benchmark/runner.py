@@ -282,6 +282,7 @@ def _entries_of(raw: dict, where: str, defaults: dict) -> list[Entry]:
             raise ConfigError(f"{where}: give exactly one of '{single}' and '{plural}'")
     datasets = _as_list(raw.get("dataset", raw.get("datasets")), "dataset(s)", where)
     models = _as_list(raw.get("model", raw.get("models")), "model(s)", where)
+    _check_texts_and_tables(raw, datasets, where)
     common = _entry_settings(raw, where, defaults, several_models=len(models) > 1)
     entries = []
     for dataset in datasets:
@@ -302,6 +303,23 @@ def _entries_of(raw: dict, where: str, defaults: dict) -> list[Entry]:
                 notes=raw.get("notes"), name=name_key or model, test_curve=_check_test_curve(raw, model, where),
             ))
     return entries
+
+
+def _check_texts_and_tables(raw: dict, datasets: list, where: str) -> None:
+    """A per-dataset table names only the entry's datasets (a misspelt one would be dropped without
+    a word), and the notes are text."""
+    for key in ("paper", "paper_source", "label_view"):
+        table = raw.get(key)
+        stray = [name for name in table if name not in datasets] if isinstance(table, dict) else []
+        if stray:
+            raise ConfigError(f"{where}: '{key}' gives a value for '{stray[0]}', which is not among the entry's "
+                              f"datasets ({', '.join(datasets)}); fix the name or drop it")
+    for key in ("label_view", "notes"):
+        value = raw.get(key)
+        texts = value.values() if key == "label_view" and isinstance(value, dict) else [value]
+        if value is not None and not all(isinstance(text, str) for text in texts):
+            raise ConfigError(f"{where}: '{key}' = {value!r} must be text" + (" (or a table of text by dataset)"
+                                                                             if key == "label_view" else ""))
 
 
 def _check_test_curve(raw: dict, model: str, where: str) -> bool:
