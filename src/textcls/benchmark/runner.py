@@ -1144,10 +1144,11 @@ def _read_report(path: Path, *, suite_report: bool = False) -> dict:
         raise ConfigError(f"{where}: not a benchmark report (no suite and entries); {remedy}")
     entries_ok = all(isinstance(e, dict) and "id" in e and isinstance(e.get("runs"), list)
                      and all(isinstance(r, dict) and _is_seed(r.get("seed")) for r in e["runs"])
+                     and len({r["seed"] for r in e["runs"]}) == len(e["runs"])  # one run a seed
                      for e in report["entries"])
     if not isinstance(report.get("date"), str) or not entries_ok:
-        raise ConfigError(f"{where}: a damaged benchmark report (no date, or an entry without an id or seeded "
-                          "runs); " + (remedy if suite_report else "run that entry and seed again into a fresh folder"))
+        raise ConfigError(f"{where}: a damaged benchmark report (no date, or an entry without an id, seeded "
+                          "runs or with two runs of one seed); " + (remedy if suite_report else "run that entry and seed again into a fresh folder"))
     if not suite_report and not any(e["runs"] for e in report["entries"]):
         raise ConfigError(f"{where}: the report holds no run; run its entries again, or leave it out")
     return report
