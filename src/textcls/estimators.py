@@ -461,8 +461,7 @@ def _refuse_ignored_recipe(preset: Preset) -> None:
         registered = get_preset(preset.name).recipe
     except ConfigError:  # a preset made in code: no registered recipe to compare with
         return
-    changed = [f for f in sorted(Recipe.field_names())
-               if f not in CLASSIC_RECIPE_FIELDS and getattr(preset.recipe, f) != getattr(registered, f)]
+    changed = preset.recipe.changed_fields(registered, CLASSIC_RECIPE_FIELDS)
     if changed:
         raise ConfigError(f"model '{preset.name}' is a classic model, fitted without epochs or batches; "
                           f"'{changed[0]}' cannot be set on it (only seed, dev_fraction and precision can): drop it")

@@ -24,11 +24,11 @@ a recipe with ``auto=None`` (what ``config.json`` and the checkpoint then store)
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .errors import ConfigError, close_names
 from .hardware import cpu_has_native_bf16
-from .validate import check_int, range_check
+from .validate import MAX_SEED, check_int, range_check
 
 _LR_LAMBDAS: dict[str, Callable[..., Callable[[int], float]]] = {}
 
@@ -129,7 +129,7 @@ class Recipe:
         check("epochs", self.epochs, 1, 100000)
         check("batch_size", self.batch_size, 1, 1 << 20)
         check("dev_fraction", self.dev_fraction, 0.0, 0.9, low_open=True)
-        check_int("seed", self.seed, 0, (1 << 32) - 1)  # NumPy's and scikit-learn's seed range
+        check_int("seed", self.seed, 0, MAX_SEED)
         if self.patience is not None:
             check("patience", self.patience, 1, 100000)
         if self.checkpoint_steps is not None:
@@ -210,6 +210,11 @@ class Recipe:
     @staticmethod
     def field_names() -> set[str]:
         return {f.name for f in fields(Recipe)}
+
+    def changed_fields(self, base: "Recipe", allowed: Sequence[str] = ()) -> list[str]:
+        """The fields, in name order, where this recipe differs from ``base``, ``allowed`` aside:
+        what a model that reads only ``allowed`` of its recipe would silently ignore."""
+        return [f for f in sorted(Recipe.field_names()) if f not in allowed and getattr(self, f) != getattr(base, f)]
 
 
 def _check_auto(auto) -> None:

@@ -14,11 +14,13 @@ from pathlib import Path
 
 from .errors import ConfigError
 
-__all__ = ["MAX_INT", "range_check", "check_int", "check_positive_int", "check_probability", "check_choice",
+__all__ = ["MAX_INT", "MAX_SEED", "range_check", "check_int", "check_positive_int", "check_probability", "check_choice",
            "check_flag", "check_folder_path", "check_path"]
 
 # The largest count a setting may take (vocabulary sizes, length caps, buckets): int32's.
 MAX_INT = (1 << 31) - 1
+# The largest seed: NumPy's and scikit-learn's seeds are uint32.
+MAX_SEED = (1 << 32) - 1
 
 
 def is_number(value) -> bool:

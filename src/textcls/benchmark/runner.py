@@ -59,7 +59,7 @@ from typing import Any, Sequence
 
 from .. import artifacts
 from ..errors import ConfigError, TextclsError, close_names
-from ..validate import check_folder_path, check_int
+from ..validate import MAX_SEED, check_folder_path, check_int
 from . import system
 
 __all__ = ["Entry", "Suite", "load_suite", "find_suite", "list_suites", "run_suite", "fresh_output_dir",
@@ -193,8 +193,8 @@ def _check_seeds(seeds, where: str) -> list[int]:
         raise ConfigError(f"{where}: 'seeds' must be a non-empty list of integers, got {seeds!r}")
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"{where}: 'seeds' lists a seed twice ({seeds}); list each seed once")
-    if not all(0 <= s < 1 << 32 for s in seeds):
-        raise ConfigError(f"{where}: 'seeds' = {seeds} must lie in [0, 2**32 - 1], NumPy's seed range")
+    if not all(0 <= s <= MAX_SEED for s in seeds):
+        raise ConfigError(f"{where}: 'seeds' = {seeds} must lie in [0, {MAX_SEED}], NumPy's seed range")
     return list(seeds)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import ConfigError, DataError, close_names
-from ..validate import check_int, range_check
+from ..validate import MAX_SEED, check_int, range_check
 from . import readers
 from .catalog import CATALOG, find_entry, local_root
 from .hub import HUB_DIR_ENV, load_hub, parse_hf
@@ -67,7 +67,7 @@ def load_dataset(
     Bad records raise ``DataError`` or, with ``on_bad_record="skip"``, are skipped and
     listed in ``TextDataset.skipped``.
     """
-    check_int("split_seed", split_seed, 0, (1 << 32) - 1)  # scikit-learn's seed range
+    check_int("split_seed", split_seed, 0, MAX_SEED)
     if test_fraction is not None:
         range_check("test_fraction", test_fraction, 0, MAX_HELD_OUT, low_open=True)
     if max_per_split is not None:

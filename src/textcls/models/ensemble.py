@@ -200,8 +200,7 @@ class ProbabilityEnsemble:
     def check_recipe(name: str, recipe: Recipe) -> None:
         """Refuse a recipe override the ensemble would ignore (``--epochs``, ``--lr``, ...): its
         members train by their own presets' recipes."""
-        changed = [f for f in sorted(Recipe.field_names()) if f not in ENSEMBLE_RECIPE_FIELDS
-                   and getattr(recipe, f) != getattr(ENSEMBLE_RECIPE, f)]
+        changed = recipe.changed_fields(ENSEMBLE_RECIPE, ENSEMBLE_RECIPE_FIELDS)
         if changed:
             raise ConfigError(f"model '{name}' is an ensemble, whose members train by their own recipes; "
                               f"'{changed[0]}' cannot be set on it (only seed and dev_fraction can): drop it, "
