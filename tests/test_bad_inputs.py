@@ -788,6 +788,8 @@ API_CASES = [
     Api("fit-length-mismatch", fit(TEXTS, LABELS[:5]), TextclsError, ("20", "5")),
     Api("fit-no-texts", fit([], []), TextclsError, ("text",)),
     Api("fit-one-class-only", fit(TEXTS, ["pos"] * 20), TextclsError, ("class",)),
+    Api("fit-multi-label-every-record-the-same-classes", fit(TEXTS[:20], [["pos", "neg"]] * 20), TextclsError,
+        ("same classes", "neg, pos")),
     Api("fit-bytes-labels", fit(TEXTS, [b"pos", b"neg"] * 10), TextclsError, ("bytes", "decode"), index=0),
     Api("fit-infinite-label", fit(TEXTS, LABELS[:5] + [float("inf")] + LABELS[6:]), TextclsError, ("inf",), index=5),
     Api("fit-bool-and-int-labels-would-merge", fit(TEXTS, [True, 1] * 10), TextclsError, ("bool", "int"), index=1),

@@ -350,6 +350,38 @@ overrides = { epoch = 25, lr = 1.0 }
     assert third.overrides == {"epochs": 2}
 
 
+def test_a_source_written_on_an_entry_without_a_figure_is_kept_and_shown(tiny_run, tmp_path):
+    # A plot without values (FCSR Figure 3) or a diagnosis has a place in the paper but no figure:
+    # the entry's own source is kept; the suite-wide source stays with the figures it names.
+    path = _write(tmp_path, """
+[suite]
+name = "s"
+[defaults]
+paper_source = "spe_cnn Table 3"
+[[entry]]
+dataset = "mr"
+model = "kim-cnn-static"
+paper = 79.38
+[[entry]]
+dataset = "mr"
+model = "fcsr"
+paper_source = "fcsr Figure 3 (values only in the plot)"
+[[entry]]
+dataset = "mr"
+model = "tfidf-lr"
+""")
+    kim, fcsr, peer = load_suite(path).entries
+    assert kim.paper_source == "spe_cnn Table 3"
+    assert (fcsr.paper, fcsr.paper_source) == (None, "fcsr Figure 3 (values only in the plot)")
+    assert peer.paper_source is None
+    result, _ = tiny_run
+    placed = json.loads(json.dumps(result))
+    placed["entries"][2]["paper_source"] = "fasttext's own paper (a peer)"
+    md = report_module.format_tables(placed)
+    assert "source: fasttext's own paper (a peer) (fasttext); no figure of the paper's in this table." in md
+    assert "source: spe_cnn Table 3" not in md  # kim has its figure: the 'paper %' footnote names it
+
+
 @pytest.mark.parametrize("body, message", [
     ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\npaper = 80.0\n', "'paper' needs 'paper_source'"),
     ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\npaper = 0.8\npaper_source = "x"\n'

@@ -150,6 +150,14 @@ class Estimator(ABC):
         if dataset.multi_label and not dataset.label_names:
             raise DataError(f"{dataset.name}: no training record has a label (every label list is empty); "
                             "give the records their class names")
+        if dataset.multi_label and "train" in dataset.splits:
+            # The multi-label twin of the single-class refusal: when every record carries the same
+            # classes, each class's head sees one target only and would predict 1.0 (or 0.0) everywhere.
+            label_sets = {frozenset(labels) for labels in dataset["train"][dataset.label_column]}
+            if len(label_sets) == 1:
+                same = sorted(dataset.label_names[i] if isinstance(i, int) else str(i) for i in next(iter(label_sets)))
+                raise DataError(f"{dataset.name}: every training record carries the same classes ({', '.join(same)}); "
+                                "a multi-label classifier needs records whose label lists differ")
         self.num_classes_ = len(dataset.label_names)
         self.multi_label_ = bool(dataset.multi_label)
 

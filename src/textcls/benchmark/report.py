@@ -451,6 +451,12 @@ def format_tables(result: dict) -> str:
                 sources.setdefault(entry["paper_source"], []).append(entry["model"])
         for source, models in sources.items():
             footnotes.append(f"paper %: {source} ({', '.join(models)}); the paper's number, not ours.")
+        placed = {}
+        for entry in entries:
+            if entry.get("paper") is None and not entry.get("paper_per_task") and entry.get("paper_source"):
+                placed.setdefault(entry["paper_source"], []).append(entry.get("name") or entry["model"])
+        for source, models in placed.items():
+            footnotes.append(f"source: {source} ({', '.join(models)}); no figure of the paper's in this table.")
         views = {}
         for entry in entries:
             if entry.get("label_view"):

@@ -23,7 +23,9 @@ A suite is a TOML file (``benchmarks/suites/<name>.toml``)::
     overrides = {epochs = 5}   # preset overrides, or peer parameters
     max_per_split = 500        # seeded stratified subsample of each split (load_dataset)
     paper = 79.38              # accuracy in %, from the papers (one number, or {mr = 79.38, ...})
-    paper_source = "spe_cnn Table 3"
+    paper_source = "spe_cnn Table 3"  # with paper: where the figure is from; alone: where in the
+                               # paper the entry belongs (a plot without values), shown as a footnote
+                               # ([defaults]' source goes only to entries with a figure)
     paper_per_task = {books = 88.0, ...}  # multi-task data: the paper's accuracy % per task
     label_view = "..."         # how our labels/splits differ from the paper's (text, or per dataset)
     name = "..."               # optional display name (one model): entry id "<dataset>:<name>"
@@ -297,7 +299,11 @@ def _entries_of(raw: dict, where: str, defaults: dict) -> list[Entry]:
             entries.append(Entry(
                 id=f"{dataset}:{name_key or model}", dataset=dataset, model=model, seeds=common["seeds"],
                 overrides=dict(common["overrides"]), max_per_split=common["max_per_split"], paper=paper,
-                paper_source=source if paper is not None or common["paper_per_task"] is not None else None,
+                # The suite-wide source names the table the figures come from, so an entry without a
+                # figure (a peer) does not inherit it; a source written on the entry itself says where in
+                # the paper it belongs (a plot without values, a diagnosis) and is kept and shown.
+                paper_source=(source if paper is not None or common["paper_per_task"] is not None
+                              or raw.get("paper_source") is not None else None),
                 paper_per_task=common["paper_per_task"],
                 label_view=_per_dataset(raw.get("label_view"), dataset, "label_view", where, several_models=False),
                 notes=raw.get("notes"), name=name_key or model, test_curve=_check_test_curve(raw, model, where),
