@@ -9,6 +9,13 @@ in the suite file's entry order; --only keeps the entries whose id contains one 
 A run counts as present when its record in <results>/<suite>.json has an accuracy. With
 --checkpoints (the folder a queue's RUN_ARGS="--checkpoint-dir ..." named), the runs cut off
 with a checkpoint there come first, each with a comment saying after which epoch it resumes.
+
+    python benchmarks/missing_runs.py SUITE --check-queue QUEUE_FILE
+
+prints nothing and exits 0 when every "ENTRY_ID SEED" line of the queue names an entry of the suite
+and one of its seeds, and otherwise names the first line that does not (exit 2): run_queue.sh
+checks its queue so, before the first run, since such a run would fail hours into a queue, or
+finish and then be refused by --merge-from.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from pathlib import Path
 import sys
 
 from textcls.benchmark.progress import missing_runs
-from textcls.benchmark.runner import checkpointed_run
+from textcls.benchmark.runner import checkpointed_run, load_suite
 from textcls.errors import TextclsError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,14 +38,42 @@ def resumable_epochs(checkpoints: Path, entry: str, seed: int) -> int | None:
     return None if behind is None else behind["from_epoch"]
 
 
+def check_queue(suite: str, queue: Path) -> None:
+    """Refuse the first queue line whose entry or seed the suite does not plan."""
+    try:
+        lines = queue.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TextclsError(f"{queue}: cannot read the queue ({exc}); make one with "
+                           f"python benchmarks/missing_runs.py SUITE > {queue}") from None
+    seeds = {entry.id: entry.seeds for entry in load_suite(suite).entries}
+    for lineno, line in enumerate(lines, 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 2 or not words[1].isdigit():
+            raise TextclsError(f"{queue}:{lineno}: '{line.strip()}' is not 'ENTRY_ID SEED' (a seed is a whole number); "
+                               "fix the line")
+        entry, seed = words[0], int(words[1])
+        if entry not in seeds:
+            raise TextclsError(f"{queue}:{lineno}: the suite has no entry '{entry}'; take the ids from "
+                               f"python benchmarks/missing_runs.py {suite}")
+        if seed not in seeds[entry]:
+            raise TextclsError(f"{queue}:{lineno}: entry '{entry}' plans seeds {seeds[entry]}, not {seed}; "
+                               "add the seed to the suite file or fix the line")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suite")
     parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results")
     parser.add_argument("--only", nargs="*", default=[])
     parser.add_argument("--checkpoints", type=Path, default=None)
+    parser.add_argument("--check-queue", type=Path, default=None, metavar="QUEUE_FILE")
     args = parser.parse_args(argv)
     try:
+        if args.check_queue is not None:
+            check_queue(args.suite, args.check_queue)
+            return
         if args.checkpoints is not None and args.checkpoints.exists() and not args.checkpoints.is_dir():
             raise TextclsError(f"--checkpoints {args.checkpoints}: is a file; name the runs' checkpoint folder")
         runs = missing_runs(args.suite, args.results, args.only)

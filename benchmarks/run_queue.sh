@@ -5,7 +5,8 @@
 #
 # QUEUE_FILE holds one "ENTRY_ID SEED" per line (entry ids as in the suite's JSON, e.g.
 # "sst2:fcsr 3"; "#" starts a comment); `python benchmarks/missing_runs.py SUITE` lists the runs
-# the committed report lacks. Each run writes its report (JSON, Markdown, plot) into
+# the committed report lacks; every line is checked against the suite before the first run (an
+# entry it lacks or a seed it does not plan stops the queue, exit 2). Each run writes its report (JSON, Markdown, plot) into
 # OUTPUT_ROOT/<entry>_s<seed>/ and its log beside it; a run whose folder holds a JSON is
 # skipped, and a folder without one (a run cut off) is removed and run again. A run being made
 # holds OUTPUT_ROOT/<entry>_s<seed>.lock, so two workers can share one queue file and output root:
@@ -50,6 +51,9 @@ while read -r entry seed extra; do
     exit 2
   fi
 done < "$queue"
+# ... and against the suite: an entry it lacks, or a seed it does not plan, is refused now.
+PYTHONPATH="$checkout/src${PYTHONPATH:+:$PYTHONPATH}" "$python" "$checkout/benchmarks/missing_runs.py" "$suite" \
+  --check-queue "$queue" || exit 2
 mkdir -p "$root"
 left=0
 while read -r entry seed _; do

@@ -4,6 +4,7 @@ finished runs are skipped, a run cut off is made again, and two workers share on
 import os
 import stat
 import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -11,9 +12,13 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "run_queue.sh"
 
+# run_queue.sh first asks `python benchmarks/missing_runs.py SUITE --check-queue QUEUE` whether the
+# suite plans every queued run; the stand-ins pass that check (its own test runs the real one).
+PASS_QUEUE_CHECK = '[[ "$1" == */missing_runs.py ]] && exit 0\n'
+
 # Stands in for `python -m textcls.cli benchmark ... --output-dir DIR`: records the call, then
 # writes a report into DIR, as the real command does at its end.
-FAKE_PYTHON = """#!/usr/bin/env bash
+FAKE_PYTHON = "#!/usr/bin/env bash\n" + PASS_QUEUE_CHECK + """
 while [[ $# -gt 0 ]]; do
   case "$1" in --only) only=$2 ;; --seed) seed=$2 ;; --output-dir) dir=$2 ;; esac; shift
 done
@@ -62,7 +67,7 @@ def test_two_workers_make_every_run_once_and_skip_finished_ones(tmp_path):
 def test_run_args_and_an_existing_pythonpath_reach_every_run(tmp_path):
     """RUN_ARGS="--device cuda" is how a GPU machine's workers run; packages carried there sit on
     a PYTHONPATH that must come after the checkout's src, not be replaced by it."""
-    fake = _executable(tmp_path / "python", '#!/usr/bin/env bash\necho "$PYTHONPATH|$*" >> "$CALLS"\n'
+    fake = _executable(tmp_path / "python", '#!/usr/bin/env bash\n' + PASS_QUEUE_CHECK + 'echo "$PYTHONPATH|$*" >> "$CALLS"\n'
                        'while [[ $# -gt 0 ]]; do [[ $1 == --output-dir ]] && dir=$2; shift; done\n'
                        'mkdir -p "$dir" && echo "{}" > "$dir/toy.json"\n')
     queue = tmp_path / "queue.txt"
@@ -78,7 +83,8 @@ def test_run_args_and_an_existing_pythonpath_reach_every_run(tmp_path):
 
 def test_a_failed_run_logs_its_exit_status_and_leaves_no_report(tmp_path):
     """Until stop 30 every run logged rc=0: the log line's $(date) reset $? before it was read."""
-    _executable(tmp_path / "python", '#!/usr/bin/env bash\necho "Error: --seed 10 matches no seed" >&2\nexit 2\n')
+    _executable(tmp_path / "python", '#!/usr/bin/env bash\n' + PASS_QUEUE_CHECK +
+                'echo "Error: --seed 10 matches no seed" >&2\nexit 2\n')
     queue = tmp_path / "queue.txt"
     queue.write_text("sst2:fcsr 10\n")
     root = tmp_path / "runs"
@@ -91,7 +97,7 @@ def test_a_failed_run_logs_its_exit_status_and_leaves_no_report(tmp_path):
 GPU_WORKERS = SCRIPT.parent / "gpu_workers.sh"
 
 # Records its call and environment; a run of the entry "slow:..." outlives the deadline.
-GPU_FAKE = """#!/usr/bin/env bash
+GPU_FAKE = "#!/usr/bin/env bash\n" + PASS_QUEUE_CHECK + """
 echo "${TEXTCLS_CACHE:-}|$TEXTCLS_DATA_DIR|$PYTHONPATH|$*" >> "$CALLS"
 while [[ $# -gt 0 ]]; do case "$1" in --output-dir) dir=$2 ;; --only) only=$2 ;; esac; shift; done
 mkdir -p "$dir"
@@ -189,3 +195,28 @@ def test_a_malformed_queue_line_or_a_missing_queue_stops_before_any_run(tmp_path
                           capture_output=True, text=True)
     assert done.returncode == 2 and "nosuch.txt: no such queue file" in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_queue_naming_an_entry_or_seed_the_suite_lacks_stops_before_any_run(tmp_path):
+    """The real check (missing_runs.py --check-queue) with the real interpreter; the runs stand in.
+    Until stop 63 such a line started a run that failed hours into the queue (an unknown entry)
+    or finished and was then refused by --merge-from (a seed the suite does not plan)."""
+    _executable(tmp_path / "python", '#!/usr/bin/env bash\n'
+                f'[[ "$1" == */missing_runs.py ]] && exec "{sys.executable}" "$@"\n'
+                'echo "$*" >> "$CALLS"\n')
+    suite = tmp_path / "toy.toml"
+    suite.write_text('[suite]\nname = "toy"\n[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\nseeds = [0, 1]\n')
+    env = {**os.environ, "PYTHON": str(tmp_path / "python"), "CALLS": str(tmp_path / "calls.txt")}
+    queue = tmp_path / "queue.txt"
+    for text, message in (("mr:tfidf-lr 1\nmr:tfidf-lr-typo 0\n", ":2: the suite has no entry 'mr:tfidf-lr-typo'"),
+                          ("mr:tfidf-lr 0  # resumes after epoch 2\nmr:tfidf-lr 7\n",
+                           ":2: entry 'mr:tfidf-lr' plans seeds [0, 1], not 7")):
+        queue.write_text(text)
+        done = subprocess.run(["bash", str(SCRIPT), str(suite), str(queue), str(tmp_path / "runs")], env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 2 and f"{queue}{message}" in done.stderr and "Traceback" not in done.stderr
+        assert not (tmp_path / "calls.txt").exists() and not (tmp_path / "runs").exists()
+    queue.write_text("mr:tfidf-lr 1\n")
+    subprocess.run(["bash", str(SCRIPT), str(suite), str(queue), str(tmp_path / "runs")], env=env, check=True,
+                   capture_output=True)
+    assert "--only mr:tfidf-lr --seed 1" in (tmp_path / "calls.txt").read_text()
