@@ -334,6 +334,27 @@ def no_output(ctx: Ctx, out: str, err: str) -> None:
     assert out == ""
 
 
+COMMITTED = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def damaged_committed_report(ctx: Ctx) -> None:
+    """out/ holds the committed kim_vectors report, one summary cell of its JSON a string."""
+    shutil.copy(COMMITTED / "suites" / "kim_vectors.toml", ctx.tmp / "kv.toml")
+    (ctx.tmp / "out").mkdir()
+    report = json.loads((COMMITTED / "results" / "kim_vectors.json").read_text(encoding="utf-8"))
+    report["entries"][0]["summary"]["accuracy"]["mean"] = "0.8"
+    (ctx.tmp / "out" / "kim_vectors.json").write_text(json.dumps(report), encoding="utf-8")
+    (ctx.tmp / "out" / "kim_vectors.md").write_text("the old table", encoding="utf-8")
+
+
+def damaged_report_kept(ctx: Ctx, out: str, err: str) -> None:
+    report = json.loads((COMMITTED / "results" / "kim_vectors.json").read_text(encoding="utf-8"))
+    report["entries"][0]["summary"]["accuracy"]["mean"] = "0.8"
+    assert_kept(ctx.tmp / "out" / "kim_vectors.json", json.dumps(report))
+    assert_kept(ctx.tmp / "out" / "kim_vectors.md", "the old table")
+    assert_absent(ctx.tmp / "out" / "kim_vectors.png")
+
+
 def setups(*fns: Callable[[Ctx], None]) -> Callable[[Ctx], None]:
     def setup(ctx: Ctx) -> None:
         for fn in fns:
@@ -654,6 +675,10 @@ CLI_CASES = [
         {"s.toml": suite_toml(model="tfidf-lr") + "notes = 5\n"}),
     Cli("benchmark-only-matches-nothing", ("benchmark", "--suite", "s.toml", "--only", "nomatch", "--output-dir",
                                            "out"), 2, ("nomatch",), {"s.toml": suite_toml()}),
+    Cli("benchmark-render-a-damaged-report-writes-nothing", ("benchmark", "--suite", "kv.toml", "--render",
+                                                            "--output-dir", "out"), 2,
+        ("out/kim_vectors.json", "cannot be shown", "git checkout"), setup=damaged_committed_report,
+        check=damaged_report_kept),
     Cli("benchmark-render-without-results", ("benchmark", "--suite", "s.toml", "--render", "--output-dir", "out"), 2,
         ("mysuite",), {"s.toml": suite_toml()}),
     Cli("benchmark-default-output-keeps-benchmarks-results", ("benchmark", "--suite", "s.toml", "--no-progress"), 1,

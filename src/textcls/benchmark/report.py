@@ -132,8 +132,11 @@ def write_report(result: dict, output_dir: str | Path) -> dict:
     }
     files = {k: str(v) for k, v in paths.items()}
     result["files"] = files
+    # Formatted before anything is written: a result the tables cannot show (a summary cell that
+    # is not a number) then leaves the old files as they were, not a new JSON beside an old table.
+    markdown = format_markdown(result).encode("utf-8")
     _write_json_file(paths["json"], result)
-    atomic_write_bytes(paths["markdown"], format_markdown(result).encode("utf-8"))
+    atomic_write_bytes(paths["markdown"], markdown)
     plot_accuracy_vs_time(result, paths["plot"])
     return files
 

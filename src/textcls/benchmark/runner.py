@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import artifacts
-from ..errors import ConfigError, TextclsError, close_names
+from ..errors import ConfigError, DataError, TextclsError, close_names
 from ..validate import MAX_SEED, check_folder_path, check_int
 from . import system
 
@@ -959,6 +959,13 @@ def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike
     if result.get("suite") != suite.name:
         raise ConfigError(f"{path}: not a result of suite '{suite.name}'; rerun the suite")
     result.pop("files", None)
+    try:
+        report.format_markdown(result)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        # The JSON reads but a field has the wrong shape (a hand edit, a bad merge): one line, and the
+        # files stay as they were (write_report formats before it writes).
+        raise DataError(f"{path}: a field cannot be shown ({type(exc).__name__}: {exc}); restore the file "
+                        f"(git checkout -- {path}) or rerun the suite") from None
     report.write_report(result, output_dir)
     return result
 
