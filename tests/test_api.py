@@ -61,6 +61,34 @@ def test_neural_save_load_predict_round_trip_identical(fitted_cnn, trec_small, t
     np.testing.assert_allclose(before.sum(axis=1), 1.0, rtol=1e-5)
 
 
+def test_a_save_that_fails_half_way_leaves_the_run_already_there(fitted_cnn, fitted_lr, tmp_path, monkeypatch):
+    """A full disk while the weights are written: the run saved before in that folder still loads
+    as it was, no half of the new one is beside it, and no staging folder is left."""
+    from textcls import artifacts
+
+    fitted_cnn.save_pretrained(tmp_path / "run")
+    (tmp_path / "run" / "notes.txt").write_text("mine")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+    real = artifacts.write_arrays
+
+    def disk_full(path, arrays):
+        path.write_bytes(b"half")
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(artifacts, "write_arrays", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        fitted_lr.save_pretrained(tmp_path / "run")
+    with pytest.raises(OSError, match="No space left"):
+        fitted_lr.save_pretrained(tmp_path / "new" / "run")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no staging folder, no half-made "new/run"
+    assert Classifier.from_pretrained(tmp_path / "run").model == "kim-cnn-nonstatic"
+    monkeypatch.setattr(artifacts, "write_arrays", real)
+    fitted_lr.save_pretrained(tmp_path / "run")  # a save that succeeds replaces the run; the user's file stays
+    assert Classifier.from_pretrained(tmp_path / "run").model == "tfidf-lr"
+    assert (tmp_path / "run" / "notes.txt").read_text() == "mine"
+
+
 def test_classic_save_load_round_trip_identical(fitted_lr, trec_small, tmp_path):
     texts = list(trec_small["test"]["text"][:50])
     before = fitted_lr.predict_proba(texts)

@@ -306,9 +306,10 @@ class Classifier(ClassifierMixin, BaseEstimator):
             **({"quantize": quantized} if quantized else {}),
         }
         artifacts.check_json(config, f"cannot save to {run_dir}")  # before a file is written: never half a run
-        run_dir.mkdir(parents=True, exist_ok=True)
-        self.estimator_.write_files(run_dir)
-        return artifacts.write_run(run_dir, config, arrays)
+        with artifacts.staged_run(run_dir) as staging:
+            self.estimator_.write_files(staging)
+            artifacts.write_run(staging, config, arrays)
+        return run_dir
 
     def _state(self):
         """The estimator's (arrays, meta) and its quantisation (None or "int8"); a quantised

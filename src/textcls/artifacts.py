@@ -259,6 +259,38 @@ def write_run(run_dir: Path, config: dict, arrays: dict[str, np.ndarray]) -> Pat
     return run_dir
 
 
+@contextlib.contextmanager
+def staged_run(run_dir: Path):
+    """A temporary folder beside ``run_dir`` to write a run into; on success its files are moved
+    into ``run_dir`` (``config.json`` last), and the folder is removed either way.
+
+    Why: a failure while writing (a full disk, an interrupt) then leaves a run already in
+    ``run_dir`` as it was, instead of new weights beside an old config. The moves are renames on
+    one filesystem, which need no space; the files of ``run_dir`` the run does not write stay."""
+    run_dir = Path(run_dir)
+    created = _make_parents(run_dir.parent)
+    try:
+        staging = Path(tempfile.mkdtemp(dir=run_dir.parent, prefix=f".{run_dir.name}.saving-"))
+    except OSError as err:
+        err.filename = str(run_dir)  # the message names the folder asked for, not the temporary one
+        _remove_empty(created)
+        raise
+    existed = run_dir.exists()
+    try:
+        yield staging
+        run_dir.mkdir(exist_ok=True)
+        for name in sorted((p.name for p in staging.iterdir()), key=lambda name: name == CONFIG):
+            os.replace(staging / name, run_dir / name)
+        _fsync_dir(run_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not existed:  # made here: no half of a run is left
+            shutil.rmtree(run_dir, ignore_errors=True)
+        _remove_empty(created)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+
+
 def read_weights(run_dir: Path, config: dict, allow_inf: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """The arrays of ``model.safetensors``, checked against the checksum in ``config`` (when it
     has one: runs saved before it was recorded do not) and refused if NaN or Inf."""
