@@ -787,6 +787,12 @@ def _merge_refuses_what_it_should_not_write(tmp_path, suite_file, together):
         merge_run_files([part("stringseed", lambda r, e, run: run.update(seed="0"))], together)
     with pytest.raises(ConfigError, match="two runs of one seed"):
         merge_run_files([part("twice", lambda r, e, run: e["runs"].append(dict(run)))], together)
+    with pytest.raises(ConfigError, match="seed 0: a run record with no status"):
+        merge_run_files([part("nostatus", lambda r, e, run: run.pop("status"))], together)
+    with pytest.raises(ConfigError, match="seed 0: a run record with status 'failed', accuracy .* and error None"):
+        merge_run_files([part("noerror", lambda r, e, run: run.update(status="failed"))], together)
+    with pytest.raises(ConfigError, match="seed 0: a run record with status 'ok', accuracy 93.5"):
+        merge_run_files([part("percent", lambda r, e, run: run.update(accuracy=93.5))], together)
     a = part("tie_a", lambda r, e, run: run.update(finished="2030-01-01T00:00:00+00:00", accuracy=1.0))
     b = part("tie_b", lambda r, e, run: run.update(finished="2030-01-01T00:00:00+00:00", accuracy=0.25))
     with pytest.raises(ConfigError, match="two different runs of trec:tfidf-lr seed 0 finished at 2030-01-01"):

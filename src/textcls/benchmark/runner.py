@@ -1006,6 +1006,7 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
         raise ConfigError(f"--merge-from: the reports are of suite '{parts[0]['suite']}', not of --suite {suite}; "
                           "give the suite they were run from, or leave --suite out")
     _check_runs_in_suite(parts, files)
+    _check_run_records(parts, files)
     full_path = Path(output_dir) / f"{parts[0]['suite']}.json"
     full = _read_report(full_path, suite_report=True) if full_path.is_file() else None
     if full is not None and full.get("suite") != parts[0]["suite"]:
@@ -1048,6 +1049,24 @@ def _check_runs_in_suite(parts: list[dict], files: list[Path]) -> None:
             if extra:
                 raise ConfigError(f"--merge-from {path}: entry '{entry['id']}' has a run of seed {extra[0]}, which "
                                   f"{suite_file} does not list ({sorted(seeds[entry['id']])}); add the seed there first")
+
+
+def _check_run_records(parts: list[dict], files: list[Path]) -> None:
+    """Every run of the parts says how it ended as the runner writes it: "ok" with an accuracy, or
+    "failed" with its error. Without it the summary would count the run as failed with no reason
+    (no status) or take an "ok" run without a figure."""
+    for part, path in zip(parts, files):
+        for entry in part["entries"]:
+            for run in entry["runs"]:
+                status, accuracy, error = run.get("status"), run.get("accuracy"), run.get("error")
+                fine = (status == "ok" and isinstance(accuracy, (int, float)) and not isinstance(accuracy, bool)
+                        and 0.0 <= accuracy <= 1.0) or (status == "failed" and isinstance(error, str) and error.strip())
+                if not fine:
+                    shown = "no status" if status is None else f"status {status!r}"
+                    raise ConfigError(f"--merge-from {path}: entry '{entry['id']}' seed {run['seed']}: a run record with "
+                                      f"{shown}, accuracy {accuracy!r} and error {error!r} is not one the runner "
+                                      "writes ('ok' with an accuracy in [0, 1], or 'failed' with its error); run "
+                                      "that entry and seed again into a fresh folder")
 
 
 def _refuse_ties(parts: list[dict], files: list[Path], full: dict | None) -> None:
