@@ -321,6 +321,10 @@ def assert_kept(path: Path, content: str) -> None:
     assert path.read_text() == content, f"{path} was changed"
 
 
+def assert_only_files(folder: Path, names: set[str]) -> None:
+    assert {p.name for p in folder.iterdir()} == names, sorted(p.name for p in folder.iterdir())
+
+
 def assert_absent(path: Path) -> None:
     assert not path.exists(), f"{path} was left behind: {sorted(str(p) for p in path.rglob('*'))}"
 
@@ -458,6 +462,13 @@ CLI_CASES = [
         ("--output-dir", "tiny.csv", "not a folder"), {"s.toml": suite_toml(model="tfidf-lr")}),
     Cli("explain-output-is-a-file", ("explain", "{nrun}", "good film", "-o", "tiny.csv"), 2,
         ("tiny.csv", "folder")),
+    # Until stop 63 an empty path was Path(""): export wrote model.onnx and its files into the cwd.
+    Cli("export-output-empty", ("export", "{nrun}", "-o", ""), 2, ("-o is empty", "working directory"),
+        check=lambda ctx, out, err: assert_only_files(ctx.tmp, {"tiny.csv"})),
+    Cli("explain-output-empty-with-equals", ("explain", "{nrun}", "good film", "--output="), 2,
+        ("--output is empty",), check=lambda ctx, out, err: assert_only_files(ctx.tmp, {"tiny.csv"})),
+    Cli("evaluate-data-dir-empty", ("evaluate", "{run}", "--data", "tiny.csv", "--data-dir", ""), 2,
+        ("--data-dir is empty",)),
     Cli("train-header-names-a-column-twice", train("twice.csv"), 2, ("twice.csv", "'label' twice"),
         {"twice.csv": "text,label,label\n" + "".join(f"{t},{c},neg\n" for t, c in rows())}),
     Cli("train-jsonl-key-twice", train("twice.jsonl"), 2, (("twice.jsonl:3", "line 3"), "'label' appears twice"),

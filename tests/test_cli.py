@@ -503,6 +503,20 @@ def test_overrides_are_checked_before_any_data_is_read(tmp_path, capsys, monkeyp
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("argv, expected", [
+    (("train", "--model", "kim-cnn-rand", "--data", "/no/such/file.csv", "--epochs", "0"),
+     "error: parameter 'epochs' (--epochs) = 0 is outside"),
+    (("serve", "/no/such/run", "--port=70000"), "error: parameter 'port' (--port) = 70000 must be"),
+    (("serve", "/no/such/run", "--max-texts", "0"), "error: parameter 'max_texts' (--max-texts) = 0 is outside"),
+])
+def test_a_setting_given_by_an_option_is_named_by_that_option_too(tmp_path, capsys, monkeypatch, argv, expected):
+    """The library's checks name the Python parameter; the user typed the option. Until stop 63
+    `serve --max-texts 0` said only `parameter 'max_texts'`."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = call(capsys, *argv)
+    assert code == 2 and one_line_error(err).startswith(expected), err
+
+
 def test_threads_zero_and_an_output_folder_are_refused(tmp_path, capsys):
     code, _, err = call(capsys, "benchmark", "--suite", "tiny", "--threads", "0", "--output-dir", tmp_path)
     assert code == 2 and one_line_error(err) == (

@@ -4,6 +4,7 @@ one at a time), per-task heads, the multi-label threshold, and a real uvicorn so
 
 import asyncio
 import gc
+import gzip
 import json
 import shutil
 import socket
@@ -177,6 +178,8 @@ MALFORMED = [
     ("not-utf8", b'{"text": "caf\xe9"}', 400, "not UTF-8"),
     ("deep-nesting", b"[" * 1999, 400, "nested too deeply"),
     ("huge-integer", b'{"text": ' + b"1" * 5000 + b"}", 400, "4300 digits"),
+    # Until stop 63 the first list was dropped without a word (json.loads keeps the last value).
+    ("repeated-key", b'{"texts": ["good film"], "texts": ["bad"]}', 400, "names the key 'texts' twice"),
     ("array-body", b'["a", "b"]', 422, "not a JSON object"),
     ("string-body", b'"hello"', 422, "not a JSON object"),
     ("missing-field", b"{}", 422, "missing field 'texts'"),
@@ -205,6 +208,21 @@ def test_a_malformed_request_is_a_one_line_4xx_and_the_server_stays_up(small_cli
     assert_error(response, status, match)
     assert small_client.get("/health").json()["status"] == "ok"
     assert small_client.post("/predict", json={"text": "who are you ?"}).status_code == 200
+
+
+def test_a_query_string_or_a_compressed_body_is_refused_not_ignored(small_client):
+    """Until stop 63 `POST /predict?threshold=0.9` answered 200 as if the parameter were not there,
+    and a gzip body was 'not UTF-8 (byte 1)'."""
+    assert_error(small_client.post("/predict?threshold=0.9", json={"text": "who are you ?"}), 422,
+                 "query parameter 'threshold' is not read")
+    assert_error(small_client.get("/health?verbose=1"), 422, "query parameter 'verbose'")
+    assert_error(small_client.get("/metadata?x=1"), 422, "query parameter 'x'")
+    packed = gzip.compress(b'{"text": "who are you ?"}')
+    assert_error(small_client.post("/predict", content=packed, headers={"content-type": "application/json",
+                                                                        "content-encoding": "gzip"}),
+                 415, "Content-Encoding 'gzip'")
+    assert small_client.post("/predict", json={"text": "who are you ?"}, headers={"content-encoding": "identity"}
+                             ).status_code == 200
 
 
 def test_explain_takes_one_text(mtl_client):
@@ -491,6 +509,26 @@ def test_the_serve_command_defaults_match_the_module_and_a_bad_run_is_one_line(t
         cli.main(["serve", str(tmp_path / "no-such-run"), "--port", "0"])
     err = capsys.readouterr().err
     assert done.value.code == 2 and "no-such-run" in err and len(err.strip().split("\n")) == 1, err
+
+
+def test_several_workers_on_a_run_whose_weights_do_not_load_is_one_line_before_uvicorn(trec_run, tmp_path, capsys,
+                                                                                       monkeypatch):
+    """Until stop 63 only config.json was read before the workers started: each worker then died
+    on the weights with a traceback and uvicorn started it again, for ever."""
+    import shutil
+
+    import uvicorn
+
+    from textcls import cli
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("uvicorn started on a broken run"))
+    broken = tmp_path / "broken"
+    shutil.copytree(trec_run[0], broken)
+    (broken / "model.safetensors").write_bytes(b"garbage")
+    with pytest.raises(SystemExit) as done:
+        cli.main(["serve", str(broken), "--workers", "2", "--port", "0"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and len(err.strip().split("\n")) == 1 and "model.safetensors" in err, err
 
 
 def test_a_port_in_use_or_an_unknown_host_is_one_line_before_uvicorn_starts(trec_run, capsys, monkeypatch):

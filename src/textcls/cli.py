@@ -17,9 +17,11 @@ import inspect
 import io
 import json
 import os
+import re
 import shlex
 import sys
 import time
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
@@ -962,6 +964,10 @@ def _run(argv: Optional[List[str]]) -> int:
     # both ended with status 0, and a truncated .gz file read as "interrupted".
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else list(argv)
+    empty = _empty_path_option(command, args)
+    if empty is not None:
+        return _error(f"{empty} is empty; give a file or folder path (an empty one would mean the working "
+                      "directory)", 2)
     try:
         with command.make_context("textcls", args) as ctx:
             command.invoke(ctx)
@@ -969,7 +975,7 @@ def _run(argv: Optional[List[str]]) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except TextclsError as exc:
-        return _error(str(exc), exc.exit_code)
+        return _error(_with_option_names(str(exc), command, args), exc.exit_code)
     except typer.Abort as exc:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, EOFError):
@@ -993,6 +999,43 @@ def _run(argv: Optional[List[str]]) -> int:
         if is_out_of_memory(exc):
             return _error(describe_out_of_memory(exc), 2)
         raise
+
+
+def _subcommand(command, args: List[str]):
+    name = next((arg for arg in args if not arg.startswith("-")), None)
+    return getattr(command, "commands", {}).get(name)
+
+
+def _empty_path_option(command, args: List[str]) -> Optional[str]:
+    """The path option given an empty value (``-o ""``), if any: click reads it as ``Path("")``,
+    the working directory, so ``export -o ""`` wrote its files there."""
+    sub = _subcommand(command, args)
+    if sub is None:
+        return None
+    hints = typing.get_type_hints(inspect.unwrap(sub.callback))
+    path_options = {opt for param in sub.params if param.param_type_name == "option"
+                    and (hints.get(param.name) is Path or Path in typing.get_args(hints.get(param.name)))
+                    for opt in param.opts}
+    for i, arg in enumerate(args):
+        flag, equals, value = arg.partition("=")
+        if (arg in path_options and i + 1 < len(args) and args[i + 1] == "") or (
+                equals and flag in path_options and value == ""):
+            return flag
+    return None
+
+
+def _with_option_names(message: str, command, args: List[str]) -> str:
+    """The library's checks name a setting as the Python API does (``parameter 'max_texts'``);
+    where the user gave it through the command's option, the message names the option too
+    (``--max-texts``), since that is what they typed."""
+    sub = _subcommand(command, args)
+    if sub is None:
+        return message
+    given = {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
+    flags = {param.name: max(param.opts, key=len) for param in sub.params
+             if param.param_type_name == "option" and given.intersection(param.opts)}
+    return re.sub(r"parameter '(\w+)'", lambda m: f"{m.group(0)} ({flags[m.group(1)]})" if m.group(1) in flags
+                  else m.group(0), message)
 
 
 def _error(message: str, code: int) -> int:

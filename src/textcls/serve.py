@@ -61,7 +61,7 @@ import numpy as np
 
 from . import __version__
 from .errors import CheckpointError, ConfigError, ModelError, TextclsError
-from .validate import check_int, range_check
+from .validate import RepeatedJSONKey, check_int, json_object_with_unique_keys, range_check
 
 log = logging.getLogger("textcls.serve")
 
@@ -163,6 +163,10 @@ def _check_window(value) -> float:
 async def read_body(request, limit: int) -> bytes:
     """The request body, refused with 413 as soon as it is known to exceed ``limit`` bytes
     (from Content-Length before reading, else while streaming)."""
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise RequestError(415, f"request body has Content-Encoding {encoding!r}, which this server does not "
+                                "decode; send the JSON uncompressed")
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
@@ -182,6 +186,15 @@ async def read_body(request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def refuse_query(request) -> None:
+    """422 for a query string: every endpoint reads its input from the JSON body (or nothing), so
+    ``/predict?threshold=0.9`` would otherwise be answered as if the parameter were not there."""
+    if request.query_params:
+        name = next(iter(request.query_params.keys()))
+        raise RequestError(422, f"query parameter {_short(name)} is not read by this endpoint; send every field in "
+                                "the JSON body")
+
+
 def parse_json(body: bytes) -> dict:
     """The JSON object in ``body``; 400 for an empty, non-UTF-8 or malformed body, 422 for
     JSON that is not an object."""
@@ -192,14 +205,18 @@ def parse_json(body: bytes) -> dict:
     except UnicodeDecodeError as exc:
         raise RequestError(400, f"request body is not UTF-8 (byte {exc.start}); send UTF-8 encoded JSON") from None
     try:
-        payload = json.loads(text)
+        payload = json.loads(text, object_pairs_hook=json_object_with_unique_keys)
+    except RepeatedJSONKey as exc:
+        raise RequestError(400, f"request body names the key {exc.args[0]!r} twice in one object; send it once "
+                                "(a JSON parser would keep only the last value)") from None
     except json.JSONDecodeError as exc:
         raise RequestError(400, f"request body is not valid JSON ({exc.msg} at line {exc.lineno} "
                                 f"column {exc.colno})") from None
     except RecursionError:
         raise RequestError(400, "request body is not valid JSON (nested too deeply)") from None
-    except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise RequestError(400, f"request body is not valid JSON ({exc})") from None
+    except ValueError:  # an integer of more than 4300 digits: Python's own advice means nothing to a client
+        raise RequestError(400, "request body is not valid JSON for this server (a number with more than 4300 "
+                                "digits); send texts as JSON strings") from None
     if not isinstance(payload, dict):
         raise RequestError(422, f'request body is {_json_type(payload)}, not a JSON object; '
                                 'send {"text": "..."} or {"texts": ["...", ...]}')
@@ -664,6 +681,7 @@ def _add_model_routes(app, served: "ServedModel", batcher: "MicroBatcher", execu
     from fastapi.responses import JSONResponse
 
     async def payload_of(request: Request) -> dict:
+        refuse_query(request)
         return parse_json(await read_body(request, limits.max_body_bytes))
 
     @app.post("/predict", openapi_extra=_BODY_SCHEMA)
@@ -701,10 +719,12 @@ def _add_status_routes(app, served: "ServedModel", batcher: "MicroBatcher", limi
                        started: float) -> None:
     """GET /health (the batching worker alive, its counters) and GET /metadata (the run, the
     limits and ``settings``: batching, threads, gc)."""
+    from fastapi import Request
     from fastapi.responses import JSONResponse
 
     @app.get("/health")
-    async def health():
+    async def health(request: Request):
+        refuse_query(request)
         ok = batcher.alive
         body = {"status": "ok" if ok else "error", "model": served.config["model"],
                 "uptime_s": round(time.time() - started, 3), "pid": os.getpid(), **batcher.stats}
@@ -713,7 +733,8 @@ def _add_status_routes(app, served: "ServedModel", batcher: "MicroBatcher", limi
         return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.get("/metadata")
-    async def metadata():
+    async def metadata(request: Request):
+        refuse_query(request)
         return JSONResponse({**served.metadata(),
                              "limits": {"max_texts": limits.max_texts, "max_text_bytes": limits.max_text_bytes,
                                         "max_body_bytes": limits.max_body_bytes},
@@ -796,17 +817,15 @@ def run_server(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, w
                     batch_window_ms=batch_window_ms, max_batch=max_batch, torch_threads=torch_threads,
                     freeze_gc=freeze_gc)
     options = dict(host=host, port=port, log_level=log_level, access_log=access_log)
+    # Built here for workers > 1 too (then dropped): a run whose weights or tokenizer do not load,
+    # or a bad setting, fails with one line, where each worker would die with a traceback that
+    # uvicorn answers by starting it again, for ever.
+    app = create_app(run_dir, **settings)
+    check_address(host, port)
     if workers == 1:
-        app = create_app(run_dir, **settings)
-        check_address(host, port)
         uvicorn.run(app, **options)
         return
-    from . import artifacts
-
-    Limits(max_texts, max_text_bytes, max_body_bytes)
-    _check_window(batch_window_ms)
-    artifacts.read_config(Path(run_dir))  # fail here, not in every worker
-    check_address(host, port)
+    del app
     os.environ[ENV_RUN] = str(Path(run_dir).resolve())
     for name, (var, _) in ENV_SETTINGS.items():
         if settings[name] is None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 __all__ = ["MAX_INT", "MAX_SEED", "range_check", "check_int", "check_positive_int", "check_probability", "check_choice",
-           "check_flag", "check_folder_path", "check_path"]
+           "check_flag", "check_folder_path", "check_path", "RepeatedJSONKey", "json_object_with_unique_keys"]
 
 # The largest count a setting may take (vocabulary sizes, length caps, buckets): int32's.
 MAX_INT = (1 << 31) - 1
@@ -110,3 +110,18 @@ def check_folder_path(name: str, folder: str | os.PathLike) -> None:
                 where = "" if part == folder else f" ({part} is a file)"
                 raise ConfigError(f"{name} {folder}: not a folder{where}; name a folder, or a path where one can be made")
             return
+
+
+class RepeatedJSONKey(ValueError):
+    """A JSON object that names a key twice (``args[0]``): ``json.loads`` alone would keep the
+    last value without a word."""
+
+
+def json_object_with_unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """``object_pairs_hook`` for ``json.loads`` that raises ``RepeatedJSONKey`` on a repeated key
+    (the data readers' JSON Lines and the server's request bodies)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise RepeatedJSONKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return obj

@@ -63,7 +63,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import datasets
 
 from ..errors import ConfigError, DataError
-from ..validate import check_flag
+from ..validate import RepeatedJSONKey, check_flag, json_object_with_unique_keys
 from .records import TextDataset
 
 SPLIT_ORDER = ("train", "dev", "test")
@@ -1028,11 +1028,11 @@ def read_jsonl(
             continue
         where = f"{path}:{lineno}"
         try:
-            obj = json.loads(line, object_pairs_hook=_object_with_unique_keys)
+            obj = json.loads(line, object_pairs_hook=json_object_with_unique_keys)
         except json.JSONDecodeError as err:
             buffer.reject(where, f"not valid JSON ({err.msg} at column {err.colno})", "fix the line")
             continue
-        except _RepeatedKey as err:
+        except RepeatedJSONKey as err:
             buffer.reject(where, f"the key {err.args[0]!r} appears twice in this object", "keep one of them")
             continue
         if not isinstance(obj, dict):
@@ -1079,18 +1079,6 @@ def read_jsonl(
             "name the class field with label_column= (CLI: --label-column NAME) and the text field with "
             "text_columns= (CLI: --text-column NAME)",
         )
-
-
-class _RepeatedKey(ValueError):
-    """A JSON object that names a key twice: json.loads would keep the last value without a word."""
-
-
-def _object_with_unique_keys(pairs: list[tuple[str, Any]]) -> dict:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        raise _RepeatedKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
-    return obj
 
 
 def _json_kind(value: Any) -> str:
