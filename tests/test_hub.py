@@ -14,6 +14,7 @@ a local HTTP server or a pre-filled cache.
 import base64
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import httpx
@@ -26,8 +27,8 @@ from huggingface_hub.utils._http import hf_request_event_hook
 import textcls
 from textcls import Classifier
 from textcls.cli import main
-from textcls.errors import CheckpointError
-from textcls.model_hub import hub_repo_id
+from textcls.errors import CheckpointError, ConfigError, RunFolderError
+from textcls.model_hub import hub_repo_id, push_run
 
 ENDPOINT = "https://hub.test"
 
@@ -250,3 +251,80 @@ def main_code(argv) -> int:
     except SystemExit as exc:
         return exc.code
     return 0
+
+
+# --------------------------------------------------------------------------- no connection, bad arguments
+
+
+@pytest.fixture
+def unreachable(tmp_path, monkeypatch):
+    """huggingface_hub's own HTTP client, pointed at a local port where nothing listens."""
+    import socket
+
+    from huggingface_hub.utils._http import default_client_factory
+
+    with socket.socket() as sock:  # a free port, closed again: connecting is refused at once
+        sock.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    set_client_factory(default_client_factory)
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "AGENT_HARNESSES_PATH", str(tmp_path / "agent_harnesses.json"))
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    return endpoint
+
+
+def test_an_unreachable_hub_is_a_one_line_error_when_pushing(unreachable, trained, capsys):
+    assert main_code(["push", str(trained), "me/x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert f"the hub at {unreachable} could not be reached" in err and "HF_ENDPOINT" in err
+    with pytest.raises(RunFolderError, match=f"the hub at {unreachable} could not be reached .*check the network"):
+        Classifier.from_pretrained(trained).push_to_hub("me/x")
+
+
+def test_pushing_offline_says_HF_HUB_OFFLINE_is_set(hub, trained, monkeypatch, capsys):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert main_code(["push", str(trained), "me/x"]) == 2
+    err = capsys.readouterr().err
+    assert "pushing needs the network and HF_HUB_OFFLINE is set; unset it" in err
+    assert "check the path and the disk" not in err and "Traceback" not in err
+    with pytest.raises(RunFolderError, match="HF_HUB_OFFLINE is set"):
+        Classifier.from_pretrained(trained).push_to_hub("me/x")
+    assert not hub.requests  # the library's offline hook stopped them all
+
+
+def test_bad_revisions_are_config_errors_and_a_missing_cached_revision_is_named(hub, trained, monkeypatch, capsys):
+    for bad in ("", "  ", 5):
+        with pytest.raises(ConfigError, match=r"revision=.*: must be a non-empty string, a branch, tag or commit"):
+            Classifier.from_pretrained("hf:me/rev", revision=bad)
+        with pytest.raises(ConfigError, match=r"revision=.*: must be a non-empty string"):
+            push_run(trained, "me/rev", revision=bad)
+    assert main_code(["push", str(trained), "me/rev", "--revision", ""]) == 2
+    assert "revision='': must be a non-empty string" in capsys.readouterr().err
+    assert not hub.requests
+
+    Classifier.from_pretrained(trained).push_to_hub("me/rev")
+    Classifier.from_pretrained("me/rev")  # main is now in the cache
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(CheckpointError, match="me/rev: revision 'v9' is not in the Hugging Face cache"):
+        Classifier.from_pretrained("me/rev", revision="v9")
+
+
+def test_metrics_that_are_not_metrics_json_are_refused_before_any_request(hub, trained, tmp_path, capsys):
+    clf = Classifier.from_pretrained(trained)
+    with pytest.raises(ConfigError, match="push_to_hub: metrics is a str, not a dict; pass a dict"):
+        clf.push_to_hub("me/x", metrics="x")
+    with pytest.raises(ConfigError, match=r'push_to_hub: metrics\["test"\] is a list, not a dict'):
+        clf.push_to_hub("me/x", metrics={"test": [0.9]})
+    with pytest.raises(ConfigError, match="push_to_hub: metrics cannot be written as JSON .* no NaN"):
+        clf.push_to_hub("me/x", metrics={"test": {"accuracy": float("nan")}})
+    assert not hub.requests
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    (run / "metrics.json").write_text("[1, 2]")
+    assert main_code(["push", str(run), "me/x"]) == 2
+    err = capsys.readouterr().err
+    assert f"{run / 'metrics.json'}: metrics is a list, not a dict; the run directory is corrupt" in err
+    assert not hub.requests

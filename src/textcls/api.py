@@ -427,6 +427,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         import tempfile
 
         self._check_fitted("push_to_hub")
+        model_hub.check_metrics(metrics)  # before anything is written or sent
         with tempfile.TemporaryDirectory(prefix="textcls-push-") as folder:
             self.save_pretrained(folder)
             if metrics is not None:

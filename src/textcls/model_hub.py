@@ -16,6 +16,7 @@ what it was trained on, how well it did and how to load it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -23,7 +24,7 @@ from pathlib import Path
 from . import __version__, artifacts
 from .errors import CheckpointError, ConfigError, RunFolderError
 
-__all__ = ["HUB_PREFIX", "RUN_FILES", "hub_repo_id", "snapshot", "model_card", "push_run"]
+__all__ = ["HUB_PREFIX", "RUN_FILES", "hub_repo_id", "snapshot", "model_card", "push_run", "check_metrics"]
 
 HUB_PREFIX = "hf:"
 # What a hub repository of a run holds besides README.md; the first three are what
@@ -35,6 +36,8 @@ CARD = "README.md"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
 # The scores shown in the card (and in model-index), in this order, when metrics.json has them.
 CARD_METRICS = ("accuracy", "macro_f1", "micro_f1", "weighted_f1", "roc_auc_macro")
+# The parts of metrics.json that the card reads; each must be a JSON object when present.
+_METRICS_SECTIONS = ("test", "dataset", "parameters")
 _HF_METRIC = {"accuracy": ("accuracy", "Accuracy"), "macro_f1": ("f1", "Macro F1"), "micro_f1": ("f1", "Micro F1"),
               "weighted_f1": ("f1", "Weighted F1"), "roc_auc_macro": ("roc_auc", "Macro ROC AUC")}
 
@@ -60,10 +63,12 @@ def hub_repo_id(source) -> str | None:
 def snapshot(repo_id: str, *, revision: str | None = None, cache_dir=None, token=None) -> Path:
     """The local folder of ``repo_id``'s run files: downloaded into the hub cache when missing
     or changed, read from the cache alone when offline (``HF_HUB_OFFLINE=1``)."""
-    from huggingface_hub import snapshot_download
+    import httpx
+    from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import (HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError,
                                         RevisionNotFoundError)
 
+    _check_revision(revision)
     try:
         folder = snapshot_download(repo_id, revision=revision, cache_dir=cache_dir, token=token,
                                    allow_patterns=list(DOWNLOADED))
@@ -75,16 +80,32 @@ def snapshot(repo_id: str, *, revision: str | None = None, cache_dir=None, token
         raise CheckpointError(f"{repo_id}: the hub repository has no revision '{revision}'; "
                               "pass a branch, tag or commit it has") from None
     except LocalEntryNotFoundError:
+        cache = Path(cache_dir or _cache_dir())
+        if revision is not None and (cache / f"models--{repo_id.replace('/', '--')}").is_dir():
+            raise CheckpointError(
+                f"{repo_id}: revision '{revision}' is not in the Hugging Face cache ({cache}), only other revisions "
+                "of the repository are, and the hub cannot be reached (offline, or HF_HUB_OFFLINE=1); load that "
+                "revision once with a connection, or pass a cached one (revision=None for main)") from None
         raise CheckpointError(
-            f"{repo_id}: not in the Hugging Face cache ({cache_dir or _cache_dir()}) and the hub cannot be reached "
+            f"{repo_id}: not in the Hugging Face cache ({cache}) and the hub cannot be reached "
             "(offline, or HF_HUB_OFFLINE=1); load it once with a connection, or pass a local run folder") from None
     except HfHubHTTPError as exc:
         raise CheckpointError(f"{repo_id}: the hub answered {_first_line(exc)}; try again later") from None
+    except httpx.TransportError as exc:  # the connection broke after the cache check (a download, a timeout)
+        raise CheckpointError(f"{repo_id}: the hub at {constants.ENDPOINT} could not be reached "
+                              f"({_first_line(exc)}); check the network and HF_ENDPOINT, then try again, "
+                              "or pass a local run folder") from None
     folder = Path(folder)
     if not (folder / artifacts.CONFIG).is_file():
         raise CheckpointError(f"{repo_id}: the hub repository has no {artifacts.CONFIG}; it is not a textcls run "
                               "(push one with `textcls push RUN REPO_ID`)")
     return folder
+
+
+def _check_revision(revision) -> None:
+    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
+        raise ConfigError(f"revision={revision!r}: must be a non-empty string, a branch, tag or commit of the "
+                          "repository (or None for main)")
 
 
 def _cache_dir() -> str:
@@ -135,7 +156,7 @@ def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> s
              f"- Preset: `{config.get('model')}` (family `{config.get('family')}`, kind `{config.get('kind')}`): "
              f"{config.get('description') or ''}".rstrip(),
              f"- Paper: {config.get('paper') or 'none (a baseline)'}"]
-    lines += [f"- Parameters: {params:,}"] if params else []
+    lines += [f"- Parameters: {params:,}" if isinstance(params, int) else f"- Parameters: {params}"] if params else []
     lines += [f"- Labels ({len(labels)}; {kind}): {', '.join(f'`{n}`' for n in labels[:50])}"
               + (" ..." if len(labels) > 50 else "")]
     if config.get("task_names"):
@@ -169,7 +190,8 @@ def _data_lines(config: dict, metrics: dict) -> list[str]:
     lines = [f"- Dataset: `{name}`" + (" (`textcls list-datasets`)" if name else "")]
     for split, size in (info.get("splits") or {}).items():
         note = (info.get("split_notes") or {}).get(split)
-        lines.append(f"- {split}: {size:,} documents" + (f", {note}" if note else ""))
+        size = f"{size:,}" if isinstance(size, int) else size
+        lines.append(f"- {split}: {size} documents" + (f", {note}" if note else ""))
     if info.get("skipped"):
         lines.append(f"- {info['skipped']} records skipped when the data was read (empty or unreadable)")
     return lines
@@ -185,16 +207,19 @@ def push_run(run_dir, repo_id: str, *, private: bool | None = None, token=None, 
 
     Only the run's own files go (``RUN_FILES``, never checkpoints or locks), in one commit, and
     only after model.safetensors matched the checksum in config.json."""
+    import httpx
     from huggingface_hub import CommitOperationAdd, HfApi
-    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
     run_dir = Path(run_dir)
     if not _REPO_ID.match(str(repo_id)):
         raise ConfigError(f"'{repo_id}' is not a hub model id; write <owner>/<name>, e.g. you/fasttext-bag-mr")
+    _check_revision(revision)
     config = artifacts.read_config(run_dir)
     _check_weights(run_dir, config)
     metrics_path = run_dir / artifacts.METRICS
     metrics = artifacts.read_json(metrics_path) if metrics_path.is_file() else None
+    check_metrics(metrics, f"{metrics_path}: metrics", CheckpointError)
     card = model_card(config, metrics, repo_id).encode("utf-8")
     operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(run_dir / name))
                   for name in RUN_FILES if (run_dir / name).is_file()]
@@ -207,7 +232,39 @@ def push_run(run_dir, repo_id: str, *, private: bool | None = None, token=None, 
     except HfHubHTTPError as exc:
         raise RunFolderError(f"{run_dir}: upload to {repo_id} failed, the hub answered {_first_line(exc)}; check the "
                              "repository name and your token (`hf auth login`)") from None
+    except OfflineModeIsEnabled:  # huggingface_hub's request hook refuses every request
+        raise RunFolderError(f"{run_dir}: cannot upload to {repo_id}: pushing needs the network and HF_HUB_OFFLINE "
+                             "is set; unset it (or set HF_HUB_OFFLINE=0) to push") from None
+    except httpx.TransportError as exc:  # connection refused, DNS, timeout, proxy
+        raise RunFolderError(f"{run_dir}: upload to {repo_id} failed, the hub at {api.endpoint} could not be reached "
+                             f"({_first_line(exc)}); check the network and HF_ENDPOINT, or keep the run local "
+                             "(the run folder, or Classifier.save_pretrained)") from None
     return str(info.pr_url or info.commit_url)
+
+
+def check_metrics(metrics, where: str = "push_to_hub: metrics", error: type = ConfigError) -> None:
+    """Raise ``error`` unless ``metrics`` (metrics.json's content, or None) is what the model card
+    reads: a dict whose ``test``, ``dataset`` (and its ``splits``, ``split_notes``) and
+    ``parameters`` entries, when present, are dicts, and which can be written as JSON. ``where`` names it in the message."""
+    if metrics is None:
+        return
+    fix = ("the run directory is corrupt, retrain or restore it" if error is CheckpointError else
+           'pass a dict in metrics.json\'s shape, e.g. metrics={"test": clf.evaluate(test_split)}, or leave it out')
+    if not isinstance(metrics, dict):
+        raise error(f"{where} is a {type(metrics).__name__}, not a dict; {fix}")
+    for key in _METRICS_SECTIONS:
+        if metrics.get(key) is not None and not isinstance(metrics[key], dict):
+            raise error(f'{where}["{key}"] is a {type(metrics[key]).__name__}, not a dict; {fix}')
+    for key in ("splits", "split_notes"):  # what the card's Data section reads
+        value = (metrics.get("dataset") or {}).get(key)
+        if value is not None and not isinstance(value, dict):
+            raise error(f'{where}["dataset"]["{key}"] is a {type(value).__name__}, not a dict; {fix}')
+    try:
+        json.dumps(metrics, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        plain = "use plain numbers, strings, lists and dicts, with no NaN or infinity"
+        fix = fix if error is CheckpointError else plain
+        raise error(f"{where} cannot be written as JSON ({exc}); {fix}") from None
 
 
 def _check_weights(run_dir: Path, config: dict) -> None:
