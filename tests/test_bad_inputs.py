@@ -465,6 +465,9 @@ CLI_CASES = [
     # Until stop 63 an empty path was Path(""): export wrote model.onnx and its files into the cwd.
     Cli("export-output-empty", ("export", "{nrun}", "-o", ""), 2, ("-o is empty", "working directory"),
         check=lambda ctx, out, err: assert_only_files(ctx.tmp, {"tiny.csv"})),
+    # Numbered as the files are (explain_2.html); until stop 63 it said "text 1", from 0.
+    Cli("explain-second-text-empty-is-text-2", ("explain", "{nrun}", "good film", "", "-o", "ex"), 2,
+        ("text 2 is empty",), check=lambda ctx, out, err: assert_absent(ctx.tmp / "ex")),
     Cli("explain-output-empty-with-equals", ("explain", "{nrun}", "good film", "--output="), 2,
         ("--output is empty",), check=lambda ctx, out, err: assert_only_files(ctx.tmp, {"tiny.csv"})),
     Cli("evaluate-data-dir-empty", ("evaluate", "{run}", "--data", "tiny.csv", "--data-dir", ""), 2,

@@ -284,3 +284,137 @@ def test_the_command_refuses_a_model_without_attention_and_writes_nothing(mr, tm
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: model 'fasttext-bag'") and "han-cpu" in err and "\n" not in err
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def record(words=("good", "film"), weights=(0.25, 0.75), **changes) -> dict:
+    """An explanation as Classifier.explain gives one for a flat model (no model needed)."""
+    spans, start = [], 0
+    for w in words:
+        spans.append({"text": w, "token": w, "start": start, "end": start + len(w)})
+        start += len(w) + 1
+    e = {"text": " ".join(words), "model": "self-attention-dot", "label": "pos",
+         "probabilities": {"pos": 0.7, "neg": 0.3}, "tokens": list(words), "words": spans, "sentences": None,
+         "word_attention": [{"name": "text self-attention (received)", "map": "text", "weights": list(weights)}],
+         "sentence_attention": [], "words_not_seen": 0, "attentions": {}}
+    return {**e, **changes}
+
+
+def test_write_explanations_checks_the_folder_before_drawing(tmp_path, monkeypatch):
+    from textcls import explain
+    from textcls.errors import ConfigError
+
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("drew before checking the folder")
+
+    monkeypatch.setattr(explain, "render_png", no_drawing)
+    a_file = tmp_path / "afile"
+    a_file.write_text("x")
+    with pytest.raises(ConfigError, match=r"folder .*afile: not a folder; name a folder"):
+        explain.write_explanations([record()], a_file)
+    with pytest.raises(ConfigError, match=r"afile/sub: not a folder \(.*afile is a file\)"):
+        explain.write_explanations([record()], a_file / "sub")
+    for folder in (None, "", 3):
+        with pytest.raises(ConfigError, match="parameter 'folder' = .* must be a file or folder path"):
+            explain.write_explanations([record()], folder)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+@pytest.mark.parametrize("stem", ["../evil", "sub/page", "..", ".", "", "a\\b", "a\x00b", None, 1])
+def test_the_stem_must_be_a_plain_file_name(tmp_path, stem):
+    from textcls.errors import ConfigError
+    from textcls.explain import write_explanations
+
+    with pytest.raises(ConfigError, match="parameter 'stem' = .* must be a plain file-name stem"):
+        write_explanations([record()], tmp_path / "ex", stem=stem)
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor ../evil_1.html
+    written = write_explanations([record()], tmp_path / "ex", stem="page")
+    assert [p.name for p in written] == ["page_1.html", "page_1.png"]
+
+
+def test_malformed_explanations_are_refused_naming_the_record_and_the_key(tmp_path):
+    from textcls.errors import DataError
+    from textcls.explain import write_explanations
+
+    with pytest.raises(DataError, match=r"^explanation: missing keys 'text', .*'word_attention'.*; pass an item of "):
+        render_html({})
+    with pytest.raises(DataError, match="^explanation: missing key 'word_attention';"):
+        render_png({k: v for k, v in record().items() if k != "word_attention"})
+    bad = {
+        "missing key 'word_attention'": {k: v for k, v in record().items() if k != "word_attention"},
+        "is list, not an explanation": [],
+        r"'word_attention'\[0\] has 1 weights for 2 words": record(weights=(1.0,)),
+        r"'word_attention'\[0\] has a weight that is not a finite number": record(weights=(0.5, float("nan"))),
+        r"'words'\[1\] is not a dict with a string 'text'": record(words=("a", "b"), weights=(1, 2)) | {
+            "words": [{"text": "a"}, {}]},
+        "'probabilities' is not a dict": record(probabilities=[0.3, 0.7]),
+        "'label' is int, not a string": record(label=1),
+        "'sentence_attention' has rows but 'sentences' is None": record(
+            sentence_attention=[{"name": "s", "weights": [1.0]}]),
+        r"'sentences'\[0\] is not a dict .* within the 2 words": record(
+            sentences=[{"text": "good film", "words": [0, 3]}]),
+    }
+    for message, broken in bad.items():
+        with pytest.raises(DataError, match=rf"^explanations\[1\]: {message}") as err:
+            write_explanations([record(), broken], tmp_path / "ex")
+        assert err.value.index == 1 and "\n" not in str(err.value)
+    with pytest.raises(DataError, match=r"explanations is dict, not a list of explanations"):
+        write_explanations(record(), tmp_path / "ex")
+    assert not (tmp_path / "ex").exists()  # nothing written for a bad second record
+
+
+def test_a_folder_in_the_way_of_a_later_file_writes_nothing(tmp_path):
+    from textcls.errors import DataError
+    from textcls.explain import write_explanations
+
+    (tmp_path / "explain_2.png").mkdir()
+    with pytest.raises(DataError, match=r"explain_2.png: is a folder"):
+        write_explanations([record(), record()], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["explain_2.png"]
+
+
+def test_the_png_draws_control_characters_visibly_and_warns_nothing(dasa):
+    import warnings
+
+    odd = record(words=("\x01\x02", "ok"), sentences=[{"text": "\x01\x02\nok", "start": 0, "end": 5, "words": [0, 2]}],
+                 sentence_attention=[{"name": "sentence attention", "map": "sentence", "weights": [1.0]}])
+    real = dasa.explain(["\x01\x02"])[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        images = [render_png(odd), render_png(real)]
+    assert [str(w.message) for w in caught] == []  # matplotlib's "Glyph 1 (\x01) missing" before
+    assert all(image[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
+    from textcls.explain import _png_text
+
+    assert _png_text("a\x01\tb\x7f") == "a\\x01 b\\x7f"  # what the PNG shows instead
+    page = render_html(real)  # the page keeps the text as it is
+    assert [s[5] for s in spans_of(page).spans] == ["\x01\x02"] * len(real["word_attention"])
+
+
+def test_the_png_draws_dollars_as_dollars_not_mathtext():
+    # "$\frac$" was parsed as mathtext: a ValueError from matplotlib; "$x$" was drawn as an italic x.
+    e = record(words=("$\\frac$", "$x$"), sentences=[{"text": "$\\frac$ $x$", "start": 0, "end": 11, "words": [0, 2]}],
+               sentence_attention=[{"name": "sentence attention", "map": "sentence", "weights": [1.0]}])
+    assert render_png(e)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_failed_write_removes_what_the_call_wrote(tmp_path, monkeypatch):
+    import errno
+
+    from textcls import artifacts
+    from textcls.explain import write_explanations
+
+    real, calls = artifacts.atomic_write_bytes, []
+
+    def disk_full_on_the_third(path, data):
+        calls.append(path)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real(path, data)
+
+    monkeypatch.setattr(artifacts, "atomic_write_bytes", disk_full_on_the_third)
+    with pytest.raises(OSError, match="No space left"):
+        write_explanations([record(), record()], tmp_path / "ex")
+    assert len(calls) == 3 and list((tmp_path / "ex").iterdir()) == []

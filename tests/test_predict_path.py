@@ -276,3 +276,45 @@ def test_threshold_of_a_multi_label_run(tmp_path):
                      backend="numpy").threshold == 0.5
     with pytest.raises(ConfigError, match="threshold"):
         Predictor(tmp_path, {**config, "threshold": 1.5}, lambda t, i: probs, uses_tasks=False, backend="numpy")
+
+
+def test_threshold_is_checked_as_the_cli_checks_it_before_the_model_runs(tmp_path):
+    calls = []
+
+    def model(texts, task_ids):
+        calls.append(texts)
+        return np.array([[0.2, 0.35, 0.9]], dtype=np.float32)
+
+    config = {"model": "x", "label_names": ["a", "b", "c"], "multi_label": True}
+    predictor = Predictor(tmp_path, config, model, uses_tasks=False, backend="numpy")
+    for bad in ["0.5", 0, -1, 1.5, float("nan"), True, [0.5]]:
+        with pytest.raises(ConfigError, match=r"^parameter 'threshold' = .* (is not a number|is outside its allowed "
+                                              r"range \(0, 1\]); give a threshold"):
+            predictor.predict(["t"], threshold=bad)
+        with pytest.raises(ConfigError, match="^parameter 'threshold'"):
+            predictor.labels(np.array([[0.2, 0.35, 0.9]]), threshold=bad)
+    assert calls == []
+    assert predictor.predict(["t"], threshold=np.float32(0.3)) == [["b", "c"]]
+    assert predictor.predict(["t"], threshold=1) == [[]]  # (0, 1], as `textcls predict --threshold`
+
+
+def test_a_single_label_run_refuses_a_threshold(tmp_path):
+    config = {"model": "x", "label_names": ["a", "b"]}
+    predictor = Predictor(tmp_path, config, lambda t, i: np.array([[0.3, 0.7]], dtype=np.float32),
+                          uses_tasks=False, backend="numpy")
+    assert predictor.predict(["t"]) == ["b"]
+    with pytest.raises(ConfigError, match="'threshold' applies to multi-label runs; .* predicts one label per text"):
+        predictor.predict(["t"], threshold=0.3)
+
+
+@pytest.mark.parametrize("threads", [0, -2, "x", 1.5, True])
+def test_load_refuses_threads_that_are_not_a_positive_integer(threads):
+    # tfidf-lr predicts through its Estimator, whose load set torch's threads (a RuntimeError before)
+    with pytest.raises(ConfigError, match=r"^parameter 'threads' = .* is outside its allowed range"):
+        Predictor.load(f"{FIXTURE_RUNS}/tfidf-lr", threads=threads)
+
+
+@pytest.mark.parametrize("run_dir", [None, "", 3])
+def test_load_refuses_a_run_dir_that_is_not_a_path(run_dir):
+    with pytest.raises(ConfigError, match="^parameter 'run_dir' = .* must be a file or folder path"):
+        Predictor.load(run_dir)

@@ -923,7 +923,10 @@ def explain(
     """Show which words (and sentences) an attention model weighed: an HTML page and a PNG per text (docs/explain.md)."""
     from .explain import write_explanations
 
+    from .inputs import check_texts
+
     check_folder_path("--output", output)
+    check_texts(list(texts), first=1)  # numbered as explain_<i>.html is, and before the run loads
     clf = _load_run(run_dir, None)
     explanations = clf.explain(list(texts), tasks=[task] * len(texts) if task is not None else None)
     for path in write_explanations(explanations, output):

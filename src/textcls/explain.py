@@ -32,16 +32,22 @@ label and the probabilities head it. No script and no external file: the CSS is 
 from __future__ import annotations
 
 import copy
+import functools
 import html
 import inspect
 import io
+import math
+import os
+import unicodedata
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from . import artifacts
-from .errors import ModelError
+from .errors import ConfigError, DataError, ModelError
+from .inputs import as_list
+from .validate import check_folder_path, check_path, is_integer, is_number
 
 __all__ = ["explain_texts", "explainable_presets", "render_html", "render_png", "write_explanations"]
 
@@ -253,6 +259,99 @@ def explain_texts(estimator, texts: Sequence[str], task_ids: Sequence[int] | Non
     return out
 
 
+# --------------------------------------------------------------------------- checking an explanation
+
+_REQUIRED = ("text", "model", "probabilities", "words", "word_attention", "sentence_attention")
+
+
+def check_explanation(explanation, where: str = "explanation", index: int | None = None) -> dict:
+    """``explanation`` unchanged when it holds what the page and the PNG draw (as an item of
+    ``Classifier.explain``'s list does); else a one-line DataError naming ``where`` (and carrying
+    ``index``) and the key that is missing or wrong."""
+    if not isinstance(explanation, dict):
+        problem = f"is {type(explanation).__name__}, not an explanation (a dict)"
+    else:
+        problem = _head_problem(explanation) or _units_problem(explanation) or _rows_problem(explanation)
+    if problem:
+        raise DataError(f"{where}: {problem}; pass an item of the list Classifier.explain returns", index=index)
+    return explanation
+
+
+def _type_name(value) -> str:
+    return type(value).__name__
+
+
+def _head_problem(e: dict) -> str | None:
+    """What is missing or wrong in the keys that head the page, or None."""
+    missing = [key for key in _REQUIRED if key not in e]
+    if missing:
+        return f"missing key{'s' if len(missing) > 1 else ''} {', '.join(repr(key) for key in missing)}"
+    strings = ["text", "model"] + ["label"] * ("label" in e) + ["task"] * (e.get("task") is not None)
+    for key in strings:
+        if not isinstance(e[key], str):
+            return f"'{key}' is {_type_name(e[key])}, not a string"
+    if "labels" in e and not (isinstance(e["labels"], list) and all(isinstance(n, str) for n in e["labels"])):
+        return "'labels' is not a list of strings"
+    probabilities = e["probabilities"]
+    if not isinstance(probabilities, dict) or not all(
+            isinstance(name, str) and is_number(p) and math.isfinite(p) for name, p in probabilities.items()):
+        return "'probabilities' is not a dict of class names to finite numbers"
+    if e.get("words_not_seen") is not None and not is_integer(e["words_not_seen"]):
+        return f"'words_not_seen' is {_type_name(e['words_not_seen'])}, not an integer"
+    return None
+
+
+def _units_problem(e: dict) -> str | None:
+    """What is wrong in ``words`` and ``sentences``, or None."""
+    words, sentences = e["words"], e.get("sentences")
+    if not isinstance(words, list):
+        return f"'words' is {_type_name(words)}, not a list"
+    for j, word in enumerate(words):
+        if not isinstance(word, dict) or not isinstance(word.get("text"), str):
+            return f"'words'[{j}] is not a dict with a string 'text'"
+    if sentences is None:
+        return "'sentence_attention' has rows but 'sentences' is None" if e["sentence_attention"] else None
+    if not isinstance(sentences, list):
+        return f"'sentences' is {_type_name(sentences)}, not a list or None"
+    for j, sentence in enumerate(sentences):
+        span = sentence.get("words") if isinstance(sentence, dict) else None
+        if not (isinstance(sentence, dict) and isinstance(sentence.get("text"), str)
+                and isinstance(span, (list, tuple)) and len(span) == 2 and all(map(is_integer, span))
+                and 0 <= span[0] <= span[1] <= len(words)):
+            return (f"'sentences'[{j}] is not a dict with a string 'text' and 'words' [first, last + 1) "
+                    f"within the {len(words)} words")
+    return None
+
+
+def _rows_problem(e: dict) -> str | None:
+    """What is wrong in the rows of weights (one weight per word or sentence), or None."""
+    for key, units, what in (("word_attention", len(e["words"]), "words"),
+                             ("sentence_attention", len(e.get("sentences") or ()), "sentences")):
+        rows = e[key]
+        if not isinstance(rows, list):
+            return f"'{key}' is {_type_name(rows)}, not a list"
+        for r, row in enumerate(rows):
+            weights = row.get("weights") if isinstance(row, dict) else None
+            if not (isinstance(row, dict) and isinstance(row.get("name"), str)
+                    and isinstance(weights, (list, tuple, np.ndarray))):
+                return f"'{key}'[{r}] is not a dict with a string 'name' and a list of 'weights'"
+            if len(weights) != units:
+                return f"'{key}'[{r}] has {len(weights)} weights for {units} {what} (one per {what[:-1]})"
+            if not all(is_number(w) and math.isfinite(w) for w in weights):
+                return f"'{key}'[{r}] has a weight that is not a finite number"
+    return None
+
+
+def _check_stem(stem) -> str:
+    """``stem`` when it is a plain file-name stem: a non-empty str, no path separator, not '.' or
+    '..' (the files stay in their folder)."""
+    if (not isinstance(stem, str) or stem in ("", ".", "..") or "\x00" in stem
+            or any(sep in stem for sep in {"/", "\\", os.sep, os.altsep} - {None})):
+        raise ConfigError(f"parameter 'stem' = {stem!r} must be a plain file-name stem (not empty, no '/' or "
+                          "'\\', not '.' or '..'), e.g. 'explain'")
+    return stem
+
+
 # --------------------------------------------------------------------------- the HTML page
 
 _CSS = """
@@ -307,7 +406,9 @@ def _header_html(explanation: dict) -> str:
 
 
 def render_html(explanation: dict) -> str:
-    """A self-contained HTML page for one explanation (``Classifier.explain``'s item)."""
+    """A self-contained HTML page for one explanation (``Classifier.explain``'s item; anything
+    else is a DataError naming the key that is missing or wrong)."""
+    check_explanation(explanation)
     if not explanation["word_attention"] and not explanation["sentence_attention"]:
         raise no_maps_error(explanation["model"], why="has attention maps, but none over the words (a map of "
                                                         "features); there is no page to draw")
@@ -333,6 +434,41 @@ def render_html(explanation: dict) -> str:
 # --------------------------------------------------------------------------- the PNG
 
 
+@functools.lru_cache(maxsize=None)
+def _glyphs(weight: str) -> frozenset[int]:
+    """The characters the fonts matplotlib draws ``weight`` text with have glyphs for (its
+    font fallback list where this matplotlib has one)."""
+    from matplotlib import font_manager
+
+    props = font_manager.FontProperties(weight=weight)
+    find = getattr(font_manager.fontManager, "_find_fonts_by_props", None)
+    paths = find(props) if find is not None else [font_manager.findfont(props)]
+    return frozenset().union(*(font_manager.get_font(path).get_charmap() for path in paths))
+
+
+def _png_text(text: str, weight: str = "normal") -> str:
+    """``text`` as the PNG draws it: whitespace as a space (one line per unit), and a control
+    character or one the fonts lack as its escape (``\\x01``, ``\\u4e2d``): seen, where matplotlib
+    would draw an empty box and warn of the missing glyph on stderr."""
+    glyphs = _glyphs(weight)
+    out = []
+    for c in text:
+        if c.isspace():
+            out.append(" ")
+        elif unicodedata.category(c) == "Cc" or ord(c) not in glyphs:
+            out.append(ascii(c)[1:-1])
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _text(figure, s: str, *, weight: str = "normal", **kwargs):
+    """``figure.text`` at (0, 0) in pixels for ``s`` as it is: no mathtext (a ``$`` in a review
+    is a dollar), no LaTeX, no missing glyph."""
+    return figure.text(0, 0, _png_text(s, weight), weight=weight, transform=None, va="top", parse_math=False,
+                       usetex=False, **kwargs)
+
+
 def _draw_units(figure, renderer, placed: list, units, alphas, rgb, y: float, width: float, *,
                 size: float = 11) -> float:
     """Words (or sentences) left to right in shaded boxes, wrapped at ``width`` pixels, from the
@@ -341,7 +477,7 @@ def _draw_units(figure, renderer, placed: list, units, alphas, rgb, y: float, wi
     x, line = 12.0, size * 2.0
     for text, alpha in zip(units, alphas):
         box = dict(boxstyle="square,pad=0.15", facecolor=(*(c / 255 for c in rgb), alpha), edgecolor="none")
-        item = figure.text(0, 0, text or "\u200b", fontsize=size, transform=None, bbox=box, va="top")
+        item = _text(figure, text or "\u200b", fontsize=size, bbox=box)
         extent = item.get_window_extent(renderer)
         if x + extent.width > width - 12 and x > 12:
             x, y = 12.0, y + line
@@ -368,11 +504,11 @@ def render_png(explanation: dict, *, width: int = 1100, dpi: int = 100) -> bytes
     label = explanation.get("label", ", ".join(explanation.get("labels", [])))
     probs = sorted(explanation["probabilities"].items(), key=lambda kv: -kv[1])[:8]
     shown = "   ".join(f"{name} {p:.3f}" for name, p in probs)
-    placed = [(figure.text(0, 0, f"Predicted: {label}", fontsize=15, weight="bold", transform=None, va="top"), 12, 12),
-              (figure.text(0, 0, f"{explanation['model']} · {shown}", fontsize=10, transform=None, va="top"), 12, 40)]
+    placed = [(_text(figure, f"Predicted: {label}", fontsize=15, weight="bold"), 12, 12),
+              (_text(figure, f"{explanation['model']} · {shown}", fontsize=10), 12, 40)]
     y = 70.0
     for units, row, rgb in _png_sections(explanation):
-        title = figure.text(0, 0, row["name"], fontsize=10, weight="bold", color="#444", transform=None, va="top")
+        title = _text(figure, row["name"], fontsize=10, weight="bold", color="#444")
         placed.append((title, 12, y))
         y = _draw_units(figure, renderer, placed, units, _shade(row["weights"]), rgb, y + 22, width) + 8
     height = y + 12
@@ -389,13 +525,29 @@ def render_png(explanation: dict, *, width: int = 1100, dpi: int = 100) -> bytes
 
 def write_explanations(explanations: Sequence[dict], folder: str | Path, *, stem: str = "explain") -> list[Path]:
     """``<stem>_<i>.html`` and ``<stem>_<i>.png`` for every explanation (numbered from 1) in
-    ``folder``; everything is drawn first, so a failure writes nothing."""
-    folder = Path(folder)
-    pages = [(render_html(e).encode("utf-8"), render_png(e)) for e in explanations]
+    ``folder`` (made when missing). The folder, ``stem`` (a plain file-name stem) and every
+    explanation are checked and everything is drawn first, so a bad input writes nothing; a
+    write that fails (disk full) removes the files this call wrote."""
+    folder = check_path("folder", folder)
+    check_folder_path("folder", folder)
+    stem = _check_stem(stem)
+    explanations = as_list(explanations, "write_explanations(explanations)", "explanations", "explanations")
+    for i, explanation in enumerate(explanations):
+        check_explanation(explanation, f"explanations[{i}]", i)
+    files = []
+    for i, explanation in enumerate(explanations, 1):
+        files += [(folder / f"{stem}_{i}.html", render_html(explanation).encode("utf-8")),
+                  (folder / f"{stem}_{i}.png", render_png(explanation))]
+    for path, _ in files:
+        if path.is_dir():
+            raise DataError(f"{path}: is a folder; move it away, or pass another folder or stem")
     written = []
-    for i, (page, image) in enumerate(pages, 1):
-        for suffix, data in ((".html", page), (".png", image)):
-            path = folder / f"{stem}_{i}{suffix}"
+    try:
+        for path, data in files:
             artifacts.atomic_write_bytes(path, data)
             written.append(path)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
     return written

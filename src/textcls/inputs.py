@@ -45,16 +45,18 @@ def as_list(values, call: str, param: str, what: str) -> list:
     return list(values)
 
 
-def check_texts(texts: list, where: str | None = None) -> list:
-    """``texts`` unchanged when every one is a non-blank string; else a DataError naming the index."""
+def check_texts(texts: list, where: str | None = None, first: int = 0) -> list:
+    """``texts`` unchanged when every one is a non-blank string; else a DataError naming the text
+    by its number counted from ``first`` (0: the list index; 1 where the outputs count from 1,
+    as ``textcls explain``'s files do) and carrying its 0-based ``index``."""
     prefix = f"{where}: " if where else ""
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             hint = " (decode bytes first)" if isinstance(text, bytes) else ""
-            raise DataError(f"{prefix}text {i} is {type(text).__name__}, not a string; "
+            raise DataError(f"{prefix}text {first + i} is {type(text).__name__}, not a string; "
                             f"pass every text as a str{hint}", index=i)
         if not text or text.isspace():
-            raise DataError(f"{prefix}text {i} is {'empty' if not text else 'only whitespace'}; "
+            raise DataError(f"{prefix}text {first + i} is {'empty' if not text else 'only whitespace'}; "
                             "a model cannot classify it, drop it or give it content", index=i)
     return texts
 

@@ -31,7 +31,7 @@ from . import artifacts
 from .errors import CheckpointError, ConfigError
 from .inputs import as_list, check_finite_probabilities, check_texts, task_indices
 from .numpy_forward import FORWARDS, build_forward, probabilities
-from .validate import range_check
+from .validate import MAX_INT, check_int, check_path, is_number
 
 __all__ = ["Predictor", "DEFAULT_THRESHOLD"]
 
@@ -69,8 +69,10 @@ class Predictor:
              note: Callable[[str], None] | None = None) -> "Predictor":
         """Load ``run_dir``. ``device``: cpu, cuda[:N] or auto; None: cpu for a NumPy run, else the
         device the run trained on, or cpu when this machine lacks it (said through ``note``).
-        ``threads``: torch's intra-op threads for a torch run (None: torch's default)."""
-        run_dir = Path(run_dir)
+        ``threads``: torch's intra-op threads for a torch run, a positive integer (None: torch's
+        default)."""
+        run_dir = check_path("run_dir", run_dir)
+        threads = check_int("threads", threads, 1, MAX_INT, optional=True)
         config = artifacts.read_config(run_dir)
         if device in (None, "cpu") and _numpy_family(config):
             predictor = _load_numpy(cls, run_dir, config)
@@ -95,22 +97,35 @@ class Predictor:
 
     def labels(self, probs: np.ndarray, threshold: float | None = None) -> list:
         """Class names of each row: the most probable one, or for a multi-label run the list of
-        those at or above ``threshold`` (default ``self.threshold``)."""
+        those at or above ``threshold`` (in (0, 1], as ``textcls predict --threshold``; default
+        ``self.threshold``). A single-label run takes no threshold."""
+        cut = self._threshold(threshold)
         if self.multi_label:
-            cut = self.threshold if threshold is None else threshold
             return [[self.label_names[j] for j in np.flatnonzero(row >= cut)] for row in probs]
         return [self.label_names[j] for j in probs.argmax(axis=1)] if len(probs) else []
 
     def predict(self, texts: Sequence[str], tasks: Sequence[str] | None = None, threshold: float | None = None) -> list:
         """Class names (lists of them for a multi-label run), as ``labels(predict_proba(...))``."""
+        self._threshold(threshold)  # before the model runs
         return self.labels(self.predict_proba(texts, tasks), threshold)
+
+    def _threshold(self, threshold) -> float:
+        """The multi-label cut: ``threshold`` checked, else ``self.threshold``."""
+        if threshold is None:
+            return self.threshold
+        if not self.multi_label:
+            raise ConfigError(f"parameter 'threshold' applies to multi-label runs; {self.run_dir} predicts one "
+                              "label per text, so leave threshold out")
+        return check_threshold(threshold)
 
 
 def check_threshold(value, name: str = "parameter 'threshold'") -> float:
-    """A multi-label decision threshold in (0, 1], as a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A multi-label decision threshold in (0, 1], as a float (a Python or NumPy number, not a bool
+    or a string). ``name``: what the message calls it (a parameter, an option, a file's key)."""
+    if not is_number(value):
         raise ConfigError(f"{name} = {value!r} is not a number; give a threshold in (0, 1], e.g. 0.5")
-    range_check(name, float(value), 0.0, 1.0, low_open=True)
+    if not 0 < value <= 1:  # NaN too
+        raise ConfigError(f"{name} = {float(value)} is outside its allowed range (0, 1]; give a threshold such as 0.5")
     return float(value)
 
 
