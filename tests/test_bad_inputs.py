@@ -462,6 +462,8 @@ CLI_CASES = [
         ("--output-dir", "tiny.csv", "not a folder"), {"s.toml": suite_toml(model="tfidf-lr")}),
     Cli("explain-output-is-a-file", ("explain", "{nrun}", "good film", "-o", "tiny.csv"), 2,
         ("tiny.csv", "folder")),
+    Cli("predict-a-hub-id-where-a-folder-is-read", ("predict", "hf:me/good", "good film"), 2,
+        ("hf:me/good", "hf download me/good --local-dir", "from_pretrained('hf:me/good')")),
     # Until stop 63 an empty path was Path(""): export wrote model.onnx and its files into the cwd.
     Cli("export-output-empty", ("export", "{nrun}", "-o", ""), 2, ("-o is empty", "working directory"),
         check=lambda ctx, out, err: assert_only_files(ctx.tmp, {"tiny.csv"})),

@@ -314,6 +314,11 @@ def read_config(run_dir: Path) -> dict:
     is upgraded in memory; the file is left as it is)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
+        if str(run_dir).startswith("hf:"):  # a hub id where only a folder is read (the CLI, Predictor)
+            repo = str(run_dir)[3:]
+            raise CheckpointError(f"{run_dir}: here a run is a local folder; download the hub repository first "
+                                  f"(hf download {repo} --local-dir DIR) and pass DIR, or load it in Python with "
+                                  f"Classifier.from_pretrained('{run_dir}')")
         raise CheckpointError(f"{run_dir}: no such run directory; pass the folder `textcls train` printed")
     config = read_json(run_dir / CONFIG)
     if not isinstance(config, dict):
