@@ -607,6 +607,9 @@ CLI_CASES = [
         setup=broken("nrun", wrong_shape_weights)),
     Cli("evaluate-missing-tokenizer", ("evaluate", "r", "--data", "tiny.csv"), 2, ("tokenizer.json",),
         setup=broken("nrun", remove("tokenizer.json"))),
+    # Predictor's own load: until stop 63 the message held the path twice ("cannot load the tokenizer (<path> is ...").
+    Cli("predict-corrupt-tokenizer", ("predict", "r", "good film"), 2, ("tokenizer.json", "corrupt"),
+        setup=broken("nrun", write_file("tokenizer.json", '{"version": "1.0"}')), refuse=("cannot load the tokenizer",)),
     Cli("evaluate-corrupt-tokenizer", ("evaluate", "r", "--data", "tiny.csv"), 2, ("tokenizer.json",),
         setup=broken("nrun", write_file("tokenizer.json", '{"version": "1.0", "model": {'))),
     Cli("evaluate-unknown-split", ("evaluate", "{run}", "--data", "tiny.csv", "--split", "validation"), 2,

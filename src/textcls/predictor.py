@@ -163,6 +163,8 @@ def _numpy_stages(run_dir: Path, config: dict) -> tuple[Callable, Callable] | No
         raise CheckpointError(f"{tokenizer}: file is missing; the run directory is incomplete")
     try:
         pipeline = TextPipeline.load(run_dir, state["pipeline"])
+    except CheckpointError:
+        raise  # already names the file and what is wrong
     except Exception as exc:  # tokenizers raises plain Exceptions on bad JSON
         raise CheckpointError(f"{tokenizer}: cannot load the tokenizer ({exc}); the file is corrupt") from None
     weights = run_dir / artifacts.WEIGHTS

@@ -587,7 +587,8 @@ class TextPipeline:
         try:
             text = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as err:
-            raise CheckpointError(f"{path} is not a valid tokenizer file ({err}); re-save it with TextPipeline.save")
+            raise CheckpointError(f"{path} is not a valid tokenizer file ({err}); the file is corrupt: restore it, "
+                                  "or train the run again")
         return cls.from_json(text, settings, where=str(path))
 
     @classmethod
@@ -603,7 +604,8 @@ class TextPipeline:
         try:
             tokenizer = Tokenizer.from_str(text)
         except Exception as err:  # tokenizers raises a bare Exception on bad JSON
-            raise CheckpointError(f"{where} is not a valid tokenizer file ({err}); re-save it with TextPipeline.save")
+            raise CheckpointError(f"{where} is not a valid tokenizer file ({err}); the file is corrupt: restore it, "
+                                  "or train the run again")
         saved = json.loads(tokenizer.to_str())
         expected = json.loads(pipeline._skeleton().to_str())
         for part in ("normalizer", "pre_tokenizer"):
