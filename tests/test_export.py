@@ -8,9 +8,13 @@ The probabilities must equal PyTorch's (``Classifier.from_pretrained(run).predic
 within 1e-5, whatever the sub-batch size. int8 exports must stay close and be smaller.
 """
 
+import errno
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +22,9 @@ from conftest import load_benchmark_script
 from tolerance import KERNEL
 
 import textcls
+from textcls import artifacts
 from textcls.api import Classifier
-from textcls.errors import CheckpointError, ConfigError
+from textcls.errors import CheckpointError, ConfigError, RunFolderError
 from textcls.export import export_onnx
 from textcls.models.registry import get_preset, list_models
 from textcls import onnx_predictor
@@ -198,3 +203,151 @@ def test_the_export_command_writes_a_folder_the_predictor_loads(datasets, texts,
     err = capsys.readouterr().err
     assert done.value.code == 2 and err.startswith("error: --format 'tflite'") and len(err.strip().split("\n")) == 1
     assert not (tmp_path / "bad").exists()
+
+
+# --------------------------------------------------------------------------- damaged folders, bad arguments
+
+
+@pytest.fixture(scope="module")
+def small_export(datasets, tmp_path_factory):
+    """A tiny fastText run (6 TREC classes, hashed bigrams) and its export, for the tests that
+    damage a copy or make the export fail."""
+    tmp = tmp_path_factory.mktemp("small")
+    run = _fit(datasets, "fasttext-bag", "trec", {"embedding_dim": 4, "bigram_buckets": 64}, tmp)
+    export_onnx(run, tmp / "onnx")
+    return run, tmp / "onnx"
+
+
+def _set(key, value):
+    return lambda side: side.__setitem__(key, value)
+
+
+def _labels(n):
+    def edit(side):
+        side["label_names"], side["label_values"] = side["label_names"][:n], side["label_values"][:n]
+    return edit
+
+
+def _pipeline(key, value):
+    return lambda side: side["pipeline"].__setitem__(key, value)
+
+
+# Each edit of onnx.json, and what the CheckpointError must say (it also names onnx.json and
+# says to export the run again). Before these checks: KeyError, TypeError, numpy's shape
+# errors, errors blaming tokenizer.json, or silently wrong predictions.
+SIDECAR_EDITS = [
+    ("no-shape", lambda side: side.pop("shape"), "'shape' is missing; it should be one of flat, hierarchical"),
+    ("no-label_names", lambda side: side.pop("label_names"), "'label_names' is missing"),
+    ("no-multi_label", lambda side: side.pop("multi_label"), "'multi_label' is missing; it should be true or false"),
+    ("no-pipeline", lambda side: side.pop("pipeline"), "'pipeline' is missing"),
+    ("pipeline-null", _set("pipeline", None), "'pipeline' = None should be a JSON object"),
+    ("pipeline-string", _set("pipeline", "x"), "'pipeline' = 'x' should be a JSON object"),
+    ("pipeline-unknown-setting", _pipeline("colour", 1), "'pipeline' is not valid text pipeline settings .*'colour'"),
+    ("pipeline-other-normaliser", _pipeline("lowercase", False), "'pipeline' does not fit tokenizer.json"),
+    ("pipeline-without-bigrams", _pipeline("bigram_buckets", 0), "'pipeline' has bigram_buckets = 0, but model.onnx"),
+    ("batch_size-string", _set("batch_size", "x"), "'batch_size' = 'x' should be an integer >= 1"),
+    ("label_names-string", _set("label_names", "ab"), "'label_names' = 'ab' should be a non-empty list"),
+    ("three-labels", _labels(3), "'label_names' = .* has 3 class names, but model.onnx gives 6 probabilities"),
+    ("one-label", _labels(1), "'label_names' = .* has 1 class names, but model.onnx gives 6 probabilities"),
+    ("label_values-short", lambda side: side["label_values"].pop(), "'label_values' = .* should be a list of 6"),
+    ("shape-weird", _set("shape", "weird"), "'shape' = 'weird' should be one of flat, hierarchical"),
+    ("shape-hierarchical", _set("shape", "hierarchical"), "'shape' = 'hierarchical' does not match model.onnx"),
+    ("task_names-single-task", _set("task_names", ["a", "b"]), r"'task_names' = \['a', 'b'\] should be null"),
+    ("quantize-int4", _set("quantize", "int4"), "'quantize' = 'int4' should be null or 'int8'"),
+    # Every field plausible: only the sidecar's own checksum tells.
+    ("relabelled", lambda side: side["label_names"].reverse(), "do not match the SHA-256 recorded in it"),
+]
+
+
+@pytest.mark.parametrize("edit, match", [e[1:] for e in SIDECAR_EDITS], ids=[e[0] for e in SIDECAR_EDITS])
+def test_a_damaged_sidecar_is_a_checkpoint_error_naming_the_field(small_export, tmp_path, edit, match):
+    folder = tmp_path / "onnx"
+    shutil.copytree(small_export[1], folder)
+    side = json.loads((folder / "onnx.json").read_text())
+    edit(side)
+    (folder / "onnx.json").write_text(json.dumps(side))
+    with pytest.raises(CheckpointError, match=match) as err:
+        OnnxClassifier.load(folder, threads=1).predict_proba(["what is the capital of peru ?"])
+    message = str(err.value)
+    assert message.startswith(str(folder / "onnx.json")) and "export the run again" in message, message
+
+
+def test_a_sidecar_without_its_checksum_loads_and_verify_false_takes_an_edit(small_export, tmp_path):
+    folder = tmp_path / "onnx"
+    shutil.copytree(small_export[1], folder)
+    side = json.loads((folder / "onnx.json").read_text())
+    expected = OnnxClassifier.load(folder, threads=1).predict_proba(["who wrote hamlet ?"])
+    side["label_names"] = [f"class {i}" for i in range(len(side["label_names"]))]
+    (folder / "onnx.json").write_text(json.dumps(side))
+    assert OnnxClassifier.load(folder, verify=False).label_names[0] == "class 0"
+    del side["sidecar_sha256"]  # an export made before the field
+    (folder / "onnx.json").write_text(json.dumps(side))
+    got = OnnxClassifier.load(folder, threads=1).predict_proba(["who wrote hamlet ?"])
+    assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("providers, match", [
+    ("CPUExecutionProvider", "'providers' = 'CPUExecutionProvider' is one string, not a list"),
+    (["NoSuchProvider"], "'NoSuchProvider' is not an onnxruntime execution provider"),
+    ([], "'providers' = \\[\\] names no provider"),
+    ([3], "entry 3 must be a provider name"),
+])
+def test_bad_providers_are_config_errors_naming_the_available_ones(small_export, providers, match):
+    with pytest.raises(ConfigError, match=match) as err:
+        OnnxClassifier.load(small_export[1], providers=providers)
+    assert "available here: " in str(err.value) and "CPUExecutionProvider" in str(err.value)
+    # A list of preferences runs on the first one available (the CPU here, at worst).
+    clf = OnnxClassifier.load(small_export[1], threads=1,
+                              providers=["CUDAExecutionProvider", ("CPUExecutionProvider", {})])
+    assert clf.predict_proba(["who wrote hamlet ?"]).shape == (1, 6)
+
+
+@pytest.mark.parametrize("folder", [None, "", 3])
+def test_a_folder_that_is_not_a_path_is_a_config_error(folder):
+    with pytest.raises(ConfigError, match="parameter 'folder' = .* must be a file or folder path"):
+        OnnxClassifier.load(folder)
+
+
+@pytest.mark.parametrize("name", ["model.onnx", "onnx.json", "tokenizer.json"])
+def test_a_folder_in_the_way_stops_the_export_before_it_writes(small_export, tmp_path, capsys, name):
+    from textcls.cli import main
+
+    out = tmp_path / "out"
+    (out / name).mkdir(parents=True)
+    with pytest.raises(SystemExit) as done:
+        main(["export", str(small_export[0]), "--output", str(out)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and len(err.strip().split("\n")) == 1, err
+    assert err.startswith(f"error: output {out} holds a folder named {name}, where the export writes its {name} "
+                          "file; remove that folder or choose another output folder"), err
+    assert [p.name for p in out.iterdir()] == [name]  # nothing written beside it
+
+
+@pytest.mark.parametrize("where", ["trace", "move-in"])
+def test_a_full_disk_is_reported_as_such_and_writes_nothing(small_export, tmp_path, monkeypatch, where):
+    from textcls import export
+
+    run, out = small_export[0], tmp_path / "out"
+    export_onnx(run, out)
+    side = json.loads((out / "onnx.json").read_text())
+    side["textcls_version"] = "an older export"  # to tell whether the old onnx.json is still there
+    (out / "onnx.json").write_text(json.dumps(side))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    if where == "trace":  # what a full disk does to torch.onnx.export's write of the graph
+        monkeypatch.setattr(export, "_trace", full)
+    else:  # the last file of the export: the others are written by then
+        write = artifacts.atomic_write_bytes
+        monkeypatch.setattr(artifacts, "atomic_write_bytes",
+                            lambda path, data: full() if Path(path).name == "onnx.json" else write(path, data))
+    with pytest.raises(RunFolderError) as err:
+        export_onnx(run, out)
+    assert str(err.value).startswith(f"{out}: cannot write the ONNX export ({os.strerror(errno.ENOSPC)}")
+    assert str(err.value).endswith("free some disk space or choose another output folder; nothing was written")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the old export, no staging folder
+    with pytest.raises(RunFolderError):
+        export_onnx(run, tmp_path / "new" / "onnx")
+    assert not (tmp_path / "new").exists()  # the folders it made are removed

@@ -260,9 +260,10 @@ def write_run(run_dir: Path, config: dict, arrays: dict[str, np.ndarray]) -> Pat
 
 
 @contextlib.contextmanager
-def staged_run(run_dir: Path):
+def staged_run(run_dir: Path, last: str = CONFIG):
     """A temporary folder beside ``run_dir`` to write a run into; on success its files are moved
-    into ``run_dir`` (``config.json`` last), and the folder is removed either way.
+    into ``run_dir`` (``last`` last: the file that makes the folder complete, config.json for a
+    run, onnx.json for an export), and the folder is removed either way.
 
     Why: a failure while writing (a full disk, an interrupt) then leaves a run already in
     ``run_dir`` as it was, instead of new weights beside an old config. The moves are renames on
@@ -279,7 +280,7 @@ def staged_run(run_dir: Path):
     try:
         yield staging
         run_dir.mkdir(exist_ok=True)
-        for name in sorted((p.name for p in staging.iterdir()), key=lambda name: name == CONFIG):
+        for name in sorted((p.name for p in staging.iterdir()), key=lambda name: name == last):
             os.replace(staging / name, run_dir / name)
         _fsync_dir(run_dir)
     except BaseException:
@@ -297,7 +298,7 @@ def read_weights(run_dir: Path, config: dict, allow_inf: tuple[str, ...] = ()) -
     run_dir = Path(run_dir)
     weights = run_dir / WEIGHTS
     checksum = config.get("weights_sha256")
-    if checksum is not None and not _is_sha256(checksum):
+    if checksum is not None and not is_sha256(checksum):
         raise CheckpointError(f"{run_dir / CONFIG}: 'weights_sha256' is not a SHA-256 hex digest; "
                               "the file is corrupt or was changed, retrain or restore it")
     arrays = read_arrays(weights, sha256=checksum)
@@ -305,7 +306,7 @@ def read_weights(run_dir: Path, config: dict, allow_inf: tuple[str, ...] = ()) -
     return arrays
 
 
-def _is_sha256(value) -> bool:
+def is_sha256(value) -> bool:
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 

@@ -10,6 +10,7 @@ model.onnx      the network with its final activation: inputs named as the batch
                 (softmax, or a sigmoid per class for multi-label runs)
 onnx.json       input names, dtypes and axes, label names, the text-pipeline settings,
                 the textcls version and the SHA-256 of model.onnx and tokenizer.json
+                (and of its own other fields: sidecar_sha256)
 tokenizer.json  a copy of the run's vocabulary and normaliser
 ```
 
@@ -35,18 +36,22 @@ ONNX tokeniser either). They predict from their stored arrays through
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import logging
 import math
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__, artifacts
-from .errors import ConfigError, ModelError
+from .errors import ConfigError, ModelError, RunFolderError
 from .numpy_forward import reads_as_kims_code
-from .onnx_predictor import ONNX_FILE, OUTPUT_NAME, SIDECAR_FILE, SIDECAR_FORMAT, read_sidecar
+from .onnx_predictor import ONNX_FILE, OUTPUT_NAME, SIDECAR_FILE, SIDECAR_FORMAT, read_sidecar, sidecar_checksum
 from .validate import check_folder_path, check_path
 
 QUANTIZE_CHOICES = (None, "int8")
@@ -70,6 +75,14 @@ DYNAMIC_AXES = {
 }
 INPUT_DTYPES = {"input_ids": "int64", "bigram_ids": "int64", "task_ids": "int64",
                 "mask": "bool", "bigram_mask": "bool", "word_mask": "bool", "sentence_mask": "bool"}
+# The files of an export folder, in the order they are moved in: onnx.json, which holds the
+# others' checksums, last.
+OUTPUT_FILES = (artifacts.TOKENIZER, ONNX_FILE, SIDECAR_FILE)
+# OS errors that say the output folder cannot be written (full, no permission, read-only, a
+# failing disk), not that the exporter failed: reported as such, not as a model to report.
+DISK_ERRNOS = frozenset(n for n in (getattr(errno, name, None) for name in
+                                    ("ENOSPC", "EDQUOT", "EACCES", "EPERM", "EROFS", "EIO", "EFBIG"))
+                        if n is not None)
 
 __all__ = ["export_onnx", "read_sidecar", "ONNX_FILE", "SIDECAR_FILE", "OUTPUT_NAME"]
 
@@ -93,6 +106,7 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
         raise ConfigError(f"output {out_dir} names a file; pass a folder (it receives {ONNX_FILE}, "
                           f"{SIDECAR_FILE} and tokenizer.json)")
     check_folder_path("output", out_dir)
+    _check_targets(out_dir)
     if out_dir.resolve() == run_dir.resolve():
         raise ConfigError(f"output {out_dir} is the run folder itself; pass another folder")
     config = artifacts.read_config(run_dir)
@@ -125,6 +139,46 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
 
 
 # --------------------------------------------------------------------------- internals
+
+
+def _check_targets(out_dir: Path) -> None:
+    """Refuse, before any work, an output folder that holds a folder where a file of the export
+    goes (the renames at the end would fail after the files before it were moved in)."""
+    for name in OUTPUT_FILES:
+        if (out_dir / name).is_dir():
+            raise ConfigError(f"output {out_dir} holds a folder named {name}, where the export writes its {name} "
+                              "file; remove that folder or choose another output folder")
+
+
+def _disk_error(exc: BaseException) -> OSError | None:
+    """The OSError of ``DISK_ERRNOS`` that ``exc`` is or was raised from (an exporter may wrap it)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _write_error(exc: OSError, out_dir: Path) -> RunFolderError:
+    """One line for an export that the file system refused: where, the OS's reason, what to do."""
+    where, named = out_dir, exc.filename2 or exc.filename
+    if isinstance(named, (str, os.PathLike)) and out_dir.resolve() not in Path(named).resolve().parents:
+        where = Path(named)  # outside the output folder (onnxruntime's quantiser writes to the temp folder)
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        existing = next((p for p in (where, *where.parents) if p.exists()), None)
+        with contextlib.suppress(OSError, TypeError):
+            reason += f", {shutil.disk_usage(existing).free / 1024:.0f} KiB free there"
+        fix = "free some disk space or choose another output folder"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        fix = "check the folder's permissions or choose another output folder"
+    elif exc.errno == errno.EROFS:
+        fix = "the file system is read-only; choose another output folder"
+    else:
+        fix = "check the disk or choose another output folder"
+    return RunFolderError(f"{where}: cannot write the ONNX export ({reason}); {fix}; nothing was written")
 
 
 def _require_onnx() -> None:
@@ -300,22 +354,26 @@ def _export(clf, config: dict, out_dir: Path, *, quantize, opset: int, run_dir: 
     with torch.no_grad(), switch(False) if callable(switch) else contextlib.nullcontext():
         expected = [wrapper(*torch_inputs(b)).numpy() for b in batches]
 
-    created = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        built = _build(clf, out_dir, wrapper, model, batches, expected, names, shape, opset, quantize, torch_inputs)
-    except BaseException:
-        if created and not any(out_dir.iterdir()):
-            out_dir.rmdir()  # a failed export leaves no empty folder it made
-        raise
+    # Everything is written into a folder beside out_dir and moved in at the end (renames, which
+    # need no space), onnx.json last: a failure (a full disk) leaves out_dir as it was, and a
+    # folder this call made is removed.
     tokenizer_bytes = (run_dir / artifacts.TOKENIZER).read_bytes()
-    sidecar = _sidecar(clf, config, built, names, tokenizer_bytes, quantize=quantize, num_tasks=num_tasks)
-    target = out_dir / ONNX_FILE
-    artifacts.atomic_write_bytes(out_dir / artifacts.TOKENIZER, tokenizer_bytes)
-    artifacts.atomic_write_bytes(target, built["data"])
-    # The sidecar last: a folder is complete once onnx.json (with the checksum) is there.
-    artifacts.atomic_write_bytes(out_dir / SIDECAR_FILE, (json.dumps(sidecar, indent=2) + "\n").encode("utf-8"))
-    return target
+    try:
+        with artifacts.staged_run(out_dir, last=SIDECAR_FILE) as staging:
+            with tempfile.TemporaryDirectory(dir=staging, prefix=".build-") as tmp:
+                built = _build(clf, Path(tmp), wrapper, model, batches, expected, names, shape, opset, quantize,
+                               torch_inputs)
+            sidecar = _sidecar(clf, config, built, names, tokenizer_bytes, quantize=quantize, num_tasks=num_tasks)
+            contents = {artifacts.TOKENIZER: tokenizer_bytes, ONNX_FILE: built["data"],
+                        SIDECAR_FILE: (json.dumps(sidecar, indent=2) + "\n").encode("utf-8")}
+            for name in OUTPUT_FILES:
+                artifacts.atomic_write_bytes(staging / name, contents[name])
+    except Exception as exc:
+        disk = _disk_error(exc)
+        if disk is None:
+            raise
+        raise _write_error(disk, out_dir) from exc
+    return out_dir / ONNX_FILE
 
 
 def _input_names(shape: str, bigram_buckets: int, num_tasks: int) -> tuple[str, ...]:
@@ -337,7 +395,7 @@ def _sidecar(clf, config: dict, built: dict, names, tokenizer_bytes: bytes, *, q
     data, method, failures = built["data"], built["method"], built["failures"]
     shape = clf.preset_.inputs.get("shape", "flat")
     multi_label = bool(clf.multi_label_)
-    return {
+    sidecar = {
         "format": SIDECAR_FORMAT,
         "textcls_version": __version__,
         "model": clf.model,
@@ -370,6 +428,11 @@ def _sidecar(clf, config: dict, built: dict, names, tokenizer_bytes: bytes, *, q
                      "method": f"torch.onnx.export(dynamo={method == 'dynamo'})",
                      **({"legacy_failure": failures[0]} if failures else {})},
     }
+    # onnx.json's own checksum (over its other fields), checked by OnnxClassifier.load: an edit
+    # that leaves every field plausible (other label names or pipeline settings) is caught too.
+    # Exports made before it have no such field and load as before.
+    sidecar["sidecar_sha256"] = sidecar_checksum(sidecar)
+    return sidecar
 
 
 def _max_diff(session, names, batches, expected) -> float:
@@ -383,45 +446,48 @@ def _max_diff(session, names, batches, expected) -> float:
     return worst
 
 
-def _build(clf, out_dir: Path, wrapper, model, batches, expected, names, shape, opset, quantize,
+def _build(clf, tmp: Path, wrapper, model, batches, expected, names, shape, opset, quantize,
            torch_inputs) -> dict:
-    """Trace (TorchScript, then torch.export), check, quantise, in a temporary folder inside
-    ``out_dir``; returns the final graph's bytes (``data``) and what the sidecar records."""
-    import tempfile
-
+    """Trace (TorchScript, then torch.export), check, quantise, in the temporary folder ``tmp``;
+    returns the final graph's bytes (``data``) and what the sidecar records. An OS error that
+    says the folder cannot be written (``DISK_ERRNOS``) is raised as it is, not taken for an
+    exporter's failure."""
     import onnx
 
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".export-") as tmp:
-        fp32_path = Path(tmp) / "fp32.onnx"
-        failures = []
-        for method in EXPORTERS:
-            try:
-                _trace(method, wrapper, model, torch_inputs(batches[0]), fp32_path, names, shape, opset)
-                onnx.checker.check_model(str(fp32_path))
-                max_diff = _verify(fp32_path, names, batches, expected)
-                break
-            except Exception as exc:  # the exporters and onnxruntime raise many types
-                failures.append(f"{method}: {_first_line(exc)}")
-        else:
-            raise ModelError(f"model '{clf.model}' (family {clf.preset_.family}) could not be exported to ONNX "
-                             f"({'; '.join(failures)}); nothing was written, report it")
-        final_path, int8_diff = fp32_path, None
-        if quantize == "int8":
-            final_path = Path(tmp) / "int8.onnx"
-            _quantize_int8(fp32_path, final_path)
-            try:
-                int8_diff = _max_diff(_onnx_session(final_path), names, batches, expected)
-            except Exception as exc:  # onnxruntime's own exception types
-                raise ModelError(f"the int8 graph of model '{clf.model}' does not run ({_first_line(exc)}); "
-                                 "export without quantize") from exc
-        data = final_path.read_bytes()
-        graph = onnx.load_model_from_string(data)
-        return {
-            "data": data, "method": method, "failures": failures, "max_diff": max_diff, "int8_diff": int8_diff,
-            "fp32_bytes": fp32_path.stat().st_size,
-            "graph_inputs": [i.name for i in graph.graph.input],
-            "opset": next((o.version for o in graph.opset_import if o.domain in ("", "ai.onnx")), opset),
-        }
+    fp32_path = tmp / "fp32.onnx"
+    failures = []
+    for method in EXPORTERS:
+        try:
+            _trace(method, wrapper, model, torch_inputs(batches[0]), fp32_path, names, shape, opset)
+            onnx.checker.check_model(str(fp32_path))
+            max_diff = _verify(fp32_path, names, batches, expected)
+            break
+        except Exception as exc:  # the exporters and onnxruntime raise many types
+            if _disk_error(exc) is not None:
+                raise
+            failures.append(f"{method}: {_first_line(exc)}")
+    else:
+        raise ModelError(f"model '{clf.model}' (family {clf.preset_.family}) could not be exported to ONNX "
+                         f"({'; '.join(failures)}); nothing was written, report it")
+    final_path, int8_diff = fp32_path, None
+    if quantize == "int8":
+        final_path = tmp / "int8.onnx"
+        _quantize_int8(fp32_path, final_path)
+        try:
+            int8_diff = _max_diff(_onnx_session(final_path), names, batches, expected)
+        except Exception as exc:  # onnxruntime's own exception types
+            if _disk_error(exc) is not None:
+                raise
+            raise ModelError(f"the int8 graph of model '{clf.model}' does not run ({_first_line(exc)}); "
+                             "export without quantize") from exc
+    data = final_path.read_bytes()
+    graph = onnx.load_model_from_string(data)
+    return {
+        "data": data, "method": method, "failures": failures, "max_diff": max_diff, "int8_diff": int8_diff,
+        "fp32_bytes": fp32_path.stat().st_size,
+        "graph_inputs": [i.name for i in graph.graph.input],
+        "opset": next((o.version for o in graph.opset_import if o.domain in ("", "ai.onnx")), opset),
+    }
 
 
 def _first_line(exc: BaseException) -> str:
@@ -494,6 +560,8 @@ def _quantize_int8(source: Path, target: Path) -> None:
                          op_types_to_quantize=["MatMul", "Gemm", "Gather", "Conv", "LSTM"],
                          extra_options={"MatMulConstBOnly": True})
     except Exception as exc:  # onnxruntime.quantization raises many types
+        if _disk_error(exc) is not None:
+            raise
         raise ModelError(f"int8 quantisation failed ({_first_line(exc)}); export without quantize") from exc
     finally:
         logging.getLogger().removeFilter(quiet)
