@@ -524,3 +524,22 @@ def test_threads_zero_and_an_output_folder_are_refused(tmp_path, capsys):
     (tmp_path / "out").mkdir()
     code, _, err = call(capsys, "evaluate", tmp_path / "no-run", "--data", "x.csv", "--output", tmp_path / "out")
     assert code == 2 and one_line_error(err).startswith(f"error: {tmp_path / 'out'}: is a folder; --output takes")
+
+
+@pytest.mark.parametrize("argv, refused", [
+    (["export", "run", "-o", ""], "-o"),
+    (["explain", "run", "good film", "--output="], "--output"),
+    (["export", "run", "-o", "out", "--output", ""], "--output"),  # the last of a repeated option counts
+    (["export", "run", "-o", "", "-o", "out"], None),  # ... as in click: out
+    (["export", "run", "-o=x"], None),  # a short option's '=' is part of its value (the path '=x')
+    (["predict", "run", "--", "-f", ""], None),  # after '--' they are texts (an empty one is refused as a text)
+    (["train", "--data", "", "--run-dir", "runs/x"], None),  # --data is not a path option (dataset names too)
+    (["list-models"], None),
+])
+def test_an_empty_path_option_is_found_as_click_would_read_it(argv, refused):
+    """The review of stop 63's first version found it refusing valid command lines."""
+    import typer
+
+    from textcls.cli import _empty_path_option, app
+
+    assert _empty_path_option(typer.main.get_command(app), argv) == refused

@@ -400,7 +400,9 @@ def test_the_png_draws_dollars_as_dollars_not_mathtext():
     assert render_png(e)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_a_failed_write_removes_what_the_call_wrote(tmp_path, monkeypatch):
+def test_a_failed_write_leaves_the_folder_as_it_was(tmp_path, monkeypatch):
+    """A full disk on the third file: the pages of an earlier call with the same names are kept
+    (the review of stop 63 found a rollback that deleted them), and a folder made here is gone."""
     import errno
 
     from textcls import artifacts
@@ -414,7 +416,14 @@ def test_a_failed_write_removes_what_the_call_wrote(tmp_path, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         real(path, data)
 
+    (tmp_path / "ex").mkdir()
+    (tmp_path / "ex" / "explain_1.html").write_text("the earlier page")
     monkeypatch.setattr(artifacts, "atomic_write_bytes", disk_full_on_the_third)
     with pytest.raises(OSError, match="No space left"):
         write_explanations([record(), record()], tmp_path / "ex")
-    assert len(calls) == 3 and list((tmp_path / "ex").iterdir()) == []
+    assert len(calls) == 3 and [p.name for p in (tmp_path / "ex").iterdir()] == ["explain_1.html"]
+    assert (tmp_path / "ex" / "explain_1.html").read_text() == "the earlier page"
+    calls.clear()
+    with pytest.raises(OSError, match="No space left"):
+        write_explanations([record(), record()], tmp_path / "new" / "ex")
+    assert not (tmp_path / "new").exists()

@@ -323,7 +323,7 @@ def test_a_folder_in_the_way_stops_the_export_before_it_writes(small_export, tmp
     assert [p.name for p in out.iterdir()] == [name]  # nothing written beside it
 
 
-@pytest.mark.parametrize("where", ["trace", "move-in"])
+@pytest.mark.parametrize("where", ["trace", "write", "rename"])
 def test_a_full_disk_is_reported_as_such_and_writes_nothing(small_export, tmp_path, monkeypatch, where):
     from textcls import export
 
@@ -334,19 +334,36 @@ def test_a_full_disk_is_reported_as_such_and_writes_nothing(small_export, tmp_pa
     (out / "onnx.json").write_text(json.dumps(side))
     before = {p.name: p.read_bytes() for p in out.iterdir()}
 
-    def full(*args, **kwargs):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    def full(path=None, *args, **kwargs):  # an OSError naming the file, as the OS's does
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path or out / "staged" / "fp32.onnx"))
 
-    if where == "trace":  # what a full disk does to torch.onnx.export's write of the graph
-        monkeypatch.setattr(export, "_trace", full)
-    else:  # the last file of the export: the others are written by then
+    if where == "trace":  # what a full disk does to torch.onnx.export's write of the graph (in the staging folder)
+        monkeypatch.setattr(export, "_trace", lambda *args: full(out / ".saving.x.tmp" / ".build-y" / "fp32.onnx"))
+    elif where == "write":  # the last file of the export: the others are written by then
         write = artifacts.atomic_write_bytes
         monkeypatch.setattr(artifacts, "atomic_write_bytes",
-                            lambda path, data: full() if Path(path).name == "onnx.json" else write(path, data))
+                            lambda path, data: full(path) if Path(path).name == "onnx.json" else write(path, data))
+    else:  # the moves into the folder: the second fails (an I/O error in place of ENOSPC would read alike)
+        replace, moves = os.replace, []
+
+        def failing_replace(source, target):
+            if Path(target).parent == out:  # staged_run's moves (atomic writes rename into the staging folder)
+                moves.append(target)
+                if len(moves) == 2:
+                    full(target)
+            replace(source, target)
+
+        monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(RunFolderError) as err:
         export_onnx(run, out)
     assert str(err.value).startswith(f"{out}: cannot write the ONNX export ({os.strerror(errno.ENOSPC)}")
-    assert str(err.value).endswith("free some disk space or choose another output folder; nothing was written")
+    assert "free some disk space or choose another output folder; " in str(err.value)
+    if where == "rename":
+        assert str(err.value).endswith("the folder may hold part of the new export beside the old one; export again")  # one file was moved in before the failure: that one is new, onnx.json is the old one
+        assert sorted(p.name for p in out.iterdir()) == sorted(before)
+        assert (out / "onnx.json").read_bytes() == before["onnx.json"]
+        return
+    assert str(err.value).endswith("; nothing was written")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the old export, no staging folder
     with pytest.raises(RunFolderError):
         export_onnx(run, tmp_path / "new" / "onnx")

@@ -210,13 +210,14 @@ def test_a_malformed_request_is_a_one_line_4xx_and_the_server_stays_up(small_cli
     assert small_client.post("/predict", json={"text": "who are you ?"}).status_code == 200
 
 
-def test_a_query_string_or_a_compressed_body_is_refused_not_ignored(small_client):
+def test_a_query_string_on_a_post_route_or_a_compressed_body_is_refused_not_ignored(small_client):
     """Until stop 63 `POST /predict?threshold=0.9` answered 200 as if the parameter were not there,
     and a gzip body was 'not UTF-8 (byte 1)'."""
     assert_error(small_client.post("/predict?threshold=0.9", json={"text": "who are you ?"}), 422,
                  "query parameter 'threshold' is not read")
-    assert_error(small_client.get("/health?verbose=1"), 422, "query parameter 'verbose'")
-    assert_error(small_client.get("/metadata?x=1"), 422, "query parameter 'x'")
+    # The GET routes take no input: a monitor's cache-buster is no mistake there.
+    assert small_client.get("/health?_=1733480000").status_code == 200
+    assert small_client.get("/metadata?_=1733480000").status_code == 200
     packed = gzip.compress(b'{"text": "who are you ?"}')
     assert_error(small_client.post("/predict", content=packed, headers={"content-type": "application/json",
                                                                         "content-encoding": "gzip"}),

@@ -137,6 +137,9 @@ def remove_temporaries(folder: Path, target: str | None = None) -> None:
     for path in folder.iterdir():
         name = path.name
         if is_temporary(name) and (target is None or name.startswith(f".{target}.") or name.startswith(f"{target}.tmp-")):
+            if path.is_dir() and not path.is_symlink():  # staged_run's folder
+                shutil.rmtree(path, ignore_errors=True)
+                continue
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -261,33 +264,34 @@ def write_run(run_dir: Path, config: dict, arrays: dict[str, np.ndarray]) -> Pat
 
 @contextlib.contextmanager
 def staged_run(run_dir: Path, last: str = CONFIG):
-    """A temporary folder beside ``run_dir`` to write a run into; on success its files are moved
-    into ``run_dir`` (``last`` last: the file that makes the folder complete, config.json for a
-    run, onnx.json for an export), and the folder is removed either way.
+    """A temporary folder inside ``run_dir`` (made when missing) to write a run into; on success
+    its files are moved up into ``run_dir`` (``last`` last: the file that makes the folder
+    complete, config.json for a run, onnx.json for an export), and the temporary folder is
+    removed either way, as are the folders this call made when it fails.
 
     Why: a failure while writing (a full disk, an interrupt) then leaves a run already in
-    ``run_dir`` as it was, instead of new weights beside an old config. The moves are renames on
-    one filesystem, which need no space; the files of ``run_dir`` the run does not write stay."""
+    ``run_dir`` as it was, instead of new weights beside an old config. Inside, not beside: the
+    moves are renames on the folder's own filesystem (also when ``run_dir`` is a symlink or a
+    mount point), need no space and no write access to the parent, and the files get the
+    folder's group and default ACL as files written there would. The files of ``run_dir`` the run
+    does not write stay. A process killed meanwhile leaves a ``.saving.*.tmp`` folder there
+    (``is_temporary``; ``remove_temporaries`` deletes it)."""
     run_dir = Path(run_dir)
-    created = _make_parents(run_dir.parent)
+    created = _make_parents(run_dir)
     try:
-        staging = Path(tempfile.mkdtemp(dir=run_dir.parent, prefix=f".{run_dir.name}.saving-"))
+        staging = Path(tempfile.mkdtemp(dir=run_dir, prefix=".saving.", suffix=".tmp"))
     except OSError as err:
         err.filename = str(run_dir)  # the message names the folder asked for, not the temporary one
         _remove_empty(created)
         raise
-    existed = run_dir.exists()
     try:
         yield staging
-        run_dir.mkdir(exist_ok=True)
         for name in sorted((p.name for p in staging.iterdir()), key=lambda name: name == last):
             os.replace(staging / name, run_dir / name)
         _fsync_dir(run_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
-        if not existed:  # made here: no half of a run is left
-            shutil.rmtree(run_dir, ignore_errors=True)
-        _remove_empty(created)
+        _remove_empty(created)  # made here and empty again: kept if anything else is in it now
         raise
     shutil.rmtree(staging, ignore_errors=True)
 

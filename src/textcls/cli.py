@@ -1010,21 +1010,28 @@ def _subcommand(command, args: List[str]):
 
 
 def _empty_path_option(command, args: List[str]) -> Optional[str]:
-    """The path option given an empty value (``-o ""``), if any: click reads it as ``Path("")``,
-    the working directory, so ``export -o ""`` wrote its files there."""
+    """The path option given an empty value (``-o ""``, ``--output=``), if any: click reads it as
+    ``Path("")``, the working directory, so ``export -o ""`` wrote its files there. The last of a
+    repeated option counts (as in click), and nothing after ``--`` is an option."""
     sub = _subcommand(command, args)
     if sub is None:
         return None
     hints = typing.get_type_hints(inspect.unwrap(sub.callback))
-    path_options = {opt for param in sub.params if param.param_type_name == "option"
-                    and (hints.get(param.name) is Path or Path in typing.get_args(hints.get(param.name)))
-                    for opt in param.opts}
-    for i, arg in enumerate(args):
-        flag, equals, value = arg.partition("=")
-        if (arg in path_options and i + 1 < len(args) and args[i + 1] == "") or (
-                equals and flag in path_options and value == ""):
-            return flag
-    return None
+    owner = {opt: param.name for param in sub.params if param.param_type_name == "option"
+             and (hints.get(param.name) is Path or Path in typing.get_args(hints.get(param.name)))
+             for opt in param.opts}
+    given: dict = {}
+    i = 0
+    while i < len(args) and args[i] != "--":
+        flag, equals, value = args[i].partition("=")
+        if args[i] in owner and i + 1 < len(args):
+            given[owner[args[i]]] = (args[i], args[i + 1])
+            i += 2
+            continue
+        if equals and flag.startswith("--") and flag in owner:
+            given[owner[flag]] = (flag, value)
+        i += 1
+    return next((flag for flag, value in given.values() if value == ""), None)
 
 
 def _with_option_names(message: str, command, args: List[str]) -> str:

@@ -526,8 +526,9 @@ def render_png(explanation: dict, *, width: int = 1100, dpi: int = 100) -> bytes
 def write_explanations(explanations: Sequence[dict], folder: str | Path, *, stem: str = "explain") -> list[Path]:
     """``<stem>_<i>.html`` and ``<stem>_<i>.png`` for every explanation (numbered from 1) in
     ``folder`` (made when missing). The folder, ``stem`` (a plain file-name stem) and every
-    explanation are checked and everything is drawn first, so a bad input writes nothing; a
-    write that fails (disk full) removes the files this call wrote."""
+    explanation are checked and everything is drawn first, so a bad input writes nothing; the
+    files are staged and renamed in at the end, so a write that fails (disk full) leaves the
+    folder as it was."""
     folder = check_path("folder", folder)
     check_folder_path("folder", folder)
     stem = _check_stem(stem)
@@ -541,13 +542,9 @@ def write_explanations(explanations: Sequence[dict], folder: str | Path, *, stem
     for path, _ in files:
         if path.is_dir():
             raise DataError(f"{path}: is a folder; move it away, or pass another folder or stem")
-    written = []
-    try:
+    # Staged, then renamed into the folder: a write that fails (a full disk) leaves the folder
+    # as it was, pages of an earlier call with the same names included.
+    with artifacts.staged_run(folder, last=files[-1][0].name if files else "") as staging:
         for path, data in files:
-            artifacts.atomic_write_bytes(path, data)
-            written.append(path)
-    except BaseException:
-        for path in written:
-            path.unlink(missing_ok=True)
-        raise
-    return written
+            artifacts.atomic_write_bytes(staging / path.name, data)
+    return [path for path, _ in files]

@@ -151,13 +151,16 @@ def _check_targets(out_dir: Path) -> None:
 
 
 def _disk_error(exc: BaseException) -> OSError | None:
-    """The OSError of ``DISK_ERRNOS`` that ``exc`` is or was raised from (an exporter may wrap it)."""
+    """The OSError of ``DISK_ERRNOS`` that ``exc`` is or was explicitly raised from (``raise ...
+    from``: an exporter may wrap it). Not an error merely raised while one was being handled
+    (``__context__``): a library probing a cache folder or /sys could then turn an exporter's
+    own failure into a 'Permission denied'."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
             return exc
-        exc = exc.__cause__ or exc.__context__
+        exc = exc.__cause__
     return None
 
 
@@ -178,7 +181,11 @@ def _write_error(exc: OSError, out_dir: Path) -> RunFolderError:
         fix = "the file system is read-only; choose another output folder"
     else:
         fix = "check the disk or choose another output folder"
-    return RunFolderError(f"{where}: cannot write the ONNX export ({reason}); {fix}; nothing was written")
+    # A file named right in the folder failed as it was moved in (staged_run): some were by then.
+    moved = isinstance(named, (str, os.PathLike)) and Path(named).resolve().parent == out_dir.resolve()
+    done = "the folder may hold part of the new export beside the old one; export again" if moved else \
+        "nothing was written"
+    return RunFolderError(f"{where}: cannot write the ONNX export ({reason}); {fix}; {done}")
 
 
 def _require_onnx() -> None:
@@ -354,7 +361,7 @@ def _export(clf, config: dict, out_dir: Path, *, quantize, opset: int, run_dir: 
     with torch.no_grad(), switch(False) if callable(switch) else contextlib.nullcontext():
         expected = [wrapper(*torch_inputs(b)).numpy() for b in batches]
 
-    # Everything is written into a folder beside out_dir and moved in at the end (renames, which
+    # Everything is written into a folder inside out_dir and moved up at the end (renames, which
     # need no space), onnx.json last: a failure (a full disk) leaves out_dir as it was, and a
     # folder this call made is removed.
     tokenizer_bytes = (run_dir / artifacts.TOKENIZER).read_bytes()

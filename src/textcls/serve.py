@@ -187,7 +187,7 @@ async def read_body(request, limit: int) -> bytes:
 
 
 def refuse_query(request) -> None:
-    """422 for a query string: every endpoint reads its input from the JSON body (or nothing), so
+    """422 for a query string on a POST route: they read their input from the JSON body alone, so
     ``/predict?threshold=0.9`` would otherwise be answered as if the parameter were not there."""
     if request.query_params:
         name = next(iter(request.query_params.keys()))
@@ -719,12 +719,12 @@ def _add_status_routes(app, served: "ServedModel", batcher: "MicroBatcher", limi
                        started: float) -> None:
     """GET /health (the batching worker alive, its counters) and GET /metadata (the run, the
     limits and ``settings``: batching, threads, gc)."""
-    from fastapi import Request
     from fastapi.responses import JSONResponse
 
+    # A query string is not refused here as it is on the POST routes: monitors add cache-busters
+    # (?_=<time>) to GET checks, and these routes take no input to misread.
     @app.get("/health")
-    async def health(request: Request):
-        refuse_query(request)
+    async def health():
         ok = batcher.alive
         body = {"status": "ok" if ok else "error", "model": served.config["model"],
                 "uptime_s": round(time.time() - started, 3), "pid": os.getpid(), **batcher.stats}
@@ -733,8 +733,7 @@ def _add_status_routes(app, served: "ServedModel", batcher: "MicroBatcher", limi
         return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.get("/metadata")
-    async def metadata(request: Request):
-        refuse_query(request)
+    async def metadata():
         return JSONResponse({**served.metadata(),
                              "limits": {"max_texts": limits.max_texts, "max_text_bytes": limits.max_text_bytes,
                                         "max_body_bytes": limits.max_body_bytes},
@@ -772,6 +771,33 @@ def app_from_env():
     if not run:
         raise ConfigError(f"environment variable {ENV_RUN} is not set; set it to the run directory to serve")
     return create_app(run, **_env_settings())
+
+
+def _build_in_a_child(run_dir, settings: dict) -> None:
+    """``create_app(run_dir, **settings)`` in a spawned process; its TextclsError raised here."""
+    import multiprocessing
+
+    from . import errors
+
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        try:
+            problem = pool.submit(_build_and_drop, str(run_dir), settings).result()
+        except concurrent.futures.process.BrokenProcessPool:
+            raise ModelError(f"{run_dir}: the process that loads the run to check it died (out of memory?); "
+                             "serve it with one worker to see why") from None
+    if problem is not None:
+        kind, message = problem
+        error = getattr(errors, kind, None)
+        raise (error if isinstance(error, type) and issubclass(error, TextclsError) else ConfigError)(message)
+
+
+def _build_and_drop(run_dir: str, settings: dict) -> tuple[str, str] | None:
+    """In the check process: None when the app builds, else the error's class name and message."""
+    try:
+        create_app(run_dir, **settings)
+    except TextclsError as exc:
+        return type(exc).__name__, str(exc)
+    return None
 
 
 def check_address(host: str, port: int) -> None:
@@ -817,15 +843,17 @@ def run_server(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, w
                     batch_window_ms=batch_window_ms, max_batch=max_batch, torch_threads=torch_threads,
                     freeze_gc=freeze_gc)
     options = dict(host=host, port=port, log_level=log_level, access_log=access_log)
-    # Built here for workers > 1 too (then dropped): a run whose weights or tokenizer do not load,
-    # or a bad setting, fails with one line, where each worker would die with a traceback that
-    # uvicorn answers by starting it again, for ever.
-    app = create_app(run_dir, **settings)
-    check_address(host, port)
     if workers == 1:
+        app = create_app(run_dir, **settings)
+        check_address(host, port)
         uvicorn.run(app, **options)
         return
-    del app
+    # Built once in a short-lived process first: a run whose weights or tokenizer do not load, or a
+    # bad setting, then fails with one line, where each worker would die with a traceback that
+    # uvicorn answers by starting it again, for ever. Not in this process: uvicorn's supervisor
+    # would keep a copy of the model (FastAPI's caches hold the routes) beside every worker's.
+    _build_in_a_child(run_dir, settings)
+    check_address(host, port)
     os.environ[ENV_RUN] = str(Path(run_dir).resolve())
     for name, (var, _) in ENV_SETTINGS.items():
         if settings[name] is None:
