@@ -89,6 +89,24 @@ def test_a_save_that_fails_half_way_leaves_the_run_already_there(fitted_cnn, fit
     assert (tmp_path / "run" / "notes.txt").read_text() == "mine"
 
 
+def test_a_run_folder_that_is_a_symlink_elsewhere_saves_and_loads(fitted_lr, tmp_path):
+    """The save is staged inside the folder: a run folder that links to another filesystem (here
+    /dev/shm, a tmpfs, where the machine has one) takes renames, not copies. Staging beside the
+    link, as a first version of stop 63 did, failed there with EXDEV."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    elsewhere = Path(tempfile.mkdtemp(dir="/dev/shm" if Path("/dev/shm").is_dir() else tmp_path))
+    try:
+        (tmp_path / "link").symlink_to(elsewhere, target_is_directory=True)
+        fitted_lr.save_pretrained(tmp_path / "link")
+        assert sorted(p.name for p in elsewhere.iterdir()) == ["config.json", "model.safetensors"]
+        assert Classifier.from_pretrained(tmp_path / "link").model == "tfidf-lr"
+    finally:
+        shutil.rmtree(elsewhere)
+
+
 def test_classic_save_load_round_trip_identical(fitted_lr, trec_small, tmp_path):
     texts = list(trec_small["test"]["text"][:50])
     before = fitted_lr.predict_proba(texts)
