@@ -286,7 +286,12 @@ def staged_run(run_dir: Path, last: str = CONFIG):
         raise
     try:
         yield staging
-        for name in sorted((p.name for p in staging.iterdir()), key=lambda name: name == last):
+        names = sorted((p.name for p in staging.iterdir()), key=lambda name: name == last)
+        blocked = next((name for name in names if (run_dir / name).is_dir()), None)
+        if blocked is not None:  # checked before the first move: a rename onto it would fail half-way
+            raise DataError(f"{run_dir / blocked}: is a folder where the file {blocked} goes; move it away or "
+                            "choose another folder")
+        for name in names:
             os.replace(staging / name, run_dir / name)
         _fsync_dir(run_dir)
     except BaseException:

@@ -539,9 +539,6 @@ def write_explanations(explanations: Sequence[dict], folder: str | Path, *, stem
     for i, explanation in enumerate(explanations, 1):
         files += [(folder / f"{stem}_{i}.html", render_html(explanation).encode("utf-8")),
                   (folder / f"{stem}_{i}.png", render_png(explanation))]
-    for path, _ in files:
-        if path.is_dir():
-            raise DataError(f"{path}: is a folder; move it away, or pass another folder or stem")
     # Staged, then renamed into the folder: a write that fails (a full disk) leaves the folder
     # as it was, pages of an earlier call with the same names included.
     with artifacts.staged_run(folder, last=files[-1][0].name if files else "") as staging:
