@@ -13,7 +13,9 @@ def assert_the_saved_run_predicts_alone(fitted, texts, folder, monkeypatch):
     monkeypatch.setattr("textcls.text.embeddings.minilm_static_model",
                         lambda: (_ for _ in ()).throw(AssertionError("the run read the cache")))
     again = Classifier.from_pretrained(folder)
-    np.testing.assert_array_equal(again.predict_proba(texts), fitted.predict_proba(texts))
+    probabilities = fitted.predict_proba(texts)
+    assert probabilities.shape == (len(texts), len(fitted.classes_))  # one row of class probabilities a text
+    np.testing.assert_array_equal(again.predict_proba(texts), probabilities)
     return again
 
 
