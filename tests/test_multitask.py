@@ -48,3 +48,15 @@ def test_a_single_task_model_pools_the_domains_and_refuses_tasks():
     with pytest.raises(ConfigError, match="give no tasks"):
         clf.predict(["fine"], tasks=["books"])
     assert len(clf.predict(["fine"])) == 1
+
+
+def test_fcsr_mtl_learns_the_sixteen_domains():
+    """1,600 training reviews (100 a domain), 3 epochs: 0.73 on the 1,600 test reviews here,
+    against 0.51 for the majority class; 0.62 is nine binomial standard deviations (0.0125)
+    above chance, so a head that reads the wrong task or a body that does not learn fails."""
+    import torch
+
+    ds = load_dataset("fdu_mtl", max_per_split=1600)
+    torch.manual_seed(0)
+    clf = Classifier("fcsr-mtl", epochs=3, seed=0, progress=False).fit_dataset(ds)
+    assert clf.evaluate(ds["test"])["accuracy"] > 0.62
