@@ -62,6 +62,55 @@ def test_mr_with_wrong_encoding_names_line_and_suggests_latin1():
     assert len(skipped["train"]) + len(skipped["test"]) == 10662 - 202
 
 
+def _damaged_copy(data_dir: Path, tmp_path: Path, folder: str, file: str, change) -> Path:
+    """A copy of one dataset folder of the shared data with ``change`` applied to one file's bytes."""
+    import shutil
+
+    shutil.copytree(data_dir / folder, tmp_path / folder)
+    (tmp_path / folder / file).write_bytes(change((data_dir / folder / file).read_bytes()))
+    return tmp_path
+
+
+@pytest.mark.parametrize("name, folder, file, change, message", [
+    # A label the corpus does not have was a class of its own (a probe in stop 63: "What", "FOO", "loc").
+    ("trec", "trec", "TREC_10.label", lambda b: b.replace(b"LOC:city What", b"What", 1),
+     r"TREC_10.label:\d+: 'What' is not a TREC label"),
+    ("trec-fine", "trec", "TREC_10.label", lambda b: b.replace(b"LOC:city What", b"LOC:city\tWhat", 1),
+     r"TREC_10.label:\d+: 'LOC:city\\tWhat' is not a TREC label"),
+    ("trec", "trec", "TREC_10.label", lambda b: b.replace(b"LOC:city What", b"loc:city What", 1),
+     "is not a TREC label"),
+    # \r-only line endings read a whole class file as one record (mr: 4797 pos against 1 neg).
+    ("mr", "mr", "rt-polarity.neg", lambda b: b.replace(b"\n", b"\r"), r"rt-polarity.neg:1: a carriage return"),
+])
+def test_a_damaged_catalogue_file_is_refused_at_its_line(data_dir, tmp_path, name, folder, file, change, message):
+    root = _damaged_copy(data_dir, tmp_path, folder, file, change)
+    with pytest.raises(DataError, match=message):
+        load_dataset(name, data_dir=root)
+
+
+def test_a_reuters_topic_outside_the_ten_is_refused(data_dir, tmp_path):
+    import gzip
+    import json
+
+    def bogus(data: bytes) -> bytes:
+        lines = gzip.decompress(data).decode("utf-8").splitlines()
+        record = json.loads(lines[0])
+        record["labels"] = ["earn", "bogus-topic"]
+        return gzip.compress("\n".join([json.dumps(record)] + lines[1:]).encode("utf-8") + b"\n")
+
+    root = _damaged_copy(data_dir, tmp_path, "reuters", "train.jsonl.gz", bogus)
+    with pytest.raises(DataError, match=r"train.jsonl.gz:1: label 'bogus-topic' is not one of the corpus's classes"):
+        load_dataset("reuters", data_dir=root)
+
+
+def test_an_empty_dataset_name_is_refused_not_read_as_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("good\nnice\n")
+    (tmp_path / "b.txt").write_text("bad\nawful\n")
+    with pytest.raises(DataError, match="empty name"):
+        load_dataset("")
+
+
 def test_mpqa_counts_and_published_blank_lines():
     ds = load_dataset("mpqa")
     assert {k: len(v) for k, v in ds.splits.items()} == {"train": 9542, "test": 1061}

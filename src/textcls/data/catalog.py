@@ -148,7 +148,7 @@ register(CatalogEntry(
     hub=HubSpec("CogComp/trec", label_field="coarse_label"),
     folders=("trec",),
     load_local=loaders.load_trec,
-    label_order=("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"),
+    label_order=loaders.TREC_COARSE,
     extra={"fine": False},
 ))
 register(CatalogEntry(

@@ -123,6 +123,9 @@ def _reject_options(options: ReadOptions, what: str, allowed: Sequence[str]) -> 
 
 
 def _resolve_path(source: str, root: Path) -> Path:
+    if not source.strip():  # Path("") is the working directory, which would be read as a dataset
+        raise DataError("the dataset is an empty name; give a catalogue name (textcls list-datasets), a file or a "
+                        "folder")
     path = Path(source).expanduser()
     if path.exists():
         return path

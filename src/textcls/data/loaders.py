@@ -17,6 +17,7 @@ fix a published corpus, and a model cannot classify an empty text.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -97,6 +98,10 @@ def load_sst(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDatas
     return build_text_dataset(entry.name, buffers, label_order=entry.label_order, split_notes=notes)
 
 
+TREC_COARSE = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
+_TREC_LABEL = re.compile(rf"^({'|'.join(TREC_COARSE)}):[a-z]+$")
+
+
 def load_trec(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
     fine = entry.extra["fine"]
     buffers = {}
@@ -105,6 +110,10 @@ def load_trec(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextData
         buffer = buffers[split] = RecordBuffer(options.on_bad_record)
         for lineno, line in readers.iter_lines(path, buffer, _encoding(options, enc)):
             label, _, text = line.partition(" ")
+            if not _TREC_LABEL.match(label):  # a damaged line would otherwise be a class of its own
+                buffer.reject(f"{path}:{lineno}", f"{label[:40]!r} is not a TREC label (COARSE:fine, COARSE one of "
+                              f"{', '.join(TREC_COARSE)}, then a space and the question)", "restore the file")
+                continue
             if not fine:
                 label = label.split(":", 1)[0]
             buffer.add(f"{path}:{lineno}", text, label)
@@ -117,7 +126,8 @@ def load_trec(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextData
 def load_jsonl_pair(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
     buffers = {}
     for split in ("train", "test"):
-        buffers[split] = RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", False))
+        buffers[split] = RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", False),
+                                      known_labels=entry.label_order)
         readers.read_jsonl(
             _need(root / f"{split}.jsonl.gz", root),
             buffers[split],

@@ -142,9 +142,14 @@ class RecordBuffer:
     ``on_bad_record`` says, since the user cannot fix a published corpus.
     """
 
-    def __init__(self, on_bad_record: str = "error", skip_empty_text: bool = False):
+    def __init__(self, on_bad_record: str = "error", skip_empty_text: bool = False,
+                 known_labels: Sequence[str] | None = None):
         self.on_bad_record = on_bad_record
         self.skip_empty_text = skip_empty_text
+        # A published corpus's classes (imdb's two, reuters' ten topics): a label outside them is
+        # a damaged line, not a new class.
+        self.known_labels = None if known_labels is None else frozenset(known_labels)
+        self._known_shown = None if known_labels is None else ", ".join(known_labels)
         self.texts: list[str] = []
         self.labels: list[Any] = []
         self.skipped: list[str] = []
@@ -183,6 +188,12 @@ class RecordBuffer:
             self.reject(where, "missing or empty label", "give the record a class name or remove it")
             return False
         is_list = isinstance(label, list)
+        if self.known_labels is not None:
+            unknown = next((name for name in (label if is_list else [label]) if name not in self.known_labels), None)
+            if unknown is not None:
+                self.reject(where, f"label {unknown!r} is not one of the corpus's classes ({self._known_shown})",
+                            "restore the file (the published corpus has only these classes)")
+                return False
         if self._first_kind is None:
             self._first_kind = (where, is_list)
         elif is_list != self._first_kind[1] and not any_label_kind:
@@ -493,6 +504,9 @@ def _byte_lines(path, fh, buffer, encoding, errors) -> Iterator[tuple[int, str]]
             raw = raw[:-1]
         if raw.endswith(b"\r"):
             raw = raw[:-1]
+        if b"\r" in raw:
+            _reject_inner_carriage_return(path, lineno, buffer)
+            continue
         if lineno == 1 and strip_bom and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         try:
@@ -503,6 +517,15 @@ def _byte_lines(path, fh, buffer, encoding, errors) -> Iterator[tuple[int, str]]
         yield lineno, text
 
 
+def _reject_inner_carriage_return(path, lineno: int, buffer: RecordBuffer) -> None:
+    """A carriage return inside a line: a file with old Mac line endings (\\r alone) would be read
+    as one line holding every record, so it is refused where it is found, not merged (the CSV
+    reader's own message for a \\r inside a field says the same)."""
+    buffer.reject(f"{path}:{lineno}", "a carriage return (\\r) inside the line (\\r-only line endings, or a stray "
+                  "one) would merge records", "convert the file's line endings to \\n (dos2unix, or mac2unix for old "
+                  "Mac files) or remove the character")
+
+
 def _stream_lines(path, fh, buffer, encoding, errors) -> Iterator[tuple[int, str]]:
     decoder = codecs.getincrementaldecoder(encoding)("textcls-mark" if errors == "strict" else errors)
     lineno, pending = 0, ""
@@ -510,6 +533,9 @@ def _stream_lines(path, fh, buffer, encoding, errors) -> Iterator[tuple[int, str
     def finish(line: str) -> Iterator[tuple[int, str]]:
         if line.endswith("\r"):
             line = line[:-1]
+        if "\r" in line:
+            _reject_inner_carriage_return(path, lineno, buffer)
+            return
         if lineno == 1 and line.startswith("\ufeff"):
             line = line[1:]
         bad = _MARKED.search(line)
