@@ -103,6 +103,30 @@ def test_a_reuters_topic_outside_the_ten_is_refused(data_dir, tmp_path):
         load_dataset("reuters", data_dir=root)
 
 
+def test_a_cut_fdu_training_file_names_itself(data_dir, tmp_path):
+    """Until stop 63: "dataset 'fdu_mtl/apparel': cannot take the last 200 of 150 train records as dev"."""
+    root = _damaged_copy(data_dir, tmp_path, "fdu_mtl", "apparel.task.train",
+                         lambda b: b"\n".join(b.split(b"\n")[:150]) + b"\n")
+    with pytest.raises(DataError, match=r"apparel.task.train: holds 150 training records, but the last 200 are the dev "
+                                        r"split .* restore it"):
+        load_dataset("fdu_mtl/apparel", data_dir=root)
+
+
+def test_a_data_folder_that_cannot_be_searched_is_one_data_error(data_dir, tmp_path, monkeypatch):
+    """Root searches any folder, so the denial a user without the x bit gets is made here."""
+    root = _damaged_copy(data_dir, tmp_path, "mr", "rt-polarity.neg", lambda b: b)
+    real = Path.is_file
+
+    def denied(self):
+        if str(self).startswith(str(root / "mr") + "/"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "is_file", denied)
+    with pytest.raises(DataError, match=r"rt-polarity.neg: cannot be reached \(permission denied"):
+        load_dataset("mr", data_dir=root)
+
+
 def test_an_empty_dataset_name_is_refused_not_read_as_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.txt").write_text("good\nnice\n")

@@ -63,7 +63,13 @@ def _encoding(options: ReadOptions, default: str) -> str:
 
 
 def _need(path: Path, root: Path) -> Path:
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except PermissionError:  # a folder on the way cannot be searched
+        raise DataError(f"{path}: cannot be reached (permission denied on a folder of the data directory "
+                        f"{root.parent}); let this user read it (chmod a+rx), or point {DATA_DIR_ENV} (or data_dir=) "
+                        "at a readable copy") from None
+    if not found:
         raise DataError(
             f"{path}: missing file of the local copy in {root.parent} (the data directory); restore it, "
             f"or point {DATA_DIR_ENV} (or data_dir=) at a complete copy"
@@ -215,6 +221,9 @@ def load_zhang(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDat
     return build_text_dataset(entry.name, buffers, label_order=names, split_notes=notes)
 
 
+FDU_DEV_LINES = 200  # the last lines of <domain>.task.train are the dev split (the corpus's own convention)
+
+
 def load_fdu(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
     domain = entry.extra["domain"]
     enc = _encoding(options, entry.extra["encoding"])
@@ -236,7 +245,11 @@ def load_fdu(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDatas
         )
     notes = {s: f"official ({domain}.task.{s})" for s in buffers}
     ds = build_text_dataset(entry.name, buffers, label_order=("negative", "positive"), split_notes=notes)
-    return tail_split(ds, "dev", 200)
+    train_file = root / f"{domain}.task.train"
+    if len(ds["train"]) <= FDU_DEV_LINES:  # the published files hold far more
+        raise DataError(f"{train_file}: holds {len(ds['train'])} training records, but the last {FDU_DEV_LINES} are "
+                        "the dev split and some must remain for training; the file is cut short, restore it")
+    return tail_split(ds, "dev", FDU_DEV_LINES)
 
 
 def load_fdu_all(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
