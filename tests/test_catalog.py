@@ -127,6 +127,22 @@ def test_a_data_folder_that_cannot_be_searched_is_one_data_error(data_dir, tmp_p
         load_dataset("mr", data_dir=root)
 
 
+def test_a_broken_local_copy_is_named_before_the_hub_is_tried(tmp_path, monkeypatch):
+    """Until stop 63 each of these spent half a minute on the hub's retries (offline) and then
+    said 'no local copy either: put it in <the file>/trec'."""
+    monkeypatch.setattr("textcls.data.load.load_hub", lambda *a, **k: pytest.fail("the hub was tried"))
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(DataError, match="afile: the data directory .* is a file"):
+        load_dataset("trec", data_dir=tmp_path / "afile")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "trec").write_text("x")
+    with pytest.raises(DataError, match=r"data/trec: is a file where the folder of dataset 'trec' belongs"):
+        load_dataset("trec", data_dir=tmp_path / "data")
+    (tmp_path / "data" / "mr").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(DataError, match=r"data/mr: a symlink to .*nowhere, which does not exist"):
+        load_dataset("mr", data_dir=tmp_path / "data")
+
+
 def test_an_empty_dataset_name_is_refused_not_read_as_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.txt").write_text("good\nnice\n")

@@ -138,12 +138,30 @@ def _resolve_path(source: str, root: Path) -> Path:
     )
 
 
+def _refuse_a_broken_local_copy(entry: CatalogEntry, root: Path) -> None:
+    """Before the hub is tried (half a minute of retries offline): a data directory that is not a
+    folder, or a dataset's folder that is a file or a broken symlink, is what to fix, not a copy
+    that was never made."""
+    if root.exists() and not root.is_dir():
+        raise DataError(f"{root}: the data directory ({DATA_DIR_ENV} or data_dir=) is a file, not a folder; point it at "
+                        "the folder that holds the datasets")
+    for folder in entry.folders:
+        path = root / folder
+        if path.is_symlink() and not path.exists():
+            raise DataError(f"{path}: a symlink to {os.readlink(path)}, which does not exist (or loops); fix the link "
+                            "or put the dataset's files there")
+        if path.exists() and not path.is_dir():
+            raise DataError(f"{path}: is a file where the folder of dataset '{entry.name}' belongs; move it away and "
+                            "put the dataset's files there")
+
+
 def _load_entry(entry: CatalogEntry, root: Path, options: ReadOptions, split_seed: int) -> TextDataset:
     if entry.name == "fine-food":
         return entry.load_local(entry, None, options)
     local = local_root(entry, root)
     if local is not None and entry.load_local is not None:
         return entry.load_local(entry, local, options)
+    _refuse_a_broken_local_copy(entry, root)
     where = f"{root}/{entry.folders[0]}" if entry.folders else str(root)
     why = (
         f"no local copy either: put it in {where} (set {DATA_DIR_ENV} or pass data_dir= to search elsewhere), "
