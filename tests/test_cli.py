@@ -364,8 +364,8 @@ def test_a_permission_error_names_the_path(tmp_path, capsys, monkeypatch):
     code, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", write_csv(tmp_path / "d.csv"),
                         "--run-dir", tmp_path / "ro" / "r", "--no-progress")
     assert code == 2
-    assert one_line_error(err) == (f"error: {tmp_path / 'ro'}: Permission denied; check the folder's permissions "
-                                   "or write somewhere else")
+    assert one_line_error(err) == (f"error: {tmp_path / 'ro'}: Permission denied; check the permissions of that file "
+                                   "or folder, or write somewhere else")
 
 
 # --------------------------------------------------------------------------- length caps

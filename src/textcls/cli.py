@@ -215,8 +215,8 @@ def describe_os_error(exc: OSError, where: Optional[Path] = None) -> str:
     fixes = {
         errno.ENOSPC: "free some disk space or write somewhere else",
         errno.EDQUOT: "free some of your disk quota or write somewhere else",
-        errno.EACCES: "check the folder's permissions or write somewhere else",
-        errno.EPERM: "check the folder's permissions or write somewhere else",
+        errno.EACCES: "check the permissions of that file or folder, or write somewhere else",
+        errno.EPERM: "check the permissions of that file or folder, or write somewhere else",
         errno.EROFS: "the file system is read-only; write somewhere else",
         errno.EEXIST: "it is a file where a folder is needed; remove it or name another folder",
         errno.ENOTDIR: "a part of the path is a file, not a folder; name another path",
