@@ -277,10 +277,6 @@ def check_explanation(explanation, where: str = "explanation", index: int | None
     return explanation
 
 
-def _type_name(value) -> str:
-    return type(value).__name__
-
-
 def _head_problem(e: dict) -> str | None:
     """What is missing or wrong in the keys that head the page, or None."""
     missing = [key for key in _REQUIRED if key not in e]
@@ -289,7 +285,7 @@ def _head_problem(e: dict) -> str | None:
     strings = ["text", "model"] + ["label"] * ("label" in e) + ["task"] * (e.get("task") is not None)
     for key in strings:
         if not isinstance(e[key], str):
-            return f"'{key}' is {_type_name(e[key])}, not a string"
+            return f"'{key}' is {type(e[key]).__name__}, not a string"
     if "labels" in e and not (isinstance(e["labels"], list) and all(isinstance(n, str) for n in e["labels"])):
         return "'labels' is not a list of strings"
     probabilities = e["probabilities"]
@@ -297,7 +293,7 @@ def _head_problem(e: dict) -> str | None:
             isinstance(name, str) and is_number(p) and math.isfinite(p) for name, p in probabilities.items()):
         return "'probabilities' is not a dict of class names to finite numbers"
     if e.get("words_not_seen") is not None and not is_integer(e["words_not_seen"]):
-        return f"'words_not_seen' is {_type_name(e['words_not_seen'])}, not an integer"
+        return f"'words_not_seen' is {type(e['words_not_seen']).__name__}, not an integer"
     return None
 
 
@@ -305,14 +301,14 @@ def _units_problem(e: dict) -> str | None:
     """What is wrong in ``words`` and ``sentences``, or None."""
     words, sentences = e["words"], e.get("sentences")
     if not isinstance(words, list):
-        return f"'words' is {_type_name(words)}, not a list"
+        return f"'words' is {type(words).__name__}, not a list"
     for j, word in enumerate(words):
         if not isinstance(word, dict) or not isinstance(word.get("text"), str):
             return f"'words'[{j}] is not a dict with a string 'text'"
     if sentences is None:
         return "'sentence_attention' has rows but 'sentences' is None" if e["sentence_attention"] else None
     if not isinstance(sentences, list):
-        return f"'sentences' is {_type_name(sentences)}, not a list or None"
+        return f"'sentences' is {type(sentences).__name__}, not a list or None"
     for j, sentence in enumerate(sentences):
         span = sentence.get("words") if isinstance(sentence, dict) else None
         if not (isinstance(sentence, dict) and isinstance(sentence.get("text"), str)
@@ -329,7 +325,7 @@ def _rows_problem(e: dict) -> str | None:
                              ("sentence_attention", len(e.get("sentences") or ()), "sentences")):
         rows = e[key]
         if not isinstance(rows, list):
-            return f"'{key}' is {_type_name(rows)}, not a list"
+            return f"'{key}' is {type(rows).__name__}, not a list"
         for r, row in enumerate(rows):
             weights = row.get("weights") if isinstance(row, dict) else None
             if not (isinstance(row, dict) and isinstance(row.get("name"), str)

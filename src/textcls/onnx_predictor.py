@@ -27,7 +27,7 @@ from .artifacts import is_sha256, sha256_bytes, sha256_file
 from .data.padding import EVAL_MAX_PIECES, sorted_batches
 from .errors import CheckpointError, ConfigError
 from .inputs import as_list, check_finite_probabilities, check_texts, task_indices
-from .validate import check_path, is_integer
+from .validate import MAX_INT, check_int, check_path, is_integer
 
 ONNX_FILE = "model.onnx"
 SIDECAR_FILE = "onnx.json"
@@ -282,8 +282,7 @@ class OnnxClassifier:
         onnx.json, and onnx.json against its own (CheckpointError if changed).
         """
         folder = check_path("folder", folder)
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 0):
-            raise ConfigError(f"parameter 'threads' = {threads!r} must be an integer >= 0 (0: onnxruntime's default)")
+        check_int("threads", threads, 0, MAX_INT, optional=True)  # 0: onnxruntime's default
         try:
             import onnxruntime as ort
         except ImportError:
