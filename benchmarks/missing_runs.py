@@ -6,7 +6,8 @@ benchmarks/run_queue.sh, so that a long suite is picked up where the last sessio
 
 One "ENTRY_ID SEED" a line, seed-major (every entry's next seed before any entry's later one),
 in the suite file's entry order; --only keeps the entries whose id contains one of the strings.
-A run counts as present when its record in <results>/<suite>.json has an accuracy. With
+A run counts as present when its record in <results>/<suite>.json has an accuracy (a <results>
+folder that does not exist is refused; one without that report yet lists every run). With
 --checkpoints (the folder a queue's RUN_ARGS="--checkpoint-dir ..." named), the runs cut off
 with a checkpoint there come first, each with a comment saying after which epoch it resumes.
 
@@ -21,9 +22,9 @@ finish and then be refused by --merge-from.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
+import os
 import sys
+from pathlib import Path
 
 from textcls.benchmark.progress import missing_runs
 from textcls.benchmark.runner import checkpointed_run, load_suite
@@ -76,14 +77,27 @@ def main(argv=None) -> None:
             return
         if args.checkpoints is not None and args.checkpoints.exists() and not args.checkpoints.is_dir():
             raise TextclsError(f"--checkpoints {args.checkpoints}: is a file; name the runs' checkpoint folder")
+        if not args.results.is_dir():
+            # Read as "no report yet", a mistyped folder listed every run of the suite as missing.
+            problem = "is not a folder" if args.results.exists() else "no such folder"
+            raise TextclsError(f"--results {args.results}: {problem}; name the folder that holds the suite's "
+                               f"report (default {REPO / 'benchmarks' / 'results'})")
         runs = missing_runs(args.suite, args.results, args.only)
         epochs = {run: resumable_epochs(args.checkpoints, *run) for run in runs} if args.checkpoints else {}
     except TextclsError as exc:  # one line and exit status 2, as the textcls commands
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    lines = []
     for entry, seed in sorted(runs, key=lambda run: epochs.get(run) is None):  # stable: the order above otherwise
         done = epochs.get((entry, seed))
-        print(f"{entry} {seed}" + (f"  # resumes after epoch {done}" if done is not None else ""))
+        lines.append(f"{entry} {seed}" + (f"  # resumes after epoch {done}" if done is not None else ""))
+    try:
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped early (| head): quiet, as the textcls commands
+        # Python's advice: point stdout at devnull so the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

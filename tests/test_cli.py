@@ -47,9 +47,10 @@ def test_predict_arguments_stdin_and_empty_text(trained_run):
     assert len(rows) == 2
     assert rows[0]["label"] in rows[0]["probabilities"]
     assert abs(sum(rows[1]["probabilities"].values()) - 1.0) < 1e-4
-    # An empty text has nothing to classify: one line naming it.
+    # An empty text has nothing to classify: one line naming it, counted from 1 as `explain` counts
+    # its arguments (it once said "text 1", the list index, for the second argument).
     empty = run("predict", str(run_dir), "What is the capital of France ?", "")
-    assert empty.returncode == 2 and "text 1 is empty" in empty.stderr
+    assert empty.returncode == 2 and "error: text 2 is empty" in empty.stderr
     assert len(empty.stderr.strip().splitlines()) == 1 and empty.stdout == ""
     piped = run("predict", str(run_dir), stdin="How many legs does a spider have ?\nWho wrote Hamlet ?\n")
     assert piped.returncode == 0, piped.stderr

@@ -2,6 +2,9 @@
 
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,13 +44,47 @@ def test_runs_cut_off_with_a_checkpoint_come_first_and_say_where_they_resume(tmp
     state.parent.mkdir(parents=True)
     state.write_text(json.dumps({"progress": {"history": [{"seconds": 2.0}, {"seconds": 3.0}]}}), encoding="utf-8")
     (checkpoints / "fdu_mtl_books_fcsr_s0").mkdir()  # cut off before its first epoch: nothing to resume
+    (tmp_path / "results").mkdir()  # no report yet
     script = load_benchmark_script("missing_runs")
-    script.main([str(suite), "--results", str(tmp_path / "none"), "--checkpoints", str(checkpoints)])
+    script.main([str(suite), "--results", str(tmp_path / "results"), "--checkpoints", str(checkpoints)])
     assert capsys.readouterr().out.splitlines() == [
         "fdu_mtl/books:bilstm 1  # resumes after epoch 2", "fdu_mtl/books:fcsr 0", "fdu_mtl/books:bilstm 0",
         "fdu_mtl/books:fcsr 1"]
     state.write_text("{not json", encoding="utf-8")
     with pytest.raises(SystemExit) as done:
-        script.main([str(suite), "--results", str(tmp_path / "none"), "--checkpoints", str(checkpoints)])
+        script.main([str(suite), "--results", str(tmp_path / "results"), "--checkpoints", str(checkpoints)])
     err = capsys.readouterr().err
     assert done.value.code == 2 and re.match(r"error: .*state.json is corrupt or not a textcls checkpoint", err), err
+
+
+TOY = ('[suite]\nname = "toy"\ndescription = "t"\n[defaults]\nseeds = [0, 1]\n'
+       '[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\n')
+
+
+@pytest.mark.parametrize("results, problem", [("nosuch", "no such folder"), ("toy.toml", "is not a folder")])
+def test_a_results_folder_that_is_not_there_is_refused(tmp_path, capsys, results, problem):
+    """It once read a mistyped --results as "no report yet" and listed every run as missing."""
+    suite = tmp_path / "toy.toml"
+    suite.write_text(TOY, encoding="utf-8")
+    script = load_benchmark_script("missing_runs")
+    with pytest.raises(SystemExit) as done:
+        script.main([str(suite), "--results", str(tmp_path / results)])
+    out, err = capsys.readouterr()
+    assert done.value.code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: --results {tmp_path / results}: {problem}; name the folder"), err
+    (tmp_path / "empty").mkdir()  # a folder without the suite's report yet: every run is missing
+    script.main([str(suite), "--results", str(tmp_path / "empty")])
+    assert capsys.readouterr().out.splitlines() == ["trec:tfidf-lr 0", "trec:tfidf-lr 1"]
+
+
+def test_a_reader_that_stops_early_ends_it_quietly(tmp_path):
+    """`missing_runs.py SUITE | head` once ended with a BrokenPipeError traceback."""
+    suite = tmp_path / "toy.toml"
+    suite.write_text(TOY, encoding="utf-8")
+    (tmp_path / "results").mkdir()
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "missing_runs.py"
+    proc = subprocess.Popen([sys.executable, str(script), str(suite), "--results", str(tmp_path / "results")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1 and err == "", err

@@ -89,9 +89,12 @@ def test_tasks_reach_a_run_with_one_head_per_task(capsys, monkeypatch, tmp_path)
     assert seen == [0, 1] and [r["task"] for r in rows] == ["books", "dvd"]  # a line's task wins over --task
     code, _, err = _predict(capsys, monkeypatch, "--input", str(path))
     assert code == 2 and f"{path}:2: no task; fcsr-mtl has one head per task (books, dvd)" in err
-    path.write_text('{"text": "a fine read", "task": "music"}\n')
+    path.write_text('{"text": "a fine read", "task": "books"}\n{"text": "a fine watch", "task": "music"}\n')
     code, _, err = _predict(capsys, monkeypatch, "--input", str(path))
-    assert code == 2 and f"{path}:1: text 0 has task 'music', which the model was not trained on" in err
+    # Numbered as the line (it once said "text 0", the index in its block).
+    assert code == 2 and f"{path}:2: text 2 has task 'music', which the model was not trained on" in err
+    code, _, err = _predict(capsys, monkeypatch, "a fine read", "--task", "music")
+    assert code == 2 and f"--task music: {RUN} was not trained on that task; give one of: books, dvd" in err
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -104,3 +107,12 @@ def test_tasks_reach_a_run_with_one_head_per_task(capsys, monkeypatch, tmp_path)
 def test_option_errors_are_one_line(capsys, monkeypatch, args, expected):
     code, rows, err = _predict(capsys, monkeypatch, *args)
     assert code == 2 and rows == [] and expected in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_json_escape_of_a_lone_surrogate_is_named_by_its_line(capsys, monkeypatch, tmp_path):
+    path = tmp_path / "texts.jsonl"
+    path.write_text('{"text": "a fine read"}\n{"text": "caf\\udce9"}\n')
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path))
+    # It once said "text 0" (the index in its block) after the line; and nothing is written.
+    assert code == 2 and rows == [] and len(err.strip().splitlines()) == 1
+    assert f"{path}:2: holds a lone surrogate '\\udce9' at character 4" in err

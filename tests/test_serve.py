@@ -294,6 +294,24 @@ def test_explain_returns_the_attention_maps_and_tokens(mtl_client, mtl_run):
     assert_error(mtl_client.post("/explain", json={"text": "x", "task": "toys"}), 422, "not trained on")
 
 
+def test_a_model_with_no_word_maps_explains_over_http_and_the_cli_says_where(mtl_run, mtl_client, tmp_path, capsys):
+    """FCSR's maps are over features: POST /explain answers 200 with the raw map and no rows, as
+    docs/serve.md promises; `textcls explain` cannot draw a page of no rows, so it refuses in one
+    line that says where the raw maps are (it once said only that there was no page), writing nothing."""
+    from textcls.cli import _run
+
+    body = mtl_client.post("/explain", json={"text": "this one is great", "task": "books"}).json()
+    assert body["word_attention"] == [] and body["sentence_attention"] == [] and "feature" in body["attentions"]
+    capsys.readouterr()
+    code = _run(["explain", str(mtl_run[0]), "this one is great", "--task", "books", "-o", str(tmp_path / "ex")])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("error: model 'fcsr-mtl' has attention maps, but none over the words (a map of features), "
+                          "so there is no page to draw; its raw maps are in Classifier.explain's and POST /explain's "
+                          "'attentions'"), err
+    assert not (tmp_path / "ex").exists()
+
+
 def test_explain_on_a_hierarchical_model_gives_tokens_and_maps_per_sentence(tmp_path):
     texts = ["a tender, funny film. i loved it!", "dull and boring. bad acting."] * 6  # min_freq 5
     clf = Classifier("han-cpu", epochs=1, params={"embeddings": None}).fit(texts, ["pos", "neg"] * 6)

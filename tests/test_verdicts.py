@@ -664,3 +664,57 @@ def test_a_damaged_results_file_is_one_line_naming_it(tmp_path, content):
         _Results(tmp_path).get("cspan")
     message = str(raised.value)
     assert message.startswith(f"{tmp_path / 'cspan.json'}: ") and "git checkout" in message and "\n" not in message
+
+
+TOY_CLAIM = ('[[claim]]\nid = "{id}"\npaper = "fcsr"\nsource = "T"\nclaim = "c"\nkind = "untestable"\n'
+             'reason = "a toy claim"\n')
+
+
+def _verdicts_cli(capsys, *args) -> tuple[int, str, str]:
+    from textcls.cli import main
+
+    try:
+        main(["benchmark", "--verdicts", *args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_verdicts_read_the_claims_beside_the_results_folder(tmp_path, capsys, monkeypatch):
+    """The claims beside the results folder (where the suites are read and REPRODUCTION.md is
+    written) are tested; it once read the working directory's benchmarks/claims.toml instead."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "claims.toml").write_text(TOY_CLAIM.format(id="toy.in_cwd"), encoding="utf-8")
+    (tmp_path / "other" / "results").mkdir(parents=True)
+    (tmp_path / "other" / "claims.toml").write_text(TOY_CLAIM.format(id="toy.beside"), encoding="utf-8")
+    code, out, err = _verdicts_cli(capsys, "--output-dir", "other/results")
+    assert code == 0 and err == "", err
+    page = (tmp_path / "other" / "REPRODUCTION.md").read_text(encoding="utf-8")
+    assert "toy.beside" in page and "toy.in_cwd" not in page
+    assert out.strip() == f"wrote other/REPRODUCTION.md, {Path('other/results/reproduction.png')}"
+
+
+def test_verdicts_without_claims_beside_say_which_claims_they_tested(tmp_path, capsys, monkeypatch):
+    """Without a claims.toml beside the results, textcls's own claims are tested and one stderr line
+    says so (it once read them without a word); an install without them refuses, writing nothing."""
+    from textcls.benchmark import verdicts
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "README.md").write_text("no verdict table here\n", encoding="utf-8")
+    monkeypatch.setattr(verdicts, "packaged_claims_path", lambda: tmp_path / "none" / "claims.toml")
+    code, out, err = _verdicts_cli(capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: {Path('benchmarks/claims.toml')}: no such file, and this install of textcls has "
+                          "no claims of its own; write the claims to test there"), err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["README.md", "benchmarks", "results"]
+    monkeypatch.setattr(verdicts, "packaged_claims_path", lambda: CLAIMS)
+    code, out, err = _verdicts_cli(capsys)
+    assert code == 0 and err == f"note: benchmarks has no claims.toml; testing textcls's own claims of the papers, {CLAIMS}\n"
+    # The README holds no verdict table: it is neither changed nor said to be written.
+    assert out.strip() == f"wrote {Path('benchmarks/REPRODUCTION.md')}, {Path('benchmarks/results/reproduction.png')}"
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == "no verdict table here\n"
+    assert "fcsr" in (tmp_path / "benchmarks" / "REPRODUCTION.md").read_text(encoding="utf-8")

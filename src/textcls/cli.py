@@ -536,6 +536,8 @@ def predict(
         raise ConfigError(f"--format {input_format!r} is not one of text, jsonl")
     if texts and input_path is not None:
         raise ConfigError("give texts as arguments or --input FILE, not both")
+    if texts:
+        texts = _argument_texts(texts)  # before the run loads
     if input_path is not None and str(input_path) != "-":
         if input_path.is_dir():
             raise DataError(f"{input_path}: is a folder; pass a text file with one text per line")
@@ -550,8 +552,9 @@ def predict(
         threshold = check_threshold(threshold, "--threshold")
     if task is not None and not predictor.uses_tasks:
         raise ConfigError(f"--task {task}: {run_dir} was not trained with one head per task; drop --task")
+    _check_task_option(task, predictor.task_names, run_dir)
     if texts:
-        _write_predictions(predictor, list(texts), [task] * len(texts), threshold, None)
+        _write_predictions(predictor, texts, [task] * len(texts), threshold)
         return
     fmt = input_format or ("jsonl" if input_path is not None and input_path.suffix == ".jsonl" else "text")
     if input_path is not None and str(input_path) != "-":
@@ -561,13 +564,59 @@ def predict(
     for block, first, where in _input_blocks(input_path):
         items, tasks = _block_items(block, first, where, fmt)
         tasks = [t if t is not None else task for t in tasks]
-        _write_predictions(predictor, items, tasks, threshold, lambda i: f"{where}:{first + i}")
+        _write_predictions(predictor, items, tasks, threshold, where, first)
+
+
+def _argument_texts(texts: List[str]) -> List[str]:
+    """Texts given as command-line arguments, checked and numbered from 1 as a user counts them
+    (the Python and HTTP APIs name a text by its list index): non-blank, and no byte that was not
+    UTF-8 (Python keeps such a byte of argv as a lone surrogate, which no tokenizer takes)."""
+    from .inputs import check_texts
+
+    texts = check_texts(list(texts), first=1)
+    _refuse_unencodable(texts, lambda i: f"text {i + 1}", from_argv=True)
+    return texts
+
+
+def _refuse_unencodable(texts: list, where_of, from_argv: bool) -> None:
+    """A DataError at the first text holding a lone surrogate, named by ``where_of(i)``: from argv, a
+    byte that was not UTF-8 (Python's surrogateescape); from a JSON line, a ``\\udXXX`` escape."""
+    for i, text in enumerate(texts):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            code, at = ord(text[exc.start]), f"at character {exc.start + 1}"
+            if from_argv and 0xDC80 <= code <= 0xDCFF:
+                problem = (f"holds byte {code - 0xDC00:#04x} {at}, which is not UTF-8; pass UTF-8 text "
+                           "(e.g. convert it with iconv -f latin1 -t utf-8)")
+            else:
+                problem = (f"holds a lone surrogate {text[exc.start]!r} {at}, which is not valid Unicode; "
+                           "remove it or write the character (or its escape pair) instead")
+            raise DataError(f"{where_of(i)} {problem}" if from_argv else f"{where_of(i)}: {problem}",
+                            index=i) from None
+
+
+def _check_task_option(task: Optional[str], task_names, run_dir: Path) -> None:
+    """``--task`` names one of the run's tasks (checked once, not as the task of every text)."""
+    if task is not None and task_names and task not in task_names:
+        raise ConfigError(f"--task {task}: {run_dir} was not trained on that task; give one of: "
+                          f"{', '.join(task_names)}")
 
 
 def _block_items(block: bytes, first: int, where: str, fmt: str) -> tuple[list, list]:
     """The texts (or JSON Lines items) of one block of the input and their tasks (None: not given)."""
     lines = read_texts(block, where, first_line=first)
-    return _jsonl_items(lines, where, first) if fmt == "jsonl" else (lines, [None] * len(lines))
+    if fmt != "jsonl":
+        return lines, [None] * len(lines)
+    texts, tasks = _jsonl_items(lines, where, first)
+    from .inputs import check_texts
+
+    try:  # here, so that a file is checked whole before the first prediction is written
+        check_texts(texts, first=first)
+    except DataError as exc:
+        raise DataError(f"{where}:{first + exc.index}: {exc}") from None
+    _refuse_unencodable(texts, lambda i: f"{where}:{first + i}", from_argv=False)  # a JSON "\udXXX" escape
+    return texts, tasks
 
 
 def _limit_threads(threads: int) -> None:
@@ -623,13 +672,15 @@ def _jsonl_items(lines: List[str], where: str, first: int) -> tuple[list, list]:
     return texts, tasks
 
 
-def _write_predictions(predictor, texts: list, tasks: list, threshold, where_of) -> None:
-    """Predict ``texts`` and write one JSON line each; an error about one text names it: ``where_of(i)``
-    (its file and line), or its position among the arguments when ``where_of`` is None."""
+def _write_predictions(predictor, texts: list, tasks: list, threshold, where: Optional[str] = None,
+                       first: int = 1) -> None:
+    """Predict ``texts`` and write one JSON line each. An error about one text names it by its number
+    counted from ``first``: its position among the arguments (``where`` None, from 1), or its line
+    in the file or stdin ``where`` (one text a line)."""
     if not texts:
         return
-    texts_are_arguments = where_of is None
-    where_of = where_of or (lambda i: f"text {i}")
+    texts_are_arguments = where is None
+    where_of = (lambda i: f"text {first + i}") if texts_are_arguments else (lambda i: f"{where}:{first + i}")
     if predictor.uses_tasks:
         missing = next((i for i, t in enumerate(tasks) if t is None), None)
         if missing is not None:
@@ -640,7 +691,7 @@ def _write_predictions(predictor, texts: list, tasks: list, threshold, where_of)
         raise ConfigError(f"{where_of(row)}: has a task, but {predictor.model} was not trained with one head per task; "
                           "drop the tasks")
     try:
-        probs = predictor.predict_proba(texts, tasks if predictor.uses_tasks else None)
+        probs = predictor.predict_proba(texts, tasks if predictor.uses_tasks else None, first=first)
     except TextclsError as exc:
         if exc.index is None or texts_are_arguments:
             raise  # its message already says "text i"
@@ -736,18 +787,7 @@ def benchmark(
     if verdicts:
         _refuse_options("--verdicts reads every suite's committed JSON and runs nothing",
                         {"--suite": suite, "--merge-from": merge_from, **run_options})
-        from .benchmark.gaps import FIGURE_LINK
-        from .benchmark.reproduction import write_reproduction
-
-        results_dir = output_dir or Path("benchmarks/results")
-        if not results_dir.is_dir():
-            raise ConfigError(f"{results_dir}: no such folder of benchmark results; pass --output-dir with the folder holding <suite>.json")
-        # The README's verdict table is the project's: only its own benchmarks/results rewrite it.
-        readme = results_dir.parent.parent / "README.md" if results_dir.parent.name == "benchmarks" else None
-        figure = results_dir.parent / FIGURE_LINK
-        path = write_reproduction(results_dir=results_dir, out=results_dir.parent / "REPRODUCTION.md",
-                                  readme=readme if readme is not None and readme.is_file() else None, figure=figure)
-        typer.echo(f"wrote {path}, {figure}" + (f" and the verdict table of {readme}" if readme else ""))
+        _write_verdicts(output_dir or Path("benchmarks/results"))
         return
     if merge_from:
         _refuse_options("--merge-from merges finished runs and runs nothing", run_options)
@@ -781,6 +821,50 @@ def benchmark(
         typer.echo(f"error: {result['failed']} entr{'y' if result['failed'] == 1 else 'ies'} failed: "
                    f"{', '.join(result['failed_entries'])} (errors in {files['markdown']})", err=True)
         raise typer.Exit(1)
+
+
+def _write_verdicts(results_dir: Path) -> None:
+    """``benchmark --verdicts``: REPRODUCTION.md beside ``results_dir`` from the claims there."""
+    from .benchmark.gaps import FIGURE_LINK
+    from .benchmark.reproduction import write_reproduction
+    from .benchmark.verdicts import README_MARKERS
+
+    if not results_dir.is_dir():
+        raise ConfigError(f"{results_dir}: no such folder of benchmark results; pass --output-dir with the folder holding <suite>.json")
+    claims, diagnoses = _verdict_inputs(results_dir)
+    # The README's verdict table is the project's: only its own benchmarks/results rewrite it, and only
+    # a README that holds the table's markers (the message said so of a README that was not there).
+    readme = results_dir.parent.parent / "README.md" if results_dir.parent.name == "benchmarks" else None
+    if readme is not None and not (readme.is_file() and all(m in readme.read_text(encoding="utf-8", errors="replace")
+                                                             for m in README_MARKERS)):
+        readme = None
+    figure = results_dir.parent / FIGURE_LINK
+    path = write_reproduction(results_dir=results_dir, out=results_dir.parent / "REPRODUCTION.md", claims=claims,
+                              readme=readme, diagnoses=diagnoses, figure=figure)
+    typer.echo(f"wrote {path}, {figure}" + (f" and the verdict table of {readme}" if readme else ""))
+
+
+def _verdict_inputs(results_dir: Path) -> tuple:
+    """(claims.toml, diagnoses.toml or [] for none) that ``--verdicts`` tests ``results_dir`` against."""
+    from .benchmark.verdicts import packaged_claims_path
+
+    beside = results_dir.parent
+    if (beside / "claims.toml").is_file():
+        diagnoses = beside / "diagnoses.toml"
+        return beside / "claims.toml", diagnoses if diagnoses.is_file() else []
+    # Decision: the claims are read from beside the results folder, where the suites are read and
+    # REPRODUCTION.md is written; the working directory's benchmarks/claims.toml was read instead, or
+    # silently this checkout's when that was absent, so another folder's page tested textcls's claims
+    # without a word. Without one there, textcls's own claims of the papers are still what a user who
+    # ran its suites into another folder wants tested, so they are, said in one line on stderr; an
+    # installed package without them refuses, saying what to do.
+    packaged = packaged_claims_path()
+    if not packaged.is_file():
+        raise ConfigError(f"{beside / 'claims.toml'}: no such file, and this install of textcls has no claims of its "
+                          f"own; write the claims to test there (the format of benchmarks/claims.toml in textcls's "
+                          f"repository), or pass --output-dir with a results folder that has claims.toml beside it")
+    _note(f"note: {beside} has no claims.toml; testing textcls's own claims of the papers, {packaged}")
+    return packaged, packaged.parent / "diagnoses.toml"
 
 
 def _refuse_options(mode: str, options: dict) -> None:
@@ -923,11 +1007,10 @@ def explain(
     """Show which words (and sentences) an attention model weighed: an HTML page and a PNG per text (docs/explain.md)."""
     from .explain import write_explanations
 
-    from .inputs import check_texts
-
     check_folder_path("--output", output)
-    check_texts(list(texts), first=1)  # numbered as explain_<i>.html is, and before the run loads
+    _argument_texts(texts)  # numbered as explain_<i>.html is, and before the run loads
     clf = _load_run(run_dir, None)
+    _check_task_option(task, clf.task_names_ if clf.uses_tasks else None, run_dir)
     explanations = clf.explain(list(texts), tasks=[task] * len(texts) if task is not None else None)
     for path in write_explanations(explanations, output):
         typer.echo(str(path))

@@ -406,8 +406,13 @@ def render_html(explanation: dict) -> str:
     else is a DataError naming the key that is missing or wrong)."""
     check_explanation(explanation)
     if not explanation["word_attention"] and not explanation["sentence_attention"]:
+        # Decided (a review of POST /explain against textcls explain): Classifier.explain and POST /explain
+        # answer such a model with its raw maps and no rows, as docs/serve.md and docs/explain.md promise
+        # (200, not 422: the maps are data a client can use); only a page needs rows, so only drawing
+        # one refuses, and says where the raw maps are.
         raise no_maps_error(explanation["model"], why="has attention maps, but none over the words (a map of "
-                                                        "features); there is no page to draw")
+                                                        "features), so there is no page to draw; its raw maps are "
+                                                        "in Classifier.explain's and POST /explain's 'attentions'")
     words = [w["text"] for w in explanation["words"]]
     parts = [_header_html(explanation), f'<h2>Text</h2><p>{html.escape(explanation["text"])}</p>']
     sentences = explanation.get("sentences")

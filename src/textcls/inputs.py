@@ -62,9 +62,10 @@ def check_texts(texts: list, where: str | None = None, first: int = 0) -> list:
 
 
 def task_indices(tasks: Sequence[str] | None, n: int, task_names: Sequence[str] | None,
-                 model: str) -> list[int] | None:
+                 model: str, first: int = 0) -> list[int] | None:
     """The index in ``task_names`` of every one of the ``n`` texts' ``tasks``; None for a model
-    without per-task heads (``task_names`` empty), which takes no tasks."""
+    without per-task heads (``task_names`` empty), which takes no tasks. ``first``: the number a
+    message gives the first text, as in ``check_texts``."""
     if not task_names:
         if tasks is not None:
             raise ConfigError(f"model '{model}' was not trained with per-task heads; give no tasks (CLI: drop --task)")
@@ -81,18 +82,18 @@ def task_indices(tasks: Sequence[str] | None, n: int, task_names: Sequence[str] 
     index = {name: i for i, name in enumerate(task_names)}
     for row, name in enumerate(tasks):
         if name not in index:
-            raise DataError(f"text {row} has task {name!r}, which the model was not trained on "
+            raise DataError(f"text {first + row} has task {name!r}, which the model was not trained on "
                             f"(tasks: {', '.join(task_names)})", index=row)
     return [index[name] for name in tasks]
 
 
-def check_finite_probabilities(probs: np.ndarray, where: str | None, advice: str) -> np.ndarray:
+def check_finite_probabilities(probs: np.ndarray, where: str | None, advice: str, first: int = 0) -> np.ndarray:
     """``probs`` unchanged, or a ModelError naming the first text whose probabilities hold NaN or
     Inf (broken weights: nothing downstream should rank or threshold them). ``advice``: what
-    the user of that runtime should do."""
+    the user of that runtime should do; ``first``: the number a message gives the first text."""
     finite = np.isfinite(probs).all(axis=1)
     if not finite.all():
         row = int(np.flatnonzero(~finite)[0])
         raise ModelError(f"{where + ': ' if where else ''}the model produced NaN or Inf probabilities for text "
-                         f"{row}; its weights are broken {advice}", index=row)
+                         f"{first + row}; its weights are broken {advice}", index=row)
     return probs

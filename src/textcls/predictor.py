@@ -85,15 +85,17 @@ class Predictor:
         """Whether every text needs its task (a run with one classifier head per task)."""
         return bool(self.task_names)
 
-    def predict_proba(self, texts: Sequence[str], tasks: Sequence[str] | None = None) -> np.ndarray:
+    def predict_proba(self, texts: Sequence[str], tasks: Sequence[str] | None = None, *,
+                      first: int = 0) -> np.ndarray:
         """``[N, C]`` float32 probabilities in ``classes_`` order. ``texts``: non-blank strings;
-        ``tasks``: the task of every text, for a run with per-task heads."""
-        texts = check_texts(as_list(texts, "Predictor.predict_proba(texts)", "texts", "texts"))
-        task_ids = task_indices(tasks, len(texts), self.task_names, self.model)
+        ``tasks``: the task of every text, for a run with per-task heads. ``first``: the number an
+        error message gives ``texts[0]`` (0, the list index; ``textcls predict`` counts from 1)."""
+        texts = check_texts(as_list(texts, "Predictor.predict_proba(texts)", "texts", "texts"), first=first)
+        task_ids = task_indices(tasks, len(texts), self.task_names, self.model, first)
         if not texts:
             return np.zeros((0, len(self.label_names)), dtype=np.float32)
         return check_finite_probabilities(self._predict(texts, task_ids), str(self.run_dir),
-                                          "(training diverged?), retrain it or load a good run")
+                                          "(training diverged?), retrain it or load a good run", first)
 
     def labels(self, probs: np.ndarray, threshold: float | None = None) -> list:
         """Class names of each row: the most probable one, or for a multi-label run the list of

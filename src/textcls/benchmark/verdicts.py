@@ -49,7 +49,7 @@ from ..errors import DataError
 from .report import (MIN_CPU_SHARE, read_committed, timed_alone, timed_alone_on_cpu, timed_on_cpu, timed_settings,
                      timing_cpu, vectors_without_info)
 
-__all__ = ["Claim", "Verdict", "load_claims", "evaluate_claims", "format_reproduction",
+__all__ = ["Claim", "Verdict", "load_claims", "packaged_claims_path", "evaluate_claims", "format_reproduction",
            "SUPPORTED", "CONTRADICTED", "INCONCLUSIVE", "UNTESTABLE", "ALPHA", "DEFAULT_CLAIMS", "seeds_for_power"]
 
 SUPPORTED = "supported"
@@ -176,11 +176,18 @@ _FIGURE_KEYS = {"id", "paper", "source", "label", "model", "suites", "figures", 
                 "dataset_notes", "twin", "twin_suites"}
 
 
+def packaged_claims_path() -> Path:
+    """textcls's own claims of the papers: in a source checkout, <repo>/benchmarks/claims.toml
+    (<repo>/src/textcls/benchmark/verdicts.py); an installed wheel has none (the path is absent)."""
+    return Path(__file__).resolve().parents[3] / DEFAULT_CLAIMS
+
+
 def _default_claims_path() -> Path:
     if DEFAULT_CLAIMS.is_file():
         return DEFAULT_CLAIMS
-    # A source checkout: <repo>/src/textcls/benchmark/verdicts.py -> <repo>/benchmarks/claims.toml
-    return Path(__file__).resolve().parents[3] / DEFAULT_CLAIMS
+    # The Python default only: `textcls benchmark --verdicts` passes the claims.toml beside its results
+    # folder, and says on stderr when it falls back to this one (cli._verdict_inputs).
+    return packaged_claims_path()
 
 
 def load_claims(path: str | Path | None = None) -> list[Claim]:
