@@ -496,3 +496,158 @@ def test_fdu_mtl_subsample_keeps_every_task_and_its_class_balance():
     ds = load_dataset("fdu_mtl", max_per_split=320)
     counts = Counter(zip(ds["train"]["task"], ds["train"]["label"]))
     assert len(ds["train"]) == 320 and len(counts) == 32 and set(counts.values()) <= {9, 10, 11}
+
+
+# ---------------------------------------------------------------------------------------
+# Damaged local copies: what was published is checked, one line naming the file
+
+
+def _texts(ds):
+    return {split: list(ds[split]["text"]) for split in ds.splits}
+
+
+@pytest.mark.parametrize("name, folder, file", [
+    ("mr", "mr", "rt-polarity.pos"),
+    ("trec", "trec", "train_5500.label"),
+    ("fdu_mtl/MR", "fdu_mtl", "MR.task.train"),
+])
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_a_latin1_file_re_encoded_to_utf8_reads_as_published(data_dir, tmp_path, name, folder, file, bom):
+    """Until stop 64 it read as mojibake ("Ã©"), and a byte-order mark stayed in the first record."""
+    published = (data_dir / folder / file).read_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        published.decode("utf-8")  # so the published file is read as latin-1, as before
+    root = _damaged_copy(data_dir, tmp_path, folder, file, lambda b: bom + b.decode("latin-1").encode("utf-8"))
+    assert _texts(load_dataset(name, data_dir=root)) == _texts(load_dataset(name))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda b: b + "a café\n".encode("utf-8"), r"rt-polarity.pos:44: byte f3 is not UTF-8, yet the file holds UTF-8 "
+                                               r"text on line 5332 \('é'\): it mixes UTF-8 and latin-1"),
+    (lambda b: b"\xef\xbb\xbf" + b, r"rt-polarity.pos:44: byte f3 is not UTF-8, yet the file starts with a UTF-8 "
+                                    r"byte-order mark: it mixes"),
+])
+def test_a_latin1_file_partly_utf8_is_refused(data_dir, tmp_path, change, message):
+    root = _damaged_copy(data_dir, tmp_path, "mr", "rt-polarity.pos", change)
+    with pytest.raises(DataError, match=message + r".*restore it, or convert the whole file to UTF-8"):
+        load_dataset("mr", data_dir=root)
+
+
+@pytest.mark.parametrize("name, folder, copied, over", [
+    ("mr", "mr", "rt-polarity.pos", "rt-polarity.neg"),
+    ("sst2", "sst2", "train.tsv", "test.tsv"),
+    ("trec", "trec", "train_5500.label", "TREC_10.label"),
+    ("20news", "20news", "train.jsonl.gz", "test.jsonl.gz"),
+    ("fdu_mtl/books", "fdu_mtl", "books.task.train", "books.task.test"),
+    ("fdu_mtl", "fdu_mtl", "dvd.task.train", "books.task.train"),
+])
+def test_a_file_copied_over_another_is_refused_naming_both(data_dir, tmp_path, name, folder, copied, over):
+    """Until stop 64 train copied over test, or pos over neg, was read without a word."""
+    root = _damaged_copy(data_dir, tmp_path, folder, over, lambda b: (data_dir / folder / copied).read_bytes())
+    with pytest.raises(DataError, match=r"\.[a-z.]+ and .*: the two files are identical, so one was copied over the "
+                                        r"other; restore the published files$") as err:
+        load_dataset(name, data_dir=root)
+    assert f"{root / folder / copied} and " in str(err.value) or f" and {root / folder / copied}:" in str(err.value)
+    assert f"{root / folder / over} and " in str(err.value) or f" and {root / folder / over}:" in str(err.value)
+
+
+@pytest.mark.parametrize("name, folder, file, change, message", [
+    ("ag_news", "ag_news", "test.csv", lambda b: b.replace(b'"3","', b'"3",""', 1), r"test.csv:1: a quoted field"),
+    ("fdu_mtl/books", "fdu_mtl", "books.task.train", lambda b: b.replace(b"\t", b" "), r"the first row has only 1"),
+    ("imdb", "imdb", "test.jsonl.gz", lambda b: __import__("gzip").compress(
+        __import__("gzip").decompress(b).replace(b'"text"', b'"body"')), r"test.jsonl.gz:1: no field 'text'"),
+])
+def test_advice_on_a_damaged_catalogue_file_names_no_refused_option(data_dir, tmp_path, name, folder, file, change,
+                                                                     message):
+    """Until stop 64 the advice named --delimiter, --format or text_columns=, which a catalogue name refuses."""
+    root = _damaged_copy(data_dir, tmp_path, folder, file, change)
+    with pytest.raises(DataError, match=message) as err:
+        load_dataset(name, data_dir=root)
+    msg = str(err.value)
+    assert "restore the published file (its layout: " in msg and "\n" not in msg
+    for option in ("--delimiter", "--format", "--text-column", "--label-column", "--header", "delimiter=",
+                   "format=", "text_columns=", "label_column=", "header="):
+        assert option not in msg
+
+
+def test_sst_without_its_header_row_says_the_header_is_missing(data_dir, tmp_path):
+    """Until stop 64: "no column 'sentence'; the columns are: a stirring , funny ...; pass text_columns=" """
+    root = _damaged_copy(data_dir, tmp_path, "sst2", "train.tsv", lambda b: b.split(b"\n", 1)[1])
+    with pytest.raises(DataError, match=r"sst2/train.tsv:1: the header row sentence<TAB>label is missing: line 1 is a "
+                                        r"record \('a stirring .*restore the header row"):
+        load_dataset("sst2", data_dir=root)
+
+
+@pytest.mark.parametrize("name, size, least", [("trec", 1, 12), ("trec", 2, 12), ("mr", 2, 4), ("sst2", 1, 2)])
+def test_a_max_per_split_below_the_classes_names_the_option_and_the_least(name, size, least):
+    """Until stop 64: "cannot hold out 1 of 1 records (fraction 0.1)" or "the training labels hold a single class"."""
+    with pytest.raises(ConfigError, match=rf"parameter 'max_per_split' = {size} keeps fewer records of '{name}' split "
+                                          rf"'train' than .*pass max_per_split={least} or more \(CLI: --max-per-split "
+                                          rf"{least}\)"):
+        load_dataset(name, max_per_split=size)
+    assert len(load_dataset(name, max_per_split=least)["train"]) == least
+
+
+def test_list_datasets_refuses_a_data_dir_that_is_a_file_and_lists_partial_fdu_domains(data_dir, tmp_path,
+                                                                                         monkeypatch, capsys):
+    """Until stop 64 a file listed every dataset as "hub", and any fdu_mtl file made all 16 domains local."""
+    from textcls.cli import main
+
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(DataError, match="afile: the data directory .* is a file, not a folder"):
+        list_datasets(tmp_path / "afile")
+    (tmp_path / "data" / "fdu_mtl").mkdir(parents=True)
+    for file in ("books.task.train", "books.task.test", "dvd.task.train"):
+        (tmp_path / "data" / "fdu_mtl" / file).write_bytes((data_dir / "fdu_mtl" / file).read_bytes())
+    infos = {i.name: i for i in list_datasets(tmp_path / "data")}
+    assert [n for n, i in infos.items() if i.local] == ["fine-food", "fdu_mtl/books"]
+    assert infos["fdu_mtl/dvd"].missing == ("dvd.task.test",) and not infos["fdu_mtl/books"].missing
+    assert infos["fdu_mtl/apparel"].missing == ("apparel.task.train", "apparel.task.test")
+    assert len(infos["fdu_mtl"].missing) == 29 and not infos["mr"].missing
+    monkeypatch.setenv("TEXTCLS_DATA_DIR", str(tmp_path / "data"))
+    main(["list-datasets"])
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split()[3] for line in out}
+    assert rows["fdu_mtl/books"] == "local" and rows["fdu_mtl/dvd"] == "part" and rows["mr"] == "hub"
+    assert next(line for line in out if line.startswith("fdu_mtl/dvd ")).endswith("[local copy lacks dvd.task.test]")
+    monkeypatch.setenv("TEXTCLS_DATA_DIR", str(tmp_path / "empty"))
+    main(["list-datasets"])
+    rows = {line.split()[0]: line.split()[3] for line in capsys.readouterr().out.splitlines()}
+    assert rows["fdu_mtl/books"] == "none" and rows["mr"] == "hub" and rows["fine-food"] == "local"
+    monkeypatch.setenv("TEXTCLS_DATA_DIR", str(tmp_path / "afile"))
+    with pytest.raises(SystemExit):
+        main(["list-datasets"])
+    assert "afile: the data directory (TEXTCLS_DATA_DIR or data_dir=) is a file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, folder, file, change, message", [
+    ("mpqa", "mpqa", "mpqa.neg", lambda b: b.replace(b"\n", b"\n\n", 1), r"mpqa.neg:2: empty text where the published "
+                                                                         r"file has no empty document .*6415, 7294"),
+    ("fdu_mtl/sports_outdoors", "fdu_mtl", "sports_outdoors.task.train", lambda b: b.replace(b"\n", b"\n1\t\n", 1),
+     r"sports_outdoors.task.train:2: empty text where .* line\(s\) 1121;"),
+    ("fdu_mtl/books", "fdu_mtl", "books.task.test", lambda b: b.replace(b"\n", b"\n0\t\n", 1),
+     r"books.task.test:2: empty text; write the document's text"),
+    ("reuters", "reuters", "test.jsonl.gz", lambda b: __import__("gzip").compress(__import__("gzip").decompress(b).replace(
+        b"\n", b'\n{"id": "x", "title": "", "text": "", "labels": ["earn"]}\n', 1)),
+     r"test.jsonl.gz:2: empty text where .* line\(s\) 89, 538, 549 and 10 more"),
+])
+def test_an_empty_document_a_user_inserted_is_not_as_published(data_dir, tmp_path, name, folder, file, change, message):
+    """Until stop 64 these were skipped and counted "empty text (as published)"."""
+    root = _damaged_copy(data_dir, tmp_path, folder, file, change)
+    with pytest.raises(DataError, match=message):
+        load_dataset(name, data_dir=root)
+    skipped = load_dataset(name, data_dir=root, on_bad_record="skip").skipped
+    inserted = [s for s in skipped if s.split("/")[-1].startswith(f"{file}:2:")]
+    assert len(inserted) == 1 and "as published" not in inserted[0]
+
+
+def test_a_reordered_or_renamed_zhang_classes_txt_is_refused(data_dir, tmp_path):
+    """Until stop 64 a reordered ag_news classes.txt renamed every class (World read as Sports)."""
+    root = _damaged_copy(data_dir, tmp_path, "ag_news", "classes.txt", lambda b: b"Sports\nWorld\nBusiness\nSci/Tech\n")
+    with pytest.raises(DataError, match=r"ag_news/classes.txt: lists in another order \(Sports, World, Business, "
+                                        r"Sci/Tech\) where the published ag_news classes are, in order, World, Sports, "
+                                        r"Business, Sci/Tech .*restore the original classes.txt"):
+        load_dataset("ag_news", data_dir=root)
+    (root / "ag_news" / "classes.txt").write_bytes(b"World\nSports\nBusiness\nScience\n")
+    with pytest.raises(DataError, match=r"classes.txt: lists 4 classes \(World, Sports, Business, Science\) where"):
+        load_dataset("ag_news", data_dir=root)

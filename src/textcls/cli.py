@@ -750,8 +750,12 @@ def list_datasets_cmd():
     from .data import list_datasets
 
     for info in list_datasets():
-        local = "local" if info.local else "hub"
-        typer.echo(f"{info.name:28s} {info.classes:>3} classes  {local:5s}  {info.description}")
+        # local: a complete local copy; part: its folder lacks files (loading names them);
+        # hub: read from the Hugging Face hub; none: neither (download it into the data directory).
+        source = "local" if info.local else "part" if info.missing else "hub" if info.hub_id else "none"
+        lacks = f" [local copy lacks {', '.join(info.missing[:3])}{', ...' if len(info.missing) > 3 else ''}]"
+        typer.echo(f"{info.name:28s} {info.classes:>3} classes  {source:5s}  {info.description}"
+                   + (lacks if info.missing else ""))
 
 
 @app.command()

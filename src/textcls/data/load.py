@@ -25,7 +25,7 @@ from ..validate import MAX_SEED, check_int, range_check
 from . import readers
 from .catalog import CATALOG, find_entry, local_root
 from .hub import HUB_DIR_ENV, load_hub, parse_hf
-from .loaders import DATA_DIR_ENV, CatalogEntry
+from .loaders import DATA_DIR_ENV, CatalogEntry, refuse_a_file_as_data_dir
 from .loaders import data_dir as _data_dir  # load_dataset's keyword argument shadows the name
 from .readers import ReadOptions
 from .records import TextDataset
@@ -142,9 +142,7 @@ def _refuse_a_broken_local_copy(entry: CatalogEntry, root: Path) -> None:
     """Before the hub is tried (half a minute of retries offline): a data directory that is not a
     folder, or a dataset's folder that is a file or a broken symlink, is what to fix, not a copy
     that was never made."""
-    if root.exists() and not root.is_dir():
-        raise DataError(f"{root}: the data directory ({DATA_DIR_ENV} or data_dir=) is a file, not a folder; point it at "
-                        "the folder that holds the datasets")
+    refuse_a_file_as_data_dir(root)
     for folder in entry.folders:
         path = root / folder
         if path.is_symlink() and not path.exists():

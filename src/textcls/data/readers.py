@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import contextvars
 import csv
 import gzip
 import json
@@ -58,7 +59,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 import datasets
 
@@ -80,6 +81,29 @@ LABEL_CANDIDATES = ("label", "labels", "class", "category", "target", "sentiment
 FORMATS = ("csv", "tsv", "jsonl", "parquet", "fasttext", "class-files", "class-folders")
 
 SKIP_HINT = 'or pass on_bad_record="skip" (CLI: --on-bad-record skip) to skip and count it'
+
+# While a catalogue dataset's files are read (``published_layout``, used by loaders.py), the
+# options that advice elsewhere names (format=, delimiter=, header=, text_columns=,
+# label_column=) are refused (load.py): such advice becomes restoring the published layout.
+_PUBLISHED_LAYOUT: contextvars.ContextVar[str | None] = contextvars.ContextVar("published_layout", default=None)
+
+
+@contextlib.contextmanager
+def published_layout(layout: str):
+    """Read a catalogue dataset's files inside this: advice naming reader options is replaced
+    by restoring the file, whose published ``layout`` is named."""
+    token = _PUBLISHED_LAYOUT.set(layout)
+    try:
+        yield
+    finally:
+        _PUBLISHED_LAYOUT.reset(token)
+
+
+def _option_advice(advice: str, instead: str = "restore the published file") -> str:
+    """``advice`` (it names reader options), or, for a catalogue file, ``instead`` with the
+    file's published layout."""
+    layout = _PUBLISHED_LAYOUT.get()
+    return advice if layout is None else f"{instead} (its layout: {layout})"
 
 # Zhang et al.'s yahoo/yelp fields exceed the csv module's 128 KiB default field limit.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -139,10 +163,13 @@ class RecordBuffer:
 
     ``skip_empty_text`` is for published corpora that themselves ship empty documents
     (``mpqa``, ``reuters``, one ``fdu_mtl`` line): those are skipped and counted whatever
-    ``on_bad_record`` says, since the user cannot fix a published corpus.
+    ``on_bad_record`` says, since the user cannot fix a published corpus. ``True`` skips every
+    empty text so (a hub copy, whose records have no fixed lines); a mapping ``{file name: line
+    numbers}`` only the published file's own empty documents, so an empty document anywhere
+    else (a blank line a user inserted) is a bad record like in any other file.
     """
 
-    def __init__(self, on_bad_record: str = "error", skip_empty_text: bool = False,
+    def __init__(self, on_bad_record: str = "error", skip_empty_text: bool | Mapping[str, Collection[int]] = False,
                  known_labels: Sequence[str] | None = None):
         self.on_bad_record = on_bad_record
         self.skip_empty_text = skip_empty_text
@@ -178,8 +205,14 @@ class RecordBuffer:
         if not isinstance(text, str):
             text = str(text)
         if not text.strip():
-            if self.skip_empty_text:
+            published = self._published_empty_lines(where)
+            if published is True:
                 self.skipped.append(f"{where}: empty text (as published)")
+                return False
+            if published:
+                self.reject(where, "empty text where the published file has no empty document (its own are on "
+                            f"line(s) {_few(published)}; lines added or removed above move them)",
+                            "restore the file, or remove the record")
                 return False
             self.reject(where, "empty text", "write the document's text or remove the record")
             return False
@@ -206,6 +239,22 @@ class RecordBuffer:
         self.texts.append(text)
         self.labels.append(label)
         return True
+
+
+    def _published_empty_lines(self, where: str) -> bool | list[int]:
+        """True when the empty text at ``where`` ("<path>:<line>") is one the published corpus
+        ships; else the lines of that file's published empty documents (maybe none)."""
+        if self.skip_empty_text is True or not self.skip_empty_text:
+            return bool(self.skip_empty_text)
+        name, _, line = Path(where).name.rpartition(":")
+        lines = sorted(self.skip_empty_text.get(name, ()))
+        return True if line.isdigit() and int(line) in lines else lines
+
+
+def _few(numbers: Sequence[int], shown: int = 3) -> str:
+    """"6415, 7294" or "174, 371, 381 and 33 more"."""
+    head = ", ".join(map(str, numbers[:shown]))
+    return head if len(numbers) <= shown else f"{head} and {len(numbers) - shown} more"
 
 
 def _clean_label(label: Any) -> str | list[str] | None:
@@ -357,7 +406,8 @@ def _sniff_binary(path: Path, head: bytes, encoding: str) -> None:
             f'pass encoding="{real}" (CLI: --encoding {real}) or leave the encoding unset'
         )
     if head.startswith(b"PAR1"):
-        raise DataError(f'{path}: is a parquet file, not text; name it .parquet or pass format="parquet" (CLI: --format parquet)')
+        raise DataError(f"{path}: is a parquet file, not text; "
+                        + _option_advice('name it .parquet or pass format="parquet" (CLI: --format parquet)'))
     if head.startswith(b"PK\x03\x04"):
         raise DataError(f"{path}: is a zip archive, not text; unpack it and pass the file (or folder) inside")
     kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
@@ -378,7 +428,7 @@ def _sniff_binary(path: Path, head: bytes, encoding: str) -> None:
     raise DataError(
         f"{path}: holds NUL and other control bytes ({controls} in its first {len(head)} bytes; the first NUL at "
         f"byte {head.index(0)}), so it is a binary file, not text; "
-        "check the path, or pass format= (CLI: --format) if it is a parquet file"
+        + _option_advice("check the path, or pass format= (CLI: --format) if it is a parquet file")
     )
 
 
@@ -595,12 +645,13 @@ def _finish(path: Path, buffer: RecordBuffer, before: int, skipped_before: int, 
     if n_bad:
         raise DataError(
             f"{path}: all {n_bad} records were bad and skipped (first: {buffer.skipped[skipped_before]}); "
-            "fix the file or check encoding= and the column options"
+            + _option_advice("fix the file or check encoding= and the column options",
+                            "check encoding= (CLI: --encoding) or restore the published file")
         )
     if header is not None:
         raise DataError(
-            f"{path}: holds a header row ({', '.join(header)}) and no records; add records, "
-            "or pass header=False (CLI: --no-header) if that row is a record"
+            f"{path}: holds a header row ({', '.join(header)}) and no records; "
+            + _option_advice("add records, or pass header=False (CLI: --no-header) if that row is a record")
         )
     raise DataError(f"{path}: no records found (the file is empty or blank); check the path and the format")
 
@@ -766,7 +817,7 @@ def _check_delimited_labels(path: Path, buffer: RecordBuffer, before: int, colum
                 f"its first row ({shown}) was read as a record: if it is a header, pass header=True (CLI: --header) "
                 f"and name the text and class columns with {choose}; if not, {advice}"
             )
-    _check_label_column(path, buffer, before, desc, advice)
+    _check_label_column(path, buffer, before, desc, _option_advice(advice))
 
 
 def _trim(cells: list[str]) -> list[str]:
@@ -783,10 +834,9 @@ def _delimiter_name(delimiter: str) -> str:
 
 def _quote_fix(delimiter: str) -> str:
     d = "\\t" if delimiter == "\t" else delimiter
-    return (
-        'fix the quoting there (close the quote; inside a quoted field write a quote mark as "") '
-        f'or read quote marks as plain text with format="tsv", delimiter="{d}" (CLI: --format tsv --delimiter \'{d}\')'
-    )
+    return 'fix the quoting there (close the quote; inside a quoted field write a quote mark as "") ' + _option_advice(
+        f'or read quote marks as plain text with format="tsv", delimiter="{d}" (CLI: --format tsv --delimiter \'{d}\')',
+        "or restore the published file")
 
 
 def _quote_open_line(lines: list[tuple[int, str]], delimiter: str) -> int | None:
@@ -965,7 +1015,7 @@ def _looks_like_header(row: list[str]) -> bool:
 
 
 def _columns_advice() -> str:
-    return (
+    return _option_advice(
         "name the text column with text_columns= (CLI: --text-column NAME) and the class column with "
         "label_column= (CLI: --label-column NAME), or pass header=False (CLI: --no-header) if that row is a record"
     )
@@ -987,7 +1037,8 @@ def _resolve_columns(path, columns, text_columns, label_column) -> tuple[list[in
         if spec in columns:
             return columns.index(spec)
         raise DataError(
-            f"{path}: no column {spec!r}; the columns are: {', '.join(columns)}; pass {role}= with one of them"
+            f"{path}: no column {spec!r}; the columns are: {', '.join(columns)}; "
+            + _option_advice(f"pass {role}= with one of them")
         )
 
     if text_columns is None:
@@ -1022,12 +1073,13 @@ def _resolve_indices(path, n_fields, text_columns, label_column, lineno=1) -> tu
         if i is not None and i >= n_fields:
             raise DataError(
                 f"{path}:{lineno}: {role} index {i} is out of range: the first row has {n_fields} field(s) "
-                f"(indices 0-{n_fields - 1}); pass an index below {n_fields}, or check delimiter= (CLI: --delimiter)"
+                f"(indices 0-{n_fields - 1}); "
+                + _option_advice(f"pass an index below {n_fields}, or check delimiter= (CLI: --delimiter)")
             )
     if n_fields < 2 and text_columns is None:
         raise DataError(
             f"{path}: the first row has only {n_fields} field(s), need a label and a text; "
-            "check delimiter= (CLI: --delimiter) or the format"
+            + _option_advice("check delimiter= (CLI: --delimiter) or the format")
         )
     return text_idx, label_idx
 
@@ -1084,7 +1136,8 @@ def read_jsonl(
             buffer.reject(
                 where,
                 f"field {nested!r} holds a JSON {_json_kind(obj[nested])}, not text",
-                "make it a string, or name the text fields with text_columns= (CLI: --text-column)",
+                _option_advice("make it a string, or name the text fields with text_columns= (CLI: --text-column)",
+                              "make it a string, or restore the published file"),
             )
             continue
         label = obj[label_field]
@@ -1102,8 +1155,8 @@ def read_jsonl(
     if label_field is not None:
         _check_label_column(
             path, buffer, before, f"{label_field!r}",
-            "name the class field with label_column= (CLI: --label-column NAME) and the text field with "
-            "text_columns= (CLI: --text-column NAME)",
+            _option_advice("name the class field with label_column= (CLI: --label-column NAME) and the text field "
+                          "with text_columns= (CLI: --text-column NAME)"),
         )
 
 
@@ -1117,13 +1170,13 @@ def _pick_fields(path, lineno, keys, wanted, candidates, role) -> list[str]:
             if isinstance(w, int):
                 raise DataError(f"{path}: {role} must name JSON fields, not index {w}; the fields are: {', '.join(keys)}")
             if w not in keys:
-                raise DataError(
-                    f"{path}:{lineno}: no field {w!r}; the fields are: {', '.join(keys)}; pass {role}= with one of them"
-                )
+                raise DataError(f"{path}:{lineno}: no field {w!r}; the fields are: {', '.join(keys)}; "
+                                + _option_advice(f"pass {role}= with one of them"))
         return list(wanted)
     hit = next((c for c in candidates if c in keys), None)
     if hit is None:
-        raise DataError(f"{path}:{lineno}: no {role.split('_')[0]} field among: {', '.join(keys)}; pass {role}=")
+        raise DataError(f"{path}:{lineno}: no {role.split('_')[0]} field among: {', '.join(keys)}; "
+                        + _option_advice(f"pass {role}="))
     return [hit]
 
 

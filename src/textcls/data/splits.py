@@ -10,7 +10,9 @@ Split rules (also in ARCHITECTURE.md, "Splits"):
 - A dataset without a dev split gets one from ``ensure_dev``: a stratified ``fraction`` of
   train drawn with the same kind of seed; ``fdu_mtl/<domain>`` instead takes the last 200
   training lines as dev, as the FCSR paper does.
-- ``max_per_split`` keeps a seeded, stratified subsample of each split (class balance kept).
+- ``max_per_split`` keeps a seeded, stratified subsample of each split (class balance kept); it
+  must keep a record of each class (two of each in a train split without dev, from which
+  training carves one), else it is refused with the least value that works.
 - Stratification uses the class name; for multi-label records it uses the first listed
   label. Classes with a single record cannot be on both sides, so they stay on the kept
   side. When the held-out part is smaller than the number of classes (tiny data) the split
@@ -30,7 +32,7 @@ import datasets
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 from ..validate import check_int, range_check
 from .records import TextDataset
 
@@ -155,19 +157,40 @@ def ensure_dev(ds: TextDataset, fraction: float = 0.1, seed: int = 0) -> TextDat
 
 
 def subsample(ds: TextDataset, max_per_split: int, seed: int = 0) -> TextDataset:
-    """Keep at most ``max_per_split`` records of each split: a seeded, stratified subsample."""
+    """Keep at most ``max_per_split`` records of each split: a seeded, stratified subsample.
+
+    It keeps a record of every class (of every task and class, multi-task), and of a train
+    split without a dev split beside it two (training carves dev from train, and each class
+    needs a record on both sides); a smaller ``max_per_split`` is a ConfigError naming the
+    least that works, not a model trained on some of the classes or a dev carve of 1 record."""
     max_per_split = check_max_per_split(max_per_split)
     splits = dict(ds.splits)
     notes = dict(ds.split_notes)
     for name, split in ds.splits.items():
         if len(split) <= max_per_split:
             continue
-        _, held = stratified_split(split_strata(split), int(max_per_split), seed)
+        strata = split_strata(split)
+        _check_subsample_keeps_classes(ds, name, len(set(map(_stratum, strata))), max_per_split)
+        _, held = stratified_split(strata, int(max_per_split), seed)
         splits[name] = split.select(held)
         notes[name] = (
             f"{notes.get(name, name)}; stratified subsample of {len(held)} of {len(split)} (split_seed={seed})"
         )
     return replace(ds, splits=_ordered(splits), split_notes=notes)
+
+
+def _check_subsample_keeps_classes(ds: TextDataset, split: str, classes: int, max_per_split: int) -> None:
+    per_class = 2 if split == "train" and "dev" not in ds.splits else 1
+    least = classes * per_class
+    if max_per_split >= least:
+        return
+    what = "task-class pairs" if ds.task_names else "classes"
+    least_of = (f"twice its {classes} {what} (training carves a dev split from it, and each class needs a record on "
+                "both sides)" if per_class == 2 else f"its {classes} {what}, so a stratified subsample cannot keep one of each")
+    raise ConfigError(
+        f"parameter 'max_per_split' = {max_per_split} keeps fewer records of '{ds.name}' split '{split}' than "
+        f"{least_of}; pass max_per_split={least} or more (CLI: --max-per-split {least})"
+    )
 
 
 def check_labels(split_dataset: datasets.Dataset, label_names: Sequence[str], where: str) -> None:
