@@ -97,7 +97,8 @@ def _file_encoding(path: Path, options: ReadOptions, default: str) -> str:
         return _encoding(options, default)
     with readers.open_binary(path) as fh:
         data = fh.read()
-    utf8 = _UTF8_SEQUENCE.search(data)
+    # The first sequence that is UTF-8 indeed (the pattern also matches overlong forms and surrogates).
+    utf8 = next((m for m in _UTF8_SEQUENCE.finditer(data) if _decodes(m.group())), None)
     if utf8 is None:
         return default
     try:
@@ -111,9 +112,17 @@ def _file_encoding(path: Path, options: ReadOptions, default: str) -> str:
             line = data.count(b"\n", 0, utf8.start()) + 1
             what = f"holds UTF-8 text on line {line} ({utf8.group().decode()!r})"
         raise DataError(
-            f"{path}:{bad}: byte {data[err.start]:02x} is not UTF-8, yet the file {what}: it mixes UTF-8 and latin-1 "
+            f"{path}:{bad}: byte {data[err.start]:#04x} is not UTF-8, yet the file {what}: it mixes UTF-8 and latin-1 "
             "(the published file is latin-1 throughout); restore it, or convert the whole file to UTF-8"
         ) from None
+
+
+def _decodes(sequence: bytes) -> bool:
+    try:
+        sequence.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 def _refuse_copies(paths: Sequence[Path]) -> None:

@@ -10,9 +10,9 @@ Split rules (also in ARCHITECTURE.md, "Splits"):
 - A dataset without a dev split gets one from ``ensure_dev``: a stratified ``fraction`` of
   train drawn with the same kind of seed; ``fdu_mtl/<domain>`` instead takes the last 200
   training lines as dev, as the FCSR paper does.
-- ``max_per_split`` keeps a seeded, stratified subsample of each split (class balance kept); it
-  must keep a record of each class (two of each in a train split without dev, from which
-  training carves one), else it is refused with the least value that works.
+- ``max_per_split`` keeps a seeded, stratified subsample of each split (class balance kept) that
+  holds a record of each class of two or more records; a ``max_per_split`` below a split's number
+  of classes is refused with the least value that works.
 - Stratification uses the class name; for multi-label records it uses the first listed
   label. Classes with a single record cannot be on both sides, so they stay on the kept
   side. When the held-out part is smaller than the number of classes (tiny data) the split
@@ -37,6 +37,7 @@ from ..validate import check_int, range_check
 from .records import TextDataset
 
 SPLIT_ORDER = ("train", "dev", "test")
+SUBSAMPLE_NOTE = "stratified subsample"
 
 
 # The test share drawn when a source has no test split (ag_news offline: 0.2, see catalog.py).
@@ -153,44 +154,88 @@ def ensure_dev(ds: TextDataset, fraction: float = 0.1, seed: int = 0) -> TextDat
     if "dev" in ds.splits:
         return ds
     range_check("dev_fraction", fraction, 0, MAX_HELD_OUT, low_open=True)
-    return carve_split(ds, "dev", fraction, seed, seed_name="seed")
+    carved = carve_split(ds, "dev", fraction, seed, seed_name="seed")
+    _check_carve_keeps_classes(ds, carved)
+    return carved
+
+
+def _check_carve_keeps_classes(ds: TextDataset, carved: TextDataset) -> None:
+    """A train split that ``max_per_split`` cut to about a record a class is too small to give a
+    dev split (the carve of tiny data is a random one, and can take a class's only record):
+    refused, naming the option, instead of "the training labels hold a single class" later.
+    Only for a subsample: tiny data of the user's own keeps its earlier, tested behaviour."""
+    if SUBSAMPLE_NOTE not in ds.split_notes.get("train", ""):
+        return
+    before = {_stratum(s) for s in split_strata(ds["train"])}
+    lost = before - {_stratum(s) for s in split_strata(carved["train"])}
+    if lost:
+        least = 2 * len(before)
+        raise ConfigError(
+            f"parameter 'max_per_split' = {len(ds['train'])} leaves '{ds.name}' split 'train' too small to carve a "
+            f"dev split from it: class '{sorted(lost)[0]}' would have no training record; pass max_per_split={least} "
+            f"or more (CLI: --max-per-split {least}), two records a class"
+        )
 
 
 def subsample(ds: TextDataset, max_per_split: int, seed: int = 0) -> TextDataset:
     """Keep at most ``max_per_split`` records of each split: a seeded, stratified subsample.
 
-    It keeps a record of every class (of every task and class, multi-task), and of a train
-    split without a dev split beside it two (training carves dev from train, and each class
-    needs a record on both sides); a smaller ``max_per_split`` is a ConfigError naming the
-    least that works, not a model trained on some of the classes or a dev carve of 1 record."""
+    It keeps a record of every class (of every task and class, multi-task); a smaller
+    ``max_per_split`` is a ConfigError naming the least that works, not a model trained on
+    some of the classes or a test split scored on some of them."""
     max_per_split = check_max_per_split(max_per_split)
     splits = dict(ds.splits)
     notes = dict(ds.split_notes)
     for name, split in ds.splits.items():
         if len(split) <= max_per_split:
             continue
-        strata = split_strata(split)
-        _check_subsample_keeps_classes(ds, name, len(set(map(_stratum, strata))), max_per_split)
+        strata = [_stratum(s) for s in split_strata(split)]
+        _check_subsample_keeps_classes(ds, name, len(set(strata)), max_per_split)
         _, held = stratified_split(strata, int(max_per_split), seed)
+        held = _with_every_class(held, strata, seed)
         splits[name] = split.select(held)
         notes[name] = (
-            f"{notes.get(name, name)}; stratified subsample of {len(held)} of {len(split)} (split_seed={seed})"
+            f"{notes.get(name, name)}; {SUBSAMPLE_NOTE} of {len(held)} of {len(split)} (split_seed={seed})"
         )
     return replace(ds, splits=_ordered(splits), split_notes=notes)
 
 
 def _check_subsample_keeps_classes(ds: TextDataset, split: str, classes: int, max_per_split: int) -> None:
-    per_class = 2 if split == "train" and "dev" not in ds.splits else 1
-    least = classes * per_class
-    if max_per_split >= least:
+    # One record a class, whatever the split: ``evaluate`` scores a subsampled test split and trains
+    # nothing. A train split of one record a class still trains: the dev carve keeps a class's
+    # only record on the train side (``stratified_split``).
+    if max_per_split >= classes:
         return
     what = "task-class pairs" if ds.task_names else "classes"
-    least_of = (f"twice its {classes} {what} (training carves a dev split from it, and each class needs a record on "
-                "both sides)" if per_class == 2 else f"its {classes} {what}, so a stratified subsample cannot keep one of each")
     raise ConfigError(
-        f"parameter 'max_per_split' = {max_per_split} keeps fewer records of '{ds.name}' split '{split}' than "
-        f"{least_of}; pass max_per_split={least} or more (CLI: --max-per-split {least})"
+        f"parameter 'max_per_split' = {max_per_split} keeps fewer records of '{ds.name}' split '{split}' than its "
+        f"{classes} {what}, so a subsample cannot keep one of each; pass max_per_split={classes} or more "
+        f"(CLI: --max-per-split {classes})"
     )
+
+
+def _with_every_class(held: np.ndarray, strata: Sequence[str], seed: int) -> np.ndarray:
+    """``held`` with a record of every class of ``strata``. The stratified draw rounds each
+    class's share, so a class under 1/N of the split (trec's ABBR at N = 12) can get none: one of its records, seeded, takes the place of one of the
+    class drawn most. A draw that kept every class is returned as it is, so the subsamples of
+    earlier runs stay the same. A class of one record in the whole split is left out, as the
+    draw always left it (reuters-single's one 'wheat' training document: with it, the committed
+    slices of 1,000 and 3,000 documents would change, and no test document has that class)."""
+    labels = np.asarray(strata, dtype=object)
+    kept = Counter(labels[held].tolist())
+    sizes = Counter(labels.tolist())
+    missing = [c for c in sizes if c not in kept and sizes[c] > 1]
+    if not missing:
+        return held
+    rng = np.random.default_rng(seed)
+    chosen = set(held.tolist())
+    for cls in missing:
+        largest = max(kept, key=kept.get)
+        chosen.remove(int(rng.choice(sorted(i for i in chosen if labels[i] == largest))))
+        chosen.add(int(rng.choice(np.flatnonzero(labels == cls))))
+        kept[largest] -= 1
+        kept[cls] = 1
+    return np.array(sorted(chosen), dtype=np.int64)
 
 
 def check_labels(split_dataset: datasets.Dataset, label_names: Sequence[str], where: str) -> None:
