@@ -717,4 +717,7 @@ def test_verdicts_without_claims_beside_say_which_claims_they_tested(tmp_path, c
     # The README holds no verdict table: it is neither changed nor said to be written.
     assert out.strip() == f"wrote {Path('benchmarks/REPRODUCTION.md')}, {Path('benchmarks/results/reproduction.png')}"
     assert (tmp_path / "README.md").read_text(encoding="utf-8") == "no verdict table here\n"
-    assert "fcsr" in (tmp_path / "benchmarks" / "REPRODUCTION.md").read_text(encoding="utf-8")
+    page = (tmp_path / "benchmarks" / "REPRODUCTION.md").read_text(encoding="utf-8")
+    assert "fcsr" in page
+    # The page names the claims it tested, not a claims.toml beside it that is not there.
+    assert f"Generated from `{CLAIMS.resolve()}` and" in page

@@ -11,7 +11,7 @@ from ..artifacts import atomic_write_bytes
 from ..errors import DataError
 from .gaps import format_gaps, load_diagnoses, plot_within_figures, within_figures
 from .progress import format_progress, full_suite_progress
-from .verdicts import Claim, _Results, evaluate_claims, format_reproduction, suites_dir_for, update_readme_summary
+from .verdicts import DEFAULT_CLAIMS, Claim, _Results, evaluate_claims, format_reproduction, suites_dir_for, update_readme_summary
 
 __all__ = ["write_reproduction"]
 
@@ -36,7 +36,8 @@ def write_reproduction(results_dir: str | Path = Path("benchmarks/results"),
     out = Path(out)
     in_claims = list(dict.fromkeys(v.suite for v in verdicts if v.suite))  # the page's order of the papers
     progress = full_suite_progress(Path(results_dir), suites_dir_for(results_dir, suites_dir), first=in_claims)
-    text = format_reproduction(verdicts, format_gaps(verdicts, results_dir, diagnoses), format_progress(progress))
+    text = format_reproduction(verdicts, format_gaps(verdicts, results_dir, diagnoses), format_progress(progress),
+                               claims_source=_claims_source(claims, out))
     # Whatever can fail is checked before the first file is written: all three files, or none.
     if figure is not None and Path(figure).is_dir():
         raise DataError(f"{figure}: is a folder; the figure is written there as a file, remove or rename the folder")
@@ -52,3 +53,13 @@ def write_reproduction(results_dir: str | Path = Path("benchmarks/results"),
     if readme is not None:
         update_readme_summary(readme, verdicts)
     return out
+
+
+def _claims_source(claims, out: Path) -> str:
+    """How the page's header names its claims: ``benchmarks/claims.toml`` for the claims beside
+    it, the default or claims given as objects (the project's page stays byte for byte as it
+    was), else the file's full path."""
+    path = Path(claims) if isinstance(claims, (str, Path)) else None
+    if path is None or path.resolve() == (out.parent / "claims.toml").resolve():
+        return str(DEFAULT_CLAIMS)
+    return str(path.resolve())

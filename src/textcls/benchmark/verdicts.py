@@ -1378,13 +1378,15 @@ def update_readme_summary(readme: str | Path, verdicts: Sequence[Verdict]) -> bo
     return True
 
 
-def format_reproduction(verdicts: Sequence[Verdict], gaps: Sequence[str] = (), progress: Sequence[str] = ()) -> str:
+def format_reproduction(verdicts: Sequence[Verdict], gaps: Sequence[str] = (), progress: Sequence[str] = (),
+                        claims_source: str = str(DEFAULT_CLAIMS)) -> str:
     """REPRODUCTION.md's text for these verdicts, with ``progress`` (``progress.format_progress``'
     lines) right after the summary table and ending with ``gaps`` (``gaps.format_gaps``' lines)
-    when given."""
+    when given. ``claims_source``: the claims file the header names (the page beside the
+    results says which claims it tested when they are not the ones beside it)."""
     counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in VERDICTS}
     lines = ["# Reproduction: a verdict for every claim", "",
-             "Generated from `benchmarks/claims.toml` and `benchmarks/results/*.json` by "
+             f"Generated from `{claims_source}` and `benchmarks/results/*.json` by "
              "`textcls.benchmark.reproduction.write_reproduction()`; do not edit by hand. To regenerate:",
              "", "```", "textcls benchmark --verdicts   # from the repository root",
              "```", "",
