@@ -37,5 +37,5 @@ def test_ratios_and_targets(tmp_path):
 
 
 def test_fewer_than_1000_latency_calls_are_refused():
-    with pytest.raises(ConfigError, match="--calls 999: must be at least 1000"):
+    with pytest.raises(ConfigError, match="parameter .calls. = 999 is outside its allowed range \\[1000, "):
         run_predict_speed(["fasttext-bag"], calls=999)

@@ -53,6 +53,33 @@ def test_bad_speed_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("option, value, shown", [
+    ("--timeout", "nan", "parameter 'timeout' (--timeout) = nan is outside its allowed range (0, "),
+    ("--timeout", "inf", "parameter 'timeout' (--timeout) = inf is outside its allowed range (0, "),
+    ("--timeout", "0", "parameter 'timeout' (--timeout) = 0.0 is outside its allowed range (0, "),
+    ("--timeout", "-5", "parameter 'timeout' (--timeout) = -5.0 is outside its allowed range (0, "),
+    ("--warmup", "-1", "parameter 'warmup' (--warmup) = -1 is outside its allowed range [0, "),
+    ("--length", "100000000", "parameter 'length' = 100000000 is outside its allowed range [1, "),
+])
+def test_speed_settings_that_cannot_be_timed_are_refused_before_any_child(tmp_path, capsys, option, value, shown):
+    # Was: nan/inf a ValueError traceback from the child's poll; 0 and warmup -1 (steps 1) every
+    # measurement failed with a report written; warmup -1 with steps 3 timed 2 steps, exit 0.
+    with pytest.raises(SystemExit) as exit_info:
+        main(["speed", "-m", "fasttext-bag", "-l", "8", "-b", "2", "--steps", "3", option, value,
+              "-o", str(tmp_path / "sp")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: " + shown) and len(err.splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_run_speed_checks_every_setting_of_the_python_api():
+    for bad, match in (({"threads": 0}, "'threads' = 0"), ({"warmup": 1.5}, "'warmup' = 1.5"),
+                       ({"timeout": float("nan")}, "'timeout' = nan"), ({"steps": 0}, "'steps' = 0")):
+        with pytest.raises(ConfigError, match=match):
+            run_speed(["fasttext-bag"], [8], progress=False, **bad)
+
+
 def test_interleaved_best_takes_turns_and_keeps_each_ones_fastest_round():
     calls = []
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..artifacts import atomic_write_bytes
 from ..errors import ConfigError
+from ..validate import check_int
 from . import system
 
 # One light preset per model family (the CPU-sized ones where a family has both).
@@ -183,9 +184,11 @@ def run_predict_speed(presets: list[str] | None = None, *, data: str = "mr", doc
 
     from ..data import load_dataset
 
-    for name, value, low in (("docs", docs, 1), ("calls", calls, 1000), ("rounds", rounds, 1), ("epochs", epochs, 1)):
-        if value < low:
-            raise ConfigError(f"--{name} {value}: must be at least {low}")
+    # Upper bounds catch a slip (an extra zero or two) before minutes of training, not a wish.
+    for name, value, low, high in (("docs", docs, 1, 10_000_000), ("calls", calls, 1000, 10_000_000),
+                                   ("rounds", rounds, 1, 1000), ("epochs", epochs, 1, 100_000),
+                                   ("threads", threads, 1, 1 << 16)):
+        check_int(name, value, low, high)
     torch.set_num_threads(threads)
     say = progress or (lambda text: None)
     dataset = load_dataset(data)

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..artifacts import atomic_write_bytes, write_figure
 from ..errors import ConfigError
-from ..validate import check_int
+from ..validate import check_int, range_check
 from . import system
 
 DEFAULT_VOCAB = 20_000
@@ -141,7 +141,7 @@ def _run_child(job: dict, timeout: float) -> dict:
         if not parent.poll(timeout):
             process.terminate()
             return {"model": job["model"], "length": job["length"], "status": "failed",
-                    "error": f"took longer than {timeout:.0f} s (timeout); lower the length, batch or steps"}
+                    "error": f"took longer than {timeout:g} s (timeout); lower the length, batch or steps"}
         try:
             return parent.recv()
         except EOFError:
@@ -152,6 +152,29 @@ def _run_child(job: dict, timeout: float) -> dict:
     finally:
         process.join(5)
         parent.close()
+
+
+# The longest a (model, length) measurement may be given: a week. Beyond it a timeout is a slip
+# (or inf, which the child's poll cannot take), not a wish to wait.
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
+def _check_settings(lengths: list[int], *, batch_size, steps, warmup, threads, vocab_size, num_classes,
+                    sentence_length, timeout) -> None:
+    """Every numeric setting of ``run_speed``, before any child starts: a bad one would otherwise
+    be timed (a negative warmup times fewer steps than the report says; no timed step fails
+    every measurement) or fail deep in a child (a NaN or infinite timeout)."""
+    for what, value, lo, hi in (("batch_size", batch_size, 1, 1 << 16), ("steps", steps, 1, 10_000),
+                                ("warmup", warmup, 0, 10_000),
+                                ("sentence_length", sentence_length, 1, 1 << 16), ("vocab_size", vocab_size, 1, 1 << 24),
+                                ("num_classes", num_classes, 1, 1 << 16)):
+        check_int(what, value, lo, hi)
+    check_int("threads", threads, 1, 1 << 16, optional=True)
+    if vocab_size < 3:
+        raise ConfigError(f"parameter 'vocab_size' = {vocab_size} must be at least 3 (PAD, UNK and one word)")
+    for length in lengths:
+        check_int("length", length, 1, 1 << 20)
+    range_check("timeout", timeout, 0, MAX_TIMEOUT, low_open=True)
 
 
 def run_speed(models: list[str], lengths: list[int], *, batch_size: int = 32, steps: int = 5, warmup: int = 2,
@@ -172,14 +195,8 @@ def run_speed(models: list[str], lengths: list[int], *, batch_size: int = 32, st
     for name in overrides:
         if name not in models:
             raise ConfigError(f"overrides given for '{name}', which is not among the models {', '.join(models)}")
-    for what, value, hi in (("batch_size", batch_size, 1 << 16), ("steps", steps, 10_000),
-                            ("sentence_length", sentence_length, 1 << 16), ("vocab_size", vocab_size, 1 << 24),
-                            ("num_classes", num_classes, 1 << 16)):
-        check_int(what, value, 1, hi)
-    if vocab_size < 3:
-        raise ConfigError(f"parameter 'vocab_size' = {vocab_size} must be at least 3 (PAD, UNK and one word)")
-    for length in lengths:
-        check_int("length", length, 1, None)
+    _check_settings(lengths, batch_size=batch_size, steps=steps, warmup=warmup, threads=threads,
+                    vocab_size=vocab_size, num_classes=num_classes, sentence_length=sentence_length, timeout=timeout)
     threads = threads or system.available_cpus()
     rows = []
     for length in lengths:
