@@ -81,6 +81,24 @@ class Estimator(ABC):
     embeddings_info_: dict | None = None
 
     # -- training and prediction ------------------------------------------------------
+    def refuse_checkpoint_it_cannot_resume(self, name: str, run_dir, resume: bool) -> None:
+        """For an estimator that writes no checkpoint (not ``resumable``): refuse ``resume`` into
+        a ``run_dir`` that holds one. It is another model's (this one never wrote it), and
+        training anyway would end with the saved run replacing it: the user's epochs lost."""
+        if not resume or run_dir is None or self.resumable:
+            return
+        from .train.checkpoint import checkpoint_model
+
+        ckpt_dir = Path(run_dir) / artifacts.CHECKPOINT_DIR
+        if not (ckpt_dir / artifacts.CHECKPOINT_STATE).is_file():
+            return
+        other = checkpoint_model(ckpt_dir)
+        whose = f"model '{other}'" if other else "a neural model"
+        again = f"resume with model '{other}'" if other else "resume with the model that wrote it"
+        raise CheckpointError(f"{ckpt_dir} holds a checkpoint of {whose}; '{name}' trains without checkpoints, so it "
+                              f"cannot resume it: {again}, or train '{name}' into another run folder (the checkpoint "
+                              "is kept)")
+
     @abstractmethod
     def fit(self, dataset: TextDataset, *, run_dir=None, resume: bool = False, progress: bool = False,
             device: str = "cpu") -> "Estimator":
@@ -248,7 +266,7 @@ class NeuralEstimator(PresetEstimator):
             self.model_, train_loader, dev_loader, recipe, multi_label=dataset.multi_label,
             num_classes=prepared.num_classes, label_names=dataset.label_names,
             class_counts=prepared.class_counts(), run_dir=run_dir, resume=resume, progress=progress,
-            device=device, watch_loaders=watch or None)
+            device=device, watch_loaders=watch or None, model_name=preset.name)
         self.watch_splits_ = tuple(watch_splits)
         self.model_.to("cpu")
         self.train_seconds_, self.epochs_run_, self.best_epoch_ = (result.train_seconds, result.epochs_run,
@@ -386,6 +404,7 @@ class TfidfEstimator(PresetEstimator):
         from .data.prepare import column_values, label_targets, target_array
         from .data.splits import ensure_dev
 
+        self.refuse_checkpoint_it_cannot_resume(self.preset.name, run_dir, resume)
         self._learn_labels(dataset)
         _refuse_ignored_recipe(self.preset)
         if self.preset.inputs.get("embeddings"):
@@ -505,6 +524,7 @@ class EnsembleEstimator(PresetEstimator):
         from .data.prepare import column_values, label_targets, target_array
         from .data.splits import ensure_dev
 
+        self.refuse_checkpoint_it_cannot_resume(self.preset.name, run_dir, resume)
         self._learn_labels(dataset)
         # The members' training split decides the small-corpus members: with a dev split carved
         # here or by the caller (the benchmark runner carves its own), the same texts count.

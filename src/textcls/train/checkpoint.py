@@ -33,7 +33,7 @@ from ..recipe import Recipe
 from . import distributed
 
 __all__ = ["CHECKPOINT_DIR", "STATE_FILE", "CHECKPOINT_FORMAT", "RESUMABLE_CHANGES", "Progress", "Position",
-           "save_checkpoint", "load_checkpoint", "checkpointed_epochs"]
+           "save_checkpoint", "load_checkpoint", "checkpointed_epochs", "checkpoint_model"]
 
 CHECKPOINT_DIR = artifacts.CHECKPOINT_DIR
 STATE_FILE = artifacts.CHECKPOINT_STATE
@@ -175,6 +175,48 @@ def checkpointed_epochs(ckpt_dir: Path) -> tuple[int, float]:
                               f"delete {ckpt_dir} to start over") from None
 
 
+def checkpoint_model(ckpt_dir: Path) -> str | None:
+    """The name of the model (preset) a checkpoint was written for, as ``fit(model_name=...)``
+    recorded it in ``state.json``; None when it records none (checkpoints before stop 65, or an
+    engine run given no name) or cannot be read."""
+    try:
+        name = json.loads((Path(ckpt_dir) / STATE_FILE).read_text(encoding="utf-8"))["task"].get("model")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
+def _check_model_name(state_path: Path, stored_task: dict, task: dict) -> None:
+    """Refuse a checkpoint written for another model (preset), where both name theirs: its
+    weights may even fit (two presets of one family), but not its recipe or data settings."""
+    stored, current = stored_task.get("model"), task.get("model")
+    if isinstance(stored, str) and current is not None and stored != current:
+        raise CheckpointError(f"{state_path} was written for model '{stored}' but this run trains '{current}'; "
+                              f"resume with model '{stored}', or train '{current}' into another run folder")
+
+
+def _check_schedule_epochs(state_path: Path, stored, current, done: int) -> None:
+    """Refuse a change of ``epochs`` that a schedule carries (``linear-decay``, ``fcsr-eq16``).
+
+    Decision (stop 65): refused, not allowed. Such a schedule's factor for epoch ``e`` is a
+    function of ``e`` and of the run's total epochs (linear-decay: ``1 - (e + 0.5) / epochs``),
+    so the epochs already checkpointed were trained on the old total's decay, and the epochs
+    to come would follow the new one from where it stands: the rate jumps at the resume, and
+    the run matches no unbroken run of either length (resume is otherwise bit-identical to
+    one). ``epochs`` itself stays in RESUMABLE_CHANGES for every schedule that does not depend
+    on it (constant, step, milestones), where more epochs just continue the same rates.
+    """
+    if not (isinstance(stored, dict) and isinstance(current, dict) and "epochs" in stored and "epochs" in current):
+        return
+    if stored["epochs"] == current["epochs"] or {**stored, "epochs": None} != {**current, "epochs": None}:
+        return
+    old, new, name = stored["epochs"], current["epochs"], stored.get("name") or stored.get("type")
+    raise CheckpointError(
+        f"{state_path}: its learning rate decays over {old} epochs (schedule '{name}'), and the {done} epochs done "
+        f"were trained on that decay, so the run cannot change to {new} epochs (the rate would jump and match no "
+        f"unbroken run); resume with epochs = {old} (--epochs {old}), or train {new} epochs anew in another run folder")
+
+
 def load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe, task: dict):
     state_path = ckpt_dir / STATE_FILE
     if not ckpt_dir.is_dir():
@@ -192,7 +234,10 @@ def load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe,
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         raise CheckpointError(f"{state_path} is corrupt or not a textcls checkpoint ({err}); delete {ckpt_dir} to start over") from None
 
+    _check_model_name(state_path, stored_task, task)
     current = json.loads(json.dumps(recipe.to_dict()))
+    _check_schedule_epochs(state_path, stored_recipe.get("schedule"), current.get("schedule"),
+                           len(saved_progress["history"]) if isinstance(saved_progress, dict) else 0)
     for key in sorted(set(current) | set(stored_recipe)):
         if key not in RESUMABLE_CHANGES and current.get(key) != stored_recipe.get(key):
             raise CheckpointError(

@@ -124,6 +124,7 @@ def fit(
     device: str | torch.device = "cpu",
     max_epochs_this_call: int | None = None,
     watch_loaders: dict[str, Any] | None = None,
+    model_name: str | None = None,
 ) -> FitResult:
     """Train ``model`` with ``recipe``, keep the best epoch on dev, and load it into ``model``.
 
@@ -147,6 +148,7 @@ def fit(
         watch_loaders: named whole-split loaders (``{"test": loader}``) scored after every epoch
             (``_watched_scores``) into its history row and ``epochs.csv``; never read to keep an
             epoch or to stop, and training is unchanged.
+        model_name: the model's (preset's) name, which the checkpoint records (``_check_task``).
 
     Raises:
         ConfigError: bad monitor, class weights without counts, loader/world-size mismatch.
@@ -158,14 +160,13 @@ def fit(
         # fastText's loop is compiled for the CPU and updates the tables in host memory.
         log.info("recipe optimizer %s trains on the CPU, not %s", PER_EXAMPLE_SGD, device)
         device = torch.device("cpu")
-    num_classes, label_names = _check_task(num_classes, label_names)
+    task = _check_task(num_classes, label_names, multi_label, model_name)
     check_int("max_epochs_this_call", max_epochs_this_call, 0, None, optional=True)
     if resume and run_dir is None:
         raise ConfigError("resume=True needs run_dir (the directory holding checkpoint/); pass run_dir or drop resume")
-    higher_is_better = _check_monitor(recipe.monitor, multi_label, label_names)
+    higher_is_better = _check_monitor(recipe.monitor, multi_label, task["label_names"])
     _check_loaders(train_loader, dev_loader, env.world_size)
     watch = _check_watch(watch_loaders)
-    task = {"multi_label": bool(multi_label), "num_classes": num_classes, "label_names": label_names}
     run = _start(model, train_loader, recipe, task, class_counts, env=env, device=device, run_dir=run_dir,
                  resume=resume, show=progress and env.rank == 0, higher_is_better=higher_is_better, watch=watch)
     epochs_this_call = 0
@@ -202,7 +203,7 @@ class _Run:
     optimizer: torch.optim.Optimizer | None  # None under per-example-sgd: the model steps itself
     scheduler: Any  # a LambdaLR, or the EpochRate of per-example-sgd
     recipe: Recipe
-    task: dict  # multi_label, num_classes, label_names: what a checkpoint must match
+    task: dict  # multi_label, num_classes, label_names (and model, when named): what a checkpoint must match
     env: distributed.DistEnv
     device: torch.device
     run_dir: Path | None
@@ -223,12 +224,16 @@ class _Run:
         return self.run_dir / CHECKPOINT_DIR if self.run_dir is not None else None
 
 
-def _check_task(num_classes, label_names) -> tuple[int, list[str]]:
+def _check_task(num_classes, label_names, multi_label, model_name) -> dict:
+    """What a checkpoint records of the task and must match on resume; ``model`` (the preset's
+    name) only when given: a resume under another name is refused by name, and a model that
+    cannot resume a checkpoint names the model that wrote it."""
     num_classes = check_int("num_classes", num_classes, 1, None)
     label_names = [str(n) for n in label_names] if label_names is not None else [str(i) for i in range(num_classes)]
     if len(label_names) != num_classes:
         raise ConfigError(f"label_names has {len(label_names)} names but num_classes = {num_classes}; pass one name per class")
-    return num_classes, label_names
+    task = {"multi_label": bool(multi_label), "num_classes": num_classes, "label_names": label_names}
+    return task if model_name is None else {**task, "model": str(model_name)}
 
 
 def _check_watch(watch_loaders) -> dict[str, Any]:

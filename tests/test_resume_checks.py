@@ -1,0 +1,86 @@
+"""Resuming a checkpoint with what cannot continue it is refused in one line, and the checkpoint
+is kept: a model that writes no checkpoints (tfidf-lr, an ensemble), another preset, or a
+changed number of epochs under a schedule that decays over them (fasttext-bag's linear-decay)."""
+
+import hashlib
+
+import pytest
+
+import textcls
+from textcls import Classifier
+from textcls.cli import main
+from textcls.errors import CheckpointError
+
+# Small tables: the checkpoint is written in well under a second.
+SMALL = {"bigram_buckets": 1000}
+
+
+@pytest.fixture(scope="module")
+def trec_small():
+    return textcls.load_dataset("trec", max_per_split=120)
+
+
+@pytest.fixture()
+def interrupted(tmp_path, trec_small):
+    """``r.partial`` as `textcls train --model fasttext-bag --epochs 2` leaves it when killed
+    after its checkpoint: the checkpoint of 2 epochs, and no finished run."""
+    partial = tmp_path / "r.partial"
+    Classifier("fasttext-bag", epochs=2, params=SMALL).fit_dataset(trec_small, run_dir=partial)
+    assert (partial / "checkpoint" / "state.json").is_file()
+    return partial
+
+
+def _digest(folder):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_cli_resume_with_a_classic_model_is_refused_naming_the_checkpoints_model(interrupted, capsys):
+    # Was: the checkpoint deleted, tfidf-lr trained from scratch into the run folder, exit 0.
+    before = _digest(interrupted)
+    run_dir = interrupted.with_name("r")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--model", "tfidf-lr", "--data", "trec", "--max-per-split", "120", "--resume",
+              "--run-dir", str(run_dir), "--no-progress"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"error: {interrupted / 'checkpoint'} holds a checkpoint of model 'fasttext-bag'")
+    assert "'tfidf-lr' trains without checkpoints" in err and "resume with model 'fasttext-bag'" in err
+    assert _digest(interrupted) == before and not run_dir.exists()
+    assert sorted(p.name for p in interrupted.parent.iterdir()) == ["r.partial"]
+
+
+def test_api_resume_with_a_model_that_writes_no_checkpoints_is_refused(interrupted, trec_small):
+    before = _digest(interrupted)
+    for model in ("tfidf-lr", "ensemble"):
+        clf = Classifier(model)
+        with pytest.raises(CheckpointError, match=f"checkpoint of model 'fasttext-bag'; '{model}' trains without"):
+            clf.fit_dataset(trec_small, run_dir=interrupted, resume=True)
+    assert _digest(interrupted) == before
+    # Without resume, or without a checkpoint there, a classic model trains as before.
+    Classifier("tfidf-lr").fit_dataset(trec_small, run_dir=interrupted.with_name("fresh"), resume=True)
+
+
+def test_resume_under_another_preset_is_refused_by_name(interrupted, trec_small):
+    with pytest.raises(CheckpointError, match="was written for model 'fasttext-bag' but this run trains "
+                                              "'fasttext-bag-unigram'; resume with model 'fasttext-bag'"):
+        Classifier("fasttext-bag-unigram", epochs=2).fit_dataset(
+            trec_small, run_dir=interrupted, resume=True)
+
+
+@pytest.mark.parametrize("epochs", [3, 1])
+def test_changing_epochs_under_a_decay_over_them_says_why_and_what_to_do(interrupted, trec_small, epochs):
+    # Was: "... schedule = {..., 'epochs': 2} but this run has {..., 'epochs': 3}; resume with the
+    # same recipe (only epochs, patience, checkpoint_steps may change)", which contradicts itself.
+    before = _digest(interrupted)
+    with pytest.raises(CheckpointError) as info:
+        Classifier("fasttext-bag", epochs=epochs, params=SMALL).fit_dataset(trec_small, run_dir=interrupted,
+                                                                             resume=True)
+    message = str(info.value)
+    assert "its learning rate decays over 2 epochs (schedule 'linear-decay')" in message
+    assert f"cannot change to {epochs} epochs" in message and "only epochs" not in message
+    assert message.endswith(f"resume with epochs = 2 (--epochs 2), or train {epochs} epochs anew in another run folder")
+    assert _digest(interrupted) == before
+    # The same epochs resume (the run is complete: nothing more to train).
+    clf = Classifier("fasttext-bag", epochs=2, params=SMALL).fit_dataset(trec_small, run_dir=interrupted, resume=True)
+    assert clf.fit_result_.epochs_run == 2
