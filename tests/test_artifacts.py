@@ -1,8 +1,11 @@
 """Run-directory files: atomic, synced writes with the user's umask; checksums; non-finite tensors."""
 
+import errno
 import hashlib
+import json
 import os
 import stat
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -130,3 +133,170 @@ def test_every_file_of_a_run_gets_the_users_umask(tmp_path, umask):
             "confusion_matrix.png", "checkpoint/state.json"} <= set(written)
     assert any(name.startswith("checkpoint/model-epoch") for name in written)
     assert {name: oct(_mode(tmp_path / name)) for name in written} == {name: oct(0o640) for name in written}
+
+
+# ----------------------------------------------------------------------------- what the target path is
+#
+# A rename puts a regular file where the path was: a symlink, a FIFO or a device (as root, `evaluate
+# --output /dev/full` once turned /dev/full into a regular file). These tests make their own FIFO,
+# links and device nodes in tmp_path; they never write the real /dev/full or /dev/stdout.
+
+
+def _fifo_reader(path):
+    """A FIFO at ``path`` and a read end opened on it without blocking (a write then needs no
+    thread, and a test that fails cannot hang); read what was written with ``_drain``."""
+    os.mkfifo(path)
+    return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+
+
+def _drain(fd):
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
+def test_a_symlink_is_followed_its_target_replaced_and_the_link_kept(tmp_path):
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "target.json"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.json"
+    link.symlink_to(Path("real") / "target.json")  # relative, as ln -s makes them
+    artifacts.atomic_write_bytes(link, b"new")
+    assert link.is_symlink() and os.readlink(link) == str(Path("real") / "target.json")
+    assert target.read_bytes() == b"new"
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["target.json"]  # no temporary left
+
+
+def test_a_dangling_symlink_gets_its_target_written(tmp_path):
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "later.json")
+    artifacts.atomic_write_bytes(link, b"abc")
+    assert link.is_symlink() and (tmp_path / "later.json").read_bytes() == b"abc"
+
+
+def test_a_fifo_is_written_in_place_and_stays_a_fifo(tmp_path):
+    fifo = tmp_path / "pipe"
+    reader = _fifo_reader(fifo)
+    artifacts.write_json(fifo, {"accuracy": 0.5})
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(_drain(reader)) == {"accuracy": 0.5}
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]
+
+
+def test_a_symlink_to_a_fifo_writes_the_fifo(tmp_path):
+    fifo = tmp_path / "pipe"
+    reader = _fifo_reader(fifo)
+    (tmp_path / "out").symlink_to(fifo)
+    artifacts.atomic_write_bytes(tmp_path / "out", b"through the link")
+    assert (tmp_path / "out").is_symlink() and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert _drain(reader) == b"through the link"
+
+
+def _device(path, minor):
+    """A character device node of the memory driver (1, ``minor``) at ``path``: 3 is null, 7 is full."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+        with open(path, "rb"):
+            pass
+    except (PermissionError, AttributeError, OSError) as exc:
+        pytest.skip(f"cannot make a device node here ({exc})")
+
+
+def test_a_character_device_is_written_in_place_and_stays_a_device(tmp_path):
+    null = tmp_path / "null"
+    _device(null, 3)
+    artifacts.write_json(null, {"a": 1})
+    assert stat.S_ISCHR(os.lstat(null).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]
+
+
+def test_a_full_device_is_a_disk_full_error_naming_it_and_stays_a_device(tmp_path):
+    full = tmp_path / "full"
+    _device(full, 7)
+    with pytest.raises(OSError) as err:
+        artifacts.write_json(full, {"a": 1})
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(full)
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd (Linux)")
+def test_a_path_through_proc_fd_writes_through_the_open_descriptor(tmp_path):
+    """What /dev/stdout is when a shell redirects it to a file: the file is written through the
+    process's own descriptor (at its offset, after what was written before), not replaced by a
+    new file that the descriptor no longer reaches."""
+    out = tmp_path / "out.txt"
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, b"before\n")
+        inode = os.fstat(fd).st_ino
+        artifacts.atomic_write_bytes(Path(f"/proc/self/fd/{fd}"), b"json\n")
+        os.write(fd, b"after\n")
+    finally:
+        os.close(fd)
+    assert out.read_bytes() == b"before\njson\nafter\n" and os.stat(out).st_ino == inode
+
+
+def test_staged_run_replaces_a_linked_run_file_and_leaves_its_target(tmp_path):
+    """staged_run's decision (its docstring): a run's file that is a symlink is replaced by the new
+    file, so another run it pointed at keeps its own."""
+    shared = tmp_path / "shared.json"
+    shared.write_bytes(b"another run's vocabulary")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "tokenizer.json").symlink_to(shared)
+    with artifacts.staged_run(run) as staging:
+        artifacts.atomic_write_bytes(staging / "tokenizer.json", b"mine")
+    assert not (run / "tokenizer.json").is_symlink() and (run / "tokenizer.json").read_bytes() == b"mine"
+    assert shared.read_bytes() == b"another run's vocabulary"
+
+
+# ----------------------------------------------------------------------------- the run's own files
+
+
+def _saved_run(folder):
+    folder.mkdir(parents=True)
+    artifacts.write_run(folder, {"model": "tfidf-lr", "kind": "classic", "label_names": ["a", "b"]},
+                        {"w": np.zeros(2, dtype=np.float32)})
+    return folder
+
+
+def test_run_file_owner_names_the_run_of_a_run_file(tmp_path):
+    run, other = _saved_run(tmp_path / "run"), _saved_run(tmp_path / "other")
+    (tmp_path / "alias").symlink_to(run / "metrics.json")
+    own = run.resolve()
+    for name in artifacts.RUN_FILES:
+        assert artifacts.run_file_owner(run / name, run) == own
+    assert artifacts.run_file_owner(run / "checkpoint" / "state.json", run) == own
+    assert artifacts.run_file_owner(run / "sub" / ".." / "config.json", run) == own
+    assert artifacts.run_file_owner(tmp_path / "alias", run) == own
+    assert artifacts.run_file_owner(other / "metrics.json", run) == other.resolve()
+    assert artifacts.run_file_owner(tmp_path / "not-a-run" / "metrics.json", run) is None
+    assert artifacts.run_file_owner(run / "eval_test.json", run) is None  # a new file beside the run's
+    assert artifacts.run_file_owner(run / "onnx" / "tokenizer.json", run) is None
+
+
+def test_is_saved_run_reads_the_config_a_run_writes(tmp_path):
+    assert artifacts.is_saved_run(_saved_run(tmp_path / "run"))
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "config.json").write_text('{"debug": true}')
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text("{not json")
+    for folder in ("app", "bad", "missing"):
+        assert not artifacts.is_saved_run(tmp_path / folder)
+
+
+def test_a_symlink_loop_is_an_error_as_open_gives_and_the_links_stay(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(OSError) as err:
+        artifacts.atomic_write_bytes(tmp_path / "a", b"x")
+    assert err.value.errno == errno.ELOOP
+    assert (tmp_path / "a").is_symlink() and (tmp_path / "b").is_symlink() and len(list(tmp_path.iterdir())) == 2

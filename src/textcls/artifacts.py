@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -45,6 +46,8 @@ METRICS = "metrics.json"
 EPOCHS_CSV = "epochs.csv"
 CHECKPOINT_DIR = "checkpoint"
 CHECKPOINT_STATE = "state.json"  # the checkpoint's commit point: it names the tensor files to load
+# The files a run folder holds or a saved run writes (checkpoint/ is a folder: everything in it).
+RUN_FILES = (CONFIG, WEIGHTS, TOKENIZER, METRICS, EPOCHS_CSV)
 # 2: the preset's own to_dict() at the top of config.json (with its name, description, paper) and
 # the estimator's state under "state"; 1: vocab_size / pipeline / classic_state at the top.
 FORMAT_VERSION = 2
@@ -98,11 +101,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` all or nothing: a synced temporary file, then ``os.replace``.
 
     The file gets the permissions a plain ``open(path, "w")`` would give (``0o666`` less the
-    umask), not ``mkstemp``'s private ``0o600``."""
+    umask), not ``mkstemp``'s private ``0o600``. What ``path`` is stays what it is
+    (``_write_target``): a symlink's target is replaced and the link kept, and a device, a FIFO
+    or this process's /dev/stdout is written in place (a rename would put a regular file there)."""
     path = Path(path)
     if path.is_dir():
         # os.replace would fail naming the temporary file, which the user never asked for.
         raise DataError(f"{path}: is a folder; give a file path to write to")
+    target, in_place = _write_target(path)
+    if in_place:
+        _write_in_place(path, data)
+        return
+    path = target
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -121,6 +131,65 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def _write_target(path: Path) -> tuple[Path, bool]:
+    """Where ``atomic_write_bytes`` puts ``path``'s new bytes, and whether in place (no temporary file).
+
+    A symlink is followed to its final target, which is replaced atomically: renaming over the
+    link would turn it into a regular file and leave its target as it was. A path that exists and
+    is not a regular file (a character device such as /dev/null or /dev/full, a FIFO) is written
+    in place, as ``open(path, "wb")`` would: a rename would replace the device or pipe itself (as
+    root, /dev/full became a regular file). So is a path through /proc/<pid>/fd (/dev/stdout,
+    /dev/fd/N, also when it is a shell's redirection to a regular file): it names an open file,
+    not a path to replace."""
+    if _open_file_link(path) is not None:
+        return path, True
+    try:
+        mode = os.stat(path).st_mode  # follows links
+    except OSError as err:
+        if err.errno == errno.ELOOP:  # a symlink loop: open() refuses it too, and a rename would replace the link
+            raise
+        mode = None  # missing (or a dangling link: open() would create its target too)
+    if mode is not None and not stat.S_ISREG(mode):
+        return path, True
+    if path.is_symlink():
+        return Path(os.path.realpath(path)), False
+    return path, False
+
+
+def _open_file_link(path: Path) -> Path | None:
+    """The /proc/<pid>/fd/<n> link that ``path`` is or leads to through symlinks, or None."""
+    current = Path(os.path.abspath(path))
+    for _ in range(40):  # the kernel's own limit on links followed
+        if Path(os.path.realpath(current.parent)).match("/proc/*/fd"):
+            return current
+        if not current.is_symlink():
+            return None
+        current = Path(os.path.abspath(os.path.join(current.parent, os.readlink(current))))
+    return None
+
+
+def _write_in_place(path: Path, data: bytes) -> None:
+    """Write ``data`` into the device, FIFO or open file ``path`` names, without staging. This
+    process's own descriptor (/dev/stdout) is written through, after Python's buffered streams are
+    flushed, so the bytes land where the process's own output goes and in order, not over it."""
+    link = _open_file_link(path)
+    own = link is not None and os.path.realpath(link.parent) == os.path.realpath(f"/proc/{os.getpid()}/fd")
+    try:
+        if own and link.name.isdigit():
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(int(link.name), view):]
+            return
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as err:
+        err.filename = err.filename or str(path)  # /dev/full's ENOSPC names no file by itself
+        raise
 
 
 def is_temporary(name: str) -> bool:
@@ -262,6 +331,56 @@ def write_run(run_dir: Path, config: dict, arrays: dict[str, np.ndarray]) -> Pat
     return run_dir
 
 
+def is_saved_run(folder: Path) -> bool:
+    """Whether ``folder`` holds a saved run: a config.json as a run writes it (a JSON object with
+    the keys ``read_config`` requires first: model, kind, label_names)."""
+    path = Path(folder) / CONFIG
+    try:
+        config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(config, dict) and all(key in config for key in ("model", "kind", "label_names"))
+
+
+def run_file_owner(path: Path, run_dir: Path | None = None) -> Path | None:
+    """The run folder whose own file ``path`` names, or None: one of ``RUN_FILES`` or anything
+    under ``checkpoint/``, in ``run_dir`` (there yet or not) or in any folder holding a saved run.
+    Compared through symlinks and ``..``, as the write follows them. Other files in a run folder
+    (a user's notes, an earlier ``evaluate --output RUN/eval_test.json``) are not the run's: the
+    run neither reads nor writes them, so writing them leaves the run as it was."""
+    target = Path(os.path.realpath(path))  # not Path.resolve(): Python 3.11's raises on a symlink loop
+    own = Path(os.path.realpath(run_dir)) if run_dir is not None else None
+
+    def is_run(folder: Path) -> bool:
+        return folder == own or is_saved_run(folder)
+
+    if target.name in RUN_FILES and is_run(target.parent):
+        return target.parent
+    return next((folder.parent for folder in target.parents
+                 if folder.name == CHECKPOINT_DIR and is_run(folder.parent)), None)
+
+
+def check_output_paths(run_dir: Path, outputs: dict) -> None:
+    """A ConfigError, before anything runs, when an output path (``{option: path or None}``) is a
+    file of the run ``run_dir`` or of another saved run (``run_file_owner``), or when two options
+    name one file (the second write would replace the first)."""
+    seen: dict = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        owner = run_file_owner(path, run_dir)
+        if owner is not None:
+            whose = "the run's own" if owner == Path(os.path.realpath(run_dir)) else f"the saved run {owner}'s"
+            name = Path(os.path.realpath(path)).relative_to(owner)
+            raise ConfigError(f"{option} {path}: is {whose} file {name}, and writing it would damage the run; "
+                              "choose another path (e.g. a new file beside it)")
+        key = os.path.realpath(path)
+        if key in seen:
+            raise ConfigError(f"{option} {path}: {seen[key]} names the same file, which one would overwrite with "
+                              "the other; choose another path for one of them")
+        seen[key] = option
+
+
 @contextlib.contextmanager
 def staged_run(run_dir: Path, last: str = CONFIG):
     """A temporary folder inside ``run_dir`` (made when missing) to write a run into; on success
@@ -270,7 +389,11 @@ def staged_run(run_dir: Path, last: str = CONFIG):
     removed either way, as are the folders this call made when it fails.
 
     Why: a failure while writing (a full disk, an interrupt) then leaves a run already in
-    ``run_dir`` as it was, instead of new weights beside an old config. Inside, not beside: the
+    ``run_dir`` as it was, instead of new weights beside an old config. ``run_dir`` itself may be
+    a symlink to a folder (the staging folder is made through it), but a file of the run that is
+    a symlink, a FIFO or a device is replaced by the new file, not written through as
+    ``atomic_write_bytes`` would: the run's files are the run's own, and writing through a link
+    could change another run's file (a shared tokenizer.json). Inside, not beside: the
     moves are renames on the folder's own filesystem (also when ``run_dir`` is a symlink or a
     mount point), need no space and no write access to the parent, and the files get the
     folder's group and default ACL as files written there would. The files of ``run_dir`` the run

@@ -432,6 +432,9 @@ def evaluate(
             raise ConfigError(f"{path}: is a folder; {option} takes a file path, e.g. {path / 'metrics.json'}"
                               if option == "--output" else
                               f"{path}: is a folder; {option} takes a file path, e.g. {path / 'confusion.png'}")
+    # A run's own file (RUN/metrics.json, RUN/config.json, ...) is refused; a new file in the run
+    # folder (RUN/eval_test.json) stays allowed: the run neither reads nor writes it.
+    artifacts.check_output_paths(run_dir, {"--output": output, "--confusion-png": confusion_png})
     file = _single_local_file(data, data_dir) if split is None else None
     if file is not None and reader.test_fraction is not None:
         raise ConfigError(f"--test-fraction: {data} is one file, scored whole (every record); leave it out, or "

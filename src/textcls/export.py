@@ -109,6 +109,11 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
     _check_targets(out_dir)
     if out_dir.resolve() == run_dir.resolve():
         raise ConfigError(f"output {out_dir} is the run folder itself; pass another folder")
+    if artifacts.is_saved_run(out_dir):
+        # Its tokenizer.json would be replaced by this run's: that run would then read texts with the
+        # wrong vocabulary, and no check would see it. A subfolder of a run (RUN/onnx) stays allowed.
+        raise ConfigError(f"output {out_dir} holds a saved run ({out_dir / artifacts.CONFIG}), whose "
+                          f"{artifacts.TOKENIZER} the export would replace; export into a new or empty folder")
     config = artifacts.read_config(run_dir)
     if config.get("kind") == "classic":
         raise ConfigError(
