@@ -18,7 +18,7 @@ from textcls.benchmark import report as report_module
 from textcls.benchmark.peers import create_peer
 from textcls.benchmark.runner import SUITES_DIR_ENV, _child_main, _run_job, summarize_entry
 from textcls.data import load_dataset
-from textcls.errors import CheckpointError, ConfigError
+from textcls.errors import CheckpointError, ConfigError, DataError
 from tolerance import approx32
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,12 +39,12 @@ def _finite_number(value) -> bool:
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """The shipped tiny suite, with an entry that fails when it runs put first (no feature maps,
-    which the model refuses when it is made: a misspelt model, parameter or dataset fails the
-    whole suite before its first run)."""
+    """The shipped tiny suite, with an entry that fails when it runs put first (a subsample too
+    small to carve dev from, which only the loaded data shows: a misspelt model, parameter or
+    dataset, or a parameter's bad value, fails the whole suite before its first run)."""
     folder = tmp_path_factory.mktemp("bench")
     failing = ('[[entry]]\ndataset = "trec"\nmodel = "kim-cnn-static"\nname = "broken"\n'
-               'overrides = {feature_maps = 0}\nmax_per_split = 300\n\n')
+               'max_per_split = 6\n\n')
     text = TINY.read_text(encoding="utf-8")
     head, tail = text.split("[[entry]]", 1)
     suite_file = folder / "tiny.toml"
@@ -117,7 +117,7 @@ def test_a_failed_entry_is_recorded_and_the_suite_goes_on(tiny_run):
     result, _ = tiny_run
     failed = result["entries"][0]
     assert failed["status"] == "failed" and failed["summary"] == {}
-    assert len(failed["errors"]) == 1 and "feature_maps" in failed["errors"][0] and "\n" not in failed["errors"][0]
+    assert len(failed["errors"]) == 1 and "max_per_split" in failed["errors"][0] and "\n" not in failed["errors"][0]
     [run] = failed["runs"]
     assert (run["seed"], run["status"], run["error"]) == (0, "failed", failed["errors"][0])
     assert "Traceback" in run["traceback"]  # for the report's reader; the message stays one line
@@ -137,7 +137,7 @@ def test_tiny_suite_writes_markdown_with_paper_column_and_png(tiny_run):
     cells = [c.strip() for c in kim_row.strip("|").split("|")]
     assert cells[1] == f"{100 * result['entries'][1]['summary']['accuracy']['mean']:.2f}"
     assert cells[2] == "90.84"
-    assert "FAILED trec:broken: " in md and "feature_maps" in md
+    assert "FAILED trec:broken: " in md and "max_per_split" in md
     assert "spe_cnn Table 3" in md
     png = (out / "tiny.png").read_bytes()
     assert png[:8] == PNG_MAGIC and len(png) > 5000
@@ -266,6 +266,49 @@ def test_render_rewrites_the_markdown_and_plot_from_the_json_alone(tiny_run, tmp
         render_report(out.parent / "tiny.toml", output_dir=tmp_path / "empty")
 
 
+def _damaged_quick(tmp_path, damage) -> Path:
+    """A copy of the committed quick report (damaged by ``damage``) in a folder of its own."""
+    report = json.loads((REPO / "benchmarks" / "results" / "quick.json").read_text(encoding="utf-8"))
+    damage(report["entries"][0], report["entries"][0]["runs"][0])
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "quick.json").write_text(json.dumps(report), encoding="utf-8")  # NaN as json writes it
+    return folder
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda e, run: e["summary"]["accuracy"].update(mean=float("nan")),
+     "entries[0].summary.accuracy.mean = nan cannot be shown: it is not a finite number"),
+    (lambda e, run: (run.update(accuracy=-3.0), e["summary"]["accuracy"].update(mean=-3.0)),
+     "seed 0 accuracy = -3.0 cannot be shown: it is not a fraction in [0, 1]"),
+    (lambda e, run: e["summary"]["accuracy"].update(mean=1.5),
+     "summary accuracy.mean = 1.5 cannot be shown: it is not a fraction"),
+    (lambda e, run: run.update(accuracy="high"), "seed 0 accuracy = 'high' cannot be shown: it is not a fraction"),
+])
+def test_render_refuses_a_figure_no_run_writes_and_writes_nothing(tmp_path, damage, message):
+    folder = _damaged_quick(tmp_path, damage)
+    before = (folder / "quick.json").read_bytes()
+    with pytest.raises(DataError) as err:
+        render_report(REPO / "benchmarks" / "suites" / "quick.toml", output_dir=folder)
+    assert message in str(err.value) and str(folder / "quick.json") in str(err.value)
+    assert sorted(p.name for p in folder.iterdir()) == ["quick.json"] and (folder / "quick.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("target", ["quick.png", "quick.md", "quick.json"])
+def test_a_report_target_that_is_a_folder_is_refused_before_any_file_is_written(tmp_path, target):
+    """All or nothing: the .png a folder used to be found after the .json and .md were rewritten."""
+    folder = _damaged_quick(tmp_path, lambda e, run: None)
+    result = json.loads((folder / "quick.json").read_text(encoding="utf-8"))
+    (folder / "quick.md").write_text("old table\n", encoding="utf-8")
+    (folder / "quick.json").write_text("{}\n", encoding="utf-8")
+    (folder / target).unlink(missing_ok=True)
+    (folder / target).mkdir()
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    with pytest.raises(ConfigError, match=f"{target}: is a folder.*nothing was written"):
+        report_module.write_report(result, folder)
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+
+
 def test_paper_column_only_where_an_entry_declares_paper(tiny_run):
     result, _ = tiny_run
     without = json.loads(json.dumps(result))
@@ -305,6 +348,42 @@ def test_a_failure_inside_the_child_becomes_an_error_record():
 
 
 # --------------------------------------------------------------------------- suite files
+
+
+@pytest.mark.parametrize("model, overrides, message", [
+    ("tfidf-lr", '{ C = "x" }', "parameter 'C' = 'x'"),
+    ("kim-cnn-static", '{ dropout = "x", epochs = 1 }', "parameter 'dropout' = 'x'"),
+    ("kim-cnn-static", '{ dropout = 1.5 }', "parameter 'dropout' = 1.5"),
+    ("kim-cnn-static", '{ feature_maps = "x" }', "parameter 'feature_maps' = 'x'"),
+    ("kim-cnn-static", '{ windows = [0] }', "parameter 'windows' = 0"),
+    ("kim-cnn-multichannel", '{ feature_maps = 0 }', "parameter 'feature_maps' = 0"),
+    ("kim-cnn-static", '{ lowercase = "x" }', "lowercase"),
+    ("fasttext", '{ bogus = 1 }', "unknown parameter 'bogus' for peer 'fasttext'"),
+    ("fasttext", '{ dim = "x" }', "parameter 'dim' = 'x' of peer 'fasttext' must be an integer"),
+    ("fasttext", '{ epoch = 0 }', "parameter 'epoch' = 0 of peer 'fasttext' must be at least 1"),
+    ("fasttext", '{ loss = "x" }', "parameter 'loss' = 'x' of peer 'fasttext' is not one of"),
+])
+def test_a_bad_parameter_value_fails_the_suite_before_its_first_run(tmp_path, model, overrides, message):
+    """Every override is checked as the model checks it, before any entry runs: a wrong value on
+    the last entry used to fail only when that entry ran, after all the others."""
+    path = _write(tmp_path, f"""
+[defaults]
+max_per_split = 100
+[[entry]]
+dataset = "trec"
+model = "tfidf-nb"
+[[entry]]
+dataset = "trec"
+model = "{model}"
+overrides = {overrides}
+""")
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError) as err:
+        run_suite(path, output_dir=out, progress=False, threads=1)
+    text = str(err.value)
+    assert message in text and str(path) in text and f"entry 'trec:{model}'" in text and "overrides" in text
+    assert "\n" not in text and not out.exists()
+
 
 
 def _write(tmp_path, text: str) -> Path:
@@ -402,6 +481,16 @@ model = "tfidf-lr"
     ('[[entry]\n', "not valid TOML"),
     ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\ntest_curve = true\n', "only a neural preset has (tfidf-lr is a classic model)"),
     ('[[entry]]\ndataset = "mr"\nmodel = "kim-cnn-static"\ntest_curve = "yes"\n', "must be true or false"),
+    # A table of the wrong type: one line, never a TypeError.
+    ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\noverrides = "x"\n', "entry 1: 'overrides' = 'x' must be a table"),
+    ('[defaults]\noverrides = 5\n[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\n',
+     "[defaults]: 'overrides' = 5 must be a table"),
+    ('defaults = 5\n[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\n', "'defaults' = 5 must be a table"),
+    ('suite = "abc"\n[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\n', "'suite' = 'abc' must be a table"),
+    ('entry = [5]\n', "entry 1 = 5 must be a table"),
+    # A figure per dataset on an entry of several models is refused as the single figure is.
+    ('[[entry]]\ndataset = "trec"\nmodels = ["tfidf-lr", "tfidf-nb"]\npaper = { trec = 90 }\npaper_source = "x"\n',
+     "one model's number"),
 ])
 def test_bad_suite_files_name_the_file_and_the_problem(tmp_path, body, message):
     path = _write(tmp_path, body)
@@ -805,6 +894,44 @@ def _merge_refuses_what_it_should_not_write(tmp_path, suite_file, together):
         main(["benchmark", "--merge-from", str(a), "--output-dir", str(together), "--seed", "0"])
     assert done.value.code == 2
     assert (together / "apart.json").read_text(encoding="utf-8") == before  # nothing of the above was written
+
+
+@pytest.fixture(scope="module")
+def one_part(tmp_path_factory):
+    """One (entry, seed) run's report, as a queue's part: the source of the damaged parts below."""
+    folder = tmp_path_factory.mktemp("part")
+    suite_file = folder / "part.toml"
+    suite_file.write_text('[suite]\nname = "part"\n[defaults]\nseeds = [0, 1]\nmax_per_split = 100\n'
+                          '[[entry]]\ndataset = "trec"\nmodel = "tfidf-nb"\n', encoding="utf-8")
+    run_suite(suite_file, output_dir=folder / "seed0", seeds=[0], progress=False, threads=1)
+    return json.loads(next((folder / "seed0").glob("*.json")).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("damage, field", [
+    (lambda r, e, run: r.pop("command"), "field 'command' is missing"),
+    (lambda r, e, run: r.pop("suite_file"), "field 'suite_file' is missing"),
+    (lambda r, e, run: r.update(git="abc"), "field 'git' = 'abc'"),
+    (lambda r, e, run: r.update(machine=5), "field 'machine' = 5"),
+    (lambda r, e, run: run.update(finished=5), "field 'trec:tfidf-nb seed 0: finished' = 5"),
+    (lambda r, e, run: run.update(finished="yesterday"), "finished' = 'yesterday'"),
+    (lambda r, e, run: e.update(id=["a"]), "field 'entries[1].id' = ['a']"),
+    # Undated runs are dated by their report: "yesterday" sorted after every real date, so the
+    # part's run replaced a newer one.
+    (lambda r, e, run: (r.update(date="yesterday"), run.pop("finished")), "field 'date' = 'yesterday'"),
+    (lambda r, e, run: r.update(date="2030-01-01T00:00:00"), "field 'date' = '2030-01-01T00:00:00'"),
+])
+def test_a_hand_damaged_part_is_refused_by_file_and_field(one_part, tmp_path, damage, field):
+    from textcls.benchmark.runner import merge_run_files
+
+    report = json.loads(json.dumps(one_part))
+    damage(report, report["entries"][0], report["entries"][0]["runs"][0])
+    part = tmp_path / "part.json"
+    part.write_text(json.dumps(report), encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        merge_run_files([part], tmp_path / "out")
+    text = str(err.value)
+    assert f"--merge-from {part}: " in text and field in text and "\n" not in text
+    assert not (tmp_path / "out").exists()
 
 
 def test_runs_at_one_commit_on_two_cpus_keep_a_record_each():

@@ -82,6 +82,34 @@ def _check_overrides(peer: str, overrides: dict, allowed) -> None:
             raise ConfigError(f"unknown parameter '{key}' for peer '{peer}'; {close_names(key, allowed)}")
 
 
+# fastText's losses, and its arguments that count something (at least one).
+_FASTTEXT_LOSSES = ("softmax", "ns", "hs", "ova")
+_FASTTEXT_AT_LEAST_ONE = ("dim", "ws", "epoch", "thread", "lrUpdateRate", "wordNgrams")
+
+
+def _check_fasttext_values(params: dict, defaults: dict) -> None:
+    """Each fastText argument of the type of its default (a number where fastText takes one, a
+    name where it takes one), not negative, so a wrong value is refused when the peer is made
+    (before a suite's first run), not by the library's C++ when its run trains."""
+    for key, value in params.items():
+        default = defaults[key]
+        shown = f"parameter '{key}' = {value!r} of peer 'fasttext'"
+        if isinstance(default, str):
+            if not isinstance(value, str):
+                raise ConfigError(f"{shown} must be text, as fastText's {key} = {default!r}")
+            continue
+        number = int if isinstance(default, int) else (int, float)
+        if isinstance(value, bool) or not isinstance(value, number):
+            kind = "an integer" if number is int else "a number"
+            raise ConfigError(f"{shown} must be {kind}, as fastText's {key} = {default!r}")
+        low = 1 if key in _FASTTEXT_AT_LEAST_ONE else 0
+        if value < low or (key in ("lr", "t") and value <= 0):
+            raise ConfigError(f"{shown} must be {'at least 1' if low else 'positive'}")
+    if "loss" in params and params["loss"] not in _FASTTEXT_LOSSES:
+        raise ConfigError(f"parameter 'loss' = {params['loss']!r} of peer 'fasttext' is not one of "
+                          f"{', '.join(_FASTTEXT_LOSSES)}")
+
+
 def _full_columns(probs: np.ndarray, present: np.ndarray, num_classes: int) -> np.ndarray:
     """Put the peer's columns in our class order: column ``j`` of ``probs`` is our class
     ``present[j]``; classes absent from training get probability 0. ``present`` may be a
@@ -155,6 +183,9 @@ class FastTextPeer(Peer):
         allowed -= {"model", "input", "autotuneValidationFile", "autotuneMetric", "autotunePredictions",
                     "autotuneDuration", "autotuneModelSize", "pretrainedVectors"}
         _check_overrides(self.name, params, allowed)
+        _check_fasttext_values(params, ft_module.unsupervised_default)
+        if not isinstance(preprocess, bool):
+            raise ConfigError(f"parameter 'preprocess' = {preprocess!r} of peer 'fasttext' must be true or false")
         self.seed = seed
         self.preprocess = preprocess
         self.params = params

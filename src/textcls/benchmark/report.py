@@ -7,6 +7,7 @@ column, next to ours, and is never mixed into our numbers.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -17,7 +18,8 @@ from statistics import fmean
 from typing import Callable, Sequence
 
 from ..artifacts import atomic_write_bytes, write_figure, write_json as _write_json_file
-from ..errors import DataError
+from ..errors import ConfigError, DataError
+from ..validate import check_folder_path
 
 __all__ = ["write_report", "write_json", "start_script_result", "script_header", "write_script_result", "run_datasets",
            "dev_choice_table", "format_markdown", "format_tables", "format_summary",
@@ -132,12 +134,26 @@ def write_report(result: dict, output_dir: str | Path) -> dict:
     }
     files = {k: str(v) for k, v in paths.items()}
     result["files"] = files
-    # Formatted before anything is written: a result the tables cannot show (a summary cell that
-    # is not a number) then leaves the old files as they were, not a new JSON beside an old table.
+    # All or nothing: every file is made in memory and every target checked before the first is
+    # written, so a result the tables cannot show (a summary cell that is not a number), a value
+    # JSON cannot hold (NaN) or a target that is a folder leaves the old files as they were, not a
+    # new JSON beside an old table.
     markdown = format_markdown(result).encode("utf-8")
-    _write_json_file(paths["json"], result)
+    try:
+        data = (json.dumps(result, indent=2, allow_nan=False) + "\n").encode()
+    except ValueError as exc:
+        raise ConfigError(f"{paths['json']}: the result holds a number JSON cannot hold ({exc}); nothing was "
+                          "written: rerun the entries whose figures are not finite") from None
+    buffer = io.BytesIO()
+    accuracy_vs_time_figure(result).savefig(buffer, format="png")
+    check_folder_path("--output-dir", output_dir)
+    for path in paths.values():
+        if path.is_dir():
+            raise ConfigError(f"{path}: is a folder, so the report cannot be written there; nothing was written: "
+                              "move the folder away or pass another --output-dir")
+    atomic_write_bytes(paths["json"], data)
     atomic_write_bytes(paths["markdown"], markdown)
-    plot_accuracy_vs_time(result, paths["plot"])
+    atomic_write_bytes(paths["plot"], buffer.getvalue())
     return files
 
 

@@ -182,10 +182,10 @@ def _as_list(value, key: str, where: str) -> list:
 
 def _per_dataset(value, dataset: str, key: str, where: str, *, several_models: bool):
     """A scalar applies as is; a table gives one value per dataset (missing = None)."""
+    if value is not None and key == "paper" and several_models:  # a table per dataset too: one model's numbers
+        raise ConfigError(f"{where}: 'paper' is one model's number; give it on an entry with a single model")
     if isinstance(value, dict):
         return value.get(dataset)
-    if value is not None and key == "paper" and several_models:
-        raise ConfigError(f"{where}: 'paper' is one model's number; give it on an entry with a single model")
     return value
 
 
@@ -232,6 +232,9 @@ def load_suite(name_or_path: str | os.PathLike) -> Suite:
         raise ConfigError(f"{path}: the suite has no [[entry]] tables; add at least one")
     entries: list[Entry] = []
     for number, raw in enumerate(raw_entries, start=1):
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: entry {number} = {raw!r} must be a table: an [[entry]] header with "
+                              "key = value lines under it")
         entries += _entries_of(raw, f"{path}: entry {number}", defaults)
     seen = set()
     for entry in entries:
@@ -258,6 +261,10 @@ def _read_suite_file(path: Path) -> dict:
 
 def _suite_tables(path: Path, data: dict) -> tuple[dict, dict, dict]:
     """The checked [suite], [dataset_notes] and [defaults] tables."""
+    for table, example in (("suite", 'name = "quick"'), ("defaults", "seeds = [0]")):
+        if not isinstance(data.get(table, {}), dict):
+            raise ConfigError(f"{path}: '{table}' = {data[table]!r} must be a table: a [{table}] header with "
+                              f"key = value lines under it (e.g. {example})")
     dataset_notes = data.get("dataset_notes", {})
     if not isinstance(dataset_notes, dict) or not all(isinstance(v, str) for v in dataset_notes.values()):
         raise ConfigError(f"{path}: [dataset_notes] maps dataset names to text, e.g. mr = \"no official split\"")
@@ -271,7 +278,14 @@ def _suite_tables(path: Path, data: dict) -> tuple[dict, dict, dict]:
         raise ConfigError(f"{path}: [defaults] key '{bad[0]}' is unknown; {close_names(bad[0], _DEFAULT_KEYS)}")
     if "seeds" in defaults:
         _check_seeds(defaults["seeds"], f"{path}: [defaults]")
+    _check_overrides_table(defaults, f"{path}: [defaults]")
     return header, dataset_notes, defaults
+
+
+def _check_overrides_table(table: dict, where: str) -> None:
+    if not isinstance(table.get("overrides", {}), dict):
+        raise ConfigError(f"{where}: 'overrides' = {table['overrides']!r} must be a table of parameter = value, "
+                          "e.g. overrides = {epochs = 5}")
 
 
 def _entries_of(raw: dict, where: str, defaults: dict) -> list[Entry]:
@@ -343,9 +357,8 @@ def _entry_settings(raw: dict, where: str, defaults: dict, *, several_models: bo
     """What every entry of one [[entry]] table shares: seeds, overrides, max_per_split, the
     paper's per-task figures and the display name, checked."""
     seeds = _check_seeds(raw.get("seeds", defaults.get("seeds", [0])), where)
+    _check_overrides_table(raw, where)
     overrides = {**defaults.get("overrides", {}), **raw.get("overrides", {})}
-    if not isinstance(overrides, dict):
-        raise ConfigError(f"{where}: 'overrides' must be a table, e.g. overrides = {{epochs = 5}}")
     if "seed" in overrides:
         raise ConfigError(f"{where}: 'overrides' sets 'seed'; list the seeds in seeds = [...] instead")
     max_per_split = raw.get("max_per_split", defaults.get("max_per_split"))
@@ -835,18 +848,64 @@ def run_suite(
 
 
 def _check_models_and_datasets(suite: Suite, entries: list[Entry], data_dir) -> None:
-    """A misspelt model, parameter or dataset fails before the first run, not as a failed entry
-    in a report hours later (a peer's parameters are its own, checked when it is made)."""
+    """A misspelt model, parameter or dataset, or a parameter's bad value, fails before the first
+    run, not as a failed entry in a report hours later: each entry's estimator is made as its run
+    will make it (a peer checks its own parameter names then) and a preset's model is built as the
+    model checks its parameters, without data."""
     from ..data.load import check_source
-    from ..models.registry import get_preset
 
     for entry in entries:
         try:
-            if _model_kind(entry.model) != "peer":
-                get_preset(entry.model).with_overrides(**entry.overrides)
+            _model_kind(entry.model)
             check_source(entry.dataset, data_dir=data_dir)
         except TextclsError as exc:
             raise ConfigError(f"{suite.path}: entry '{entry.id}': {exc}") from None
+        try:
+            check_overrides(entry.model, entry.overrides)
+        except TextclsError as exc:
+            raise ConfigError(f"{suite.path}: entry '{entry.id}': {exc} (fix its overrides, or [defaults]' "
+                              "overrides, in the suite file)") from None
+
+
+def check_overrides(model: str, overrides: dict) -> None:
+    """Refuse (ConfigError) what ``create_estimator(model, overrides=...)`` and the fit's model would
+    refuse, without data: the estimator is made, and a preset's text pipeline and model are built
+    as its fit builds them, the model on torch's meta device (no memory) and with a vocabulary of
+    8 words and 2 classes, so a wrong value fails as the model's own parameter check."""
+    from ..models.registry import create_model
+
+    if _model_kind(model) == "peer":
+        create_estimator(model, seed=0, overrides=overrides)
+        return
+    try:
+        preset = create_estimator(model, seed=0, overrides=overrides).preset
+        if preset.kind == "neural":
+            _check_pipeline(preset.inputs)
+        try:
+            import torch
+
+            with torch.device("meta"):
+                create_model(preset, num_classes=2, vocab_size=8, from_checkpoint=True)
+        except TextclsError:
+            raise
+        except Exception:  # a model that cannot be built on the meta device: build it small on the CPU
+            create_model(preset, num_classes=2, vocab_size=8, from_checkpoint=True)
+    except (TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
+        if isinstance(exc, TextclsError):
+            raise
+        shown = ", ".join(f"{k} = {v!r}" for k, v in overrides.items())
+        raise ConfigError(f"overrides {{{shown}}} are not valid for model '{model}' ({_one_line(exc)}); give "
+                          "each parameter a value of the preset's type") from None
+
+
+def _check_pipeline(inputs: dict) -> None:
+    """A neural preset's text pipeline settings, checked as prepare() checks them."""
+    from ..data.prepare import VOCAB_SPLITS, pipeline_settings
+    from ..text.pipeline import TextPipeline
+    from ..validate import check_choice
+
+    TextPipeline(**pipeline_settings(inputs))
+    check_choice("vocab_splits", inputs.get("vocab_splits", "train"), VOCAB_SPLITS)
 
 
 def _select_entries(suite: Suite, only) -> list[Entry]:
@@ -959,6 +1018,7 @@ def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike
     if result.get("suite") != suite.name:
         raise ConfigError(f"{path}: not a result of suite '{suite.name}'; rerun the suite")
     result.pop("files", None)
+    _check_report_numbers(result, path)
     try:
         report.format_markdown(result)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -968,6 +1028,39 @@ def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike
                         f"(git checkout -- {path}) or rerun the suite") from None
     report.write_report(result, output_dir)
     return result
+
+
+# Figures that are fractions of the test documents: a run's, and their mean, min and max over seeds.
+_FRACTIONS = ("accuracy", "macro_f1", "weighted_f1", "roc_auc_macro", "roc_auc_micro")
+
+
+def _check_report_numbers(result: dict, path: Path) -> None:
+    """Every number of a report read back is finite (json.loads takes NaN, write_report never
+    writes one), and every accuracy, F1 and ROC-AUC lies in [0, 1]: a hand edit or a bad merge is
+    refused by entry and field, not shown as a table of nan or -300.00 %."""
+    def refuse(where: str, value, wanted: str):
+        raise DataError(f"{path}: {where} = {value!r} cannot be shown: it is not {wanted}; restore the file "
+                        f"(git checkout -- {path}) or rerun the suite")
+
+    def walk(value, where: str):
+        if isinstance(value, float) and not math.isfinite(value):
+            refuse(where, value, "a finite number")
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            walk(item, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]")
+
+    for key, value in result.items():
+        walk(value, key)
+    for entry in result["entries"]:
+        figures = [(f"seed {run['seed']} {name}", run.get(name)) for run in entry["runs"] for name in _FRACTIONS]
+        summary = entry.get("summary")
+        if isinstance(summary, dict):
+            figures += [(f"summary {name}.{stat}", summary[name].get(stat)) for name in _FRACTIONS
+                        if isinstance(summary.get(name), dict) for stat in ("mean", "min", "max")]
+        for where, value in figures:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not 0.0 <= value <= 1.0):
+                refuse(f"entry '{entry['id']}' {where}", value, "a fraction in [0, 1]")
 
 
 def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.PathLike, *,
@@ -999,6 +1092,8 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     if not files:
         raise ConfigError(f"--merge-from {', '.join(map(str, paths))}: no report JSON found there")
     parts = [_read_report(f) for f in files]
+    for part, path in zip(parts, files):
+        _check_report_fields(part, f"--merge-from {path}", suite_report=False)
     suites = {part.get("suite") for part in parts}
     if len(suites) != 1 or None in suites:
         raise ConfigError(f"--merge-from: the reports must be of one suite; found {sorted(map(str, suites))}")
@@ -1181,9 +1276,53 @@ def _read_report(path: Path, *, suite_report: bool = False) -> dict:
     if not isinstance(report.get("date"), str) or not entries_ok:
         raise ConfigError(f"{where}: a damaged benchmark report (no date, or an entry without an id, seeded "
                           "runs or with two runs of one seed); " + (remedy if suite_report else "run that entry and seed again into a fresh folder"))
+    if suite_report:  # a part's are checked by merge_run_files (rebuild_rerun_records.py reads old parts)
+        _check_report_fields(report, where, suite_report)
     if not suite_report and not any(e["runs"] for e in report["entries"]):
         raise ConfigError(f"{where}: the report holds no run; run its entries again, or leave it out")
     return report
+
+
+def _is_utc_time(value) -> bool:
+    """A timestamp as the runner writes them (``date``, a run's ``finished``): ISO 8601 in UTC,
+    so that they order as strings."""
+    if not isinstance(value, str):
+        return False
+    try:
+        when = _dt.datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return when.utcoffset() == _dt.timedelta(0) and value.endswith("+00:00")
+
+
+def _check_report_fields(report: dict, where: str, suite_report: bool) -> None:
+    """The fields a merge reads, of the types the runner writes: a hand-edited part is refused
+    by file and field, never a KeyError or TypeError half way through the merge."""
+    remedy = ("restore it (git checkout) or rerun the suite" if suite_report
+              else "restore the part as textcls benchmark wrote it, or run its entries again into a fresh folder")
+
+    def refuse(field_name: str, value, wanted: str):
+        raise ConfigError(f"{where}: field '{field_name}' = {value!r} is not {wanted}; {remedy}")
+
+    fields = [("suite", lambda v: isinstance(v, str) and bool(v), "a suite name"),
+              ("date", _is_utc_time, "a UTC ISO 8601 time such as 2026-01-31T12:00:00+00:00"),
+              ("git", lambda v: v is None or isinstance(v, dict), "a table of the commit (or null)"),
+              ("machine", lambda v: v is None or isinstance(v, dict), "a table of the machine (or null)")]
+    if not suite_report:
+        fields += [("command", lambda v: isinstance(v, str) and bool(v.strip()), "the command that made it"),
+                   ("suite_file", lambda v: isinstance(v, str) and bool(v), "the suite file's path")]
+    for name, fine, wanted in fields:
+        if name not in report and name not in ("git", "machine"):
+            raise ConfigError(f"{where}: field '{name}' is missing; {remedy}")
+        if not fine(report.get(name)):
+            refuse(name, report.get(name), wanted)
+    for number, entry in enumerate(report["entries"], start=1):
+        if not isinstance(entry["id"], str) or not entry["id"]:
+            refuse(f"entries[{number}].id", entry["id"], "an entry id such as trec:tfidf-lr")
+        for run in entry["runs"]:
+            if run.get("finished") is not None and not _is_utc_time(run["finished"]):
+                refuse(f"{entry['id']} seed {run['seed']}: finished", run["finished"],
+                       "a UTC ISO 8601 time such as 2026-01-31T12:00:00+00:00")
 
 
 def _is_seed(value) -> bool:
