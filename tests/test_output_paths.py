@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from test_cli import call
+
 CSV = "text,label\n" + "".join(
     f"{w} {w} film,{label}\n" for i in range(20) for w, label in ((f"good{i % 4}", "pos"), (f"bad{i % 4}", "neg")))
 
@@ -42,16 +44,8 @@ def trained(tmp_path_factory):
 
 
 def _cli(argv, capsys):
-    from textcls.cli import main
-
     capsys.readouterr()
-    try:
-        main([str(a) for a in argv])
-        status = 0
-    except SystemExit as exc:
-        status = exc.code
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
+    return call(capsys, *argv)
 
 
 def _snapshot(folder: Path) -> dict:
