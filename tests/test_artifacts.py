@@ -191,6 +191,16 @@ def test_a_fifo_is_written_in_place_and_stays_a_fifo(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["pipe"]
 
 
+def test_a_fifo_that_nothing_reads_is_an_error_at_once(tmp_path):
+    """It blocked forever in open() (found by the review of stop 64); the FIFO stays as it was."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="a FIFO that no process reads; start its reader first") as err:
+        artifacts.atomic_write_bytes(fifo, b"nobody listens")
+    assert err.value.errno == errno.ENXIO and err.value.filename == str(fifo)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and [p.name for p in tmp_path.iterdir()] == ["pipe"]
+
+
 def test_a_symlink_to_a_fifo_writes_the_fifo(tmp_path):
     fifo = tmp_path / "pipe"
     reader = _fifo_reader(fifo)

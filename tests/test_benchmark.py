@@ -385,6 +385,18 @@ overrides = {overrides}
     assert "\n" not in text and not out.exists()
 
 
+def test_a_peer_whose_package_is_missing_is_left_to_its_entry(tmp_path, monkeypatch):
+    """The check before the first run makes each peer; without the optional fasttext package that
+    raised ModuleNotFoundError out of the whole suite (a traceback), where before only the peer's
+    entry failed, as it still does."""
+    from textcls.benchmark.runner import check_overrides, create_estimator
+
+    monkeypatch.setitem(sys.modules, "fasttext", None)
+    monkeypatch.setitem(sys.modules, "fasttext.FastText", None)
+    check_overrides("fasttext", {"epoch": 5})
+    with pytest.raises(ImportError):
+        create_estimator("fasttext", seed=0, overrides={"epoch": 5})
+
 
 def _write(tmp_path, text: str) -> Path:
     path = tmp_path / "suite.toml"

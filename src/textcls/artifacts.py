@@ -185,11 +185,33 @@ def _write_in_place(path: Path, data: bytes) -> None:
             while view:
                 view = view[os.write(int(link.name), view):]
             return
+        if stat.S_ISFIFO(os.stat(path).st_mode):
+            _write_fifo(path, data)
+            return
         with open(path, "wb") as fh:
             fh.write(data)
     except OSError as err:
         err.filename = err.filename or str(path)  # /dev/full's ENOSPC names no file by itself
         raise
+
+
+def _write_fifo(path: Path, data: bytes) -> None:
+    """A FIFO is opened without blocking, so one that nothing reads is an error at once (ENXIO),
+    not a write that waits forever; with a reader, the writes block as a pipe's do."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as err:
+        if err.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "a FIFO that no process reads; start its reader first, or write to a file",
+                          str(path)) from None
+        raise
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def is_temporary(name: str) -> bool:

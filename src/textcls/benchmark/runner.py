@@ -875,7 +875,12 @@ def check_overrides(model: str, overrides: dict) -> None:
     from ..models.registry import create_model
 
     if _model_kind(model) == "peer":
-        create_estimator(model, seed=0, overrides=overrides)
+        try:
+            create_estimator(model, seed=0, overrides=overrides)
+        except ImportError:
+            # An optional peer package (fasttext, from textcls[peers]) that is not installed fails
+            # that entry alone when it runs, as before: the other entries of the suite still run.
+            pass
         return
     try:
         preset = create_estimator(model, seed=0, overrides=overrides).preset
@@ -890,7 +895,7 @@ def check_overrides(model: str, overrides: dict) -> None:
             raise
         except Exception:  # a model that cannot be built on the meta device: build it small on the CPU
             create_model(preset, num_classes=2, vocab_size=8, from_checkpoint=True)
-    except (TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
+    except (TypeError, ValueError, AttributeError, IndexError, KeyError, RuntimeError) as exc:
         if isinstance(exc, TextclsError):
             raise
         shown = ", ".join(f"{k} = {v!r}" for k, v in overrides.items())
