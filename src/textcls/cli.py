@@ -583,7 +583,7 @@ def _argument_texts(texts: List[str]) -> List[str]:
 
 def _refuse_unencodable(texts: list, where_of, from_argv: bool) -> None:
     """A DataError at the first text holding a lone surrogate, named by ``where_of(i)``: from argv, a
-    byte that was not UTF-8 (Python's surrogateescape); from a JSON line, a ``\\udXXX`` escape."""
+    byte that was not UTF-8 (Python's surrogateescape); from a JSON line, a lone-surrogate escape such as ``\\udc80``."""
     for i, text in enumerate(texts):
         try:
             text.encode("utf-8")
@@ -618,7 +618,7 @@ def _block_items(block: bytes, first: int, where: str, fmt: str) -> tuple[list, 
         check_texts(texts, first=first)
     except DataError as exc:
         raise DataError(f"{where}:{first + exc.index}: {exc}") from None
-    _refuse_unencodable(texts, lambda i: f"{where}:{first + i}", from_argv=False)  # a JSON "\udXXX" escape
+    _refuse_unencodable(texts, lambda i: f"{where}:{first + i}", from_argv=False)  # a JSON escape of a lone surrogate ("\\udc80")
     return texts, tasks
 
 
