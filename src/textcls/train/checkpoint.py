@@ -177,7 +177,7 @@ def checkpointed_epochs(ckpt_dir: Path) -> tuple[int, float]:
 
 def checkpoint_model(ckpt_dir: Path) -> str | None:
     """The name of the model (preset) a checkpoint was written for, as ``fit(model_name=...)``
-    recorded it in ``state.json``; None when it records none (checkpoints before stop 65, or an
+    recorded it in ``state.json``; None when it records none (checkpoints before stop 64, or an
     engine run given no name) or cannot be read."""
     try:
         name = json.loads((Path(ckpt_dir) / STATE_FILE).read_text(encoding="utf-8"))["task"].get("model")
@@ -198,7 +198,7 @@ def _check_model_name(state_path: Path, stored_task: dict, task: dict) -> None:
 def _check_schedule_epochs(state_path: Path, stored, current, done: int) -> None:
     """Refuse a change of ``epochs`` that a schedule carries (``linear-decay``, ``fcsr-eq16``).
 
-    Decision (stop 65): refused, not allowed. Such a schedule's factor for epoch ``e`` is a
+    Decision (stop 64): refused, not allowed. Such a schedule's factor for epoch ``e`` is a
     function of ``e`` and of the run's total epochs (linear-decay: ``1 - (e + 0.5) / epochs``),
     so the epochs already checkpointed were trained on the old total's decay, and the epochs
     to come would follow the new one from where it stands: the rate jumps at the resume, and
