@@ -241,7 +241,6 @@ def test_a_full_device_is_a_disk_full_error_naming_it_and_stays_a_device(tmp_pat
     assert stat.S_ISCHR(os.stat(full).st_mode)
 
 
-@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd (Linux)")
 def test_a_path_through_proc_fd_writes_through_the_open_descriptor(tmp_path):
     """What /dev/stdout is when a shell redirects it to a file: the file is written through the
     process's own descriptor (at its offset, after what was written before), not replaced by a

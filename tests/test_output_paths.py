@@ -142,8 +142,6 @@ def test_evaluate_writes_into_a_fifo_and_keeps_it(trained, tmp_path, capsys):
 
 
 def test_export_refuses_another_runs_folder_and_leaves_it_as_it_was(trained, tmp_path, capsys):
-    pytest.importorskip("onnx")
-    pytest.importorskip("onnxruntime")
     other = _copy(trained, tmp_path, which="nrun", name="b")
     before = _snapshot(other)
     status, out, err = _cli(["export", trained["nrun"], "--quantize", "int8", "-o", other], capsys)
@@ -152,8 +150,6 @@ def test_export_refuses_another_runs_folder_and_leaves_it_as_it_was(trained, tmp
 
 
 def test_export_into_a_subfolder_of_the_run_stays_allowed(trained, tmp_path, capsys):
-    pytest.importorskip("onnx")
-    pytest.importorskip("onnxruntime")
     run = _copy(trained, tmp_path, which="nrun")
     before = _snapshot(run)
     status, _, err = _cli(["export", run, "-o", run / "onnx"], capsys)
@@ -162,7 +158,6 @@ def test_export_into_a_subfolder_of_the_run_stays_allowed(trained, tmp_path, cap
     assert {k: v for k, v in _snapshot(run).items() if not k.startswith("onnx")} == before
 
 
-@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd (Linux)")
 def test_evaluate_output_to_its_own_stdout_redirected_to_a_file(trained, tmp_path):
     """``--output /dev/stdout > file``: the JSON goes through the process's stdout, before the
     printed metrics, in the file the shell opened (a new file renamed over it was lost, and the
