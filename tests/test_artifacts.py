@@ -12,7 +12,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from textcls import artifacts
-from textcls.errors import CheckpointError
+from textcls.errors import CheckpointError, ConfigError
 
 
 @pytest.fixture
@@ -313,3 +313,38 @@ def test_a_symlink_loop_is_an_error_as_open_gives_and_the_links_stay(tmp_path):
         artifacts.atomic_write_bytes(tmp_path / "a", b"x")
     assert err.value.errno == errno.ELOOP
     assert (tmp_path / "a").is_symlink() and (tmp_path / "b").is_symlink() and len(list(tmp_path.iterdir())) == 2
+
+
+# ----------------------------------------------------------------------------- --run-dir checks
+
+
+def _train_cli(capsys, *args):
+    """`textcls train` on trec up to its run-folder checks (they come before the data loads): exit
+    status and stderr."""
+    from textcls.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["train", "--model", "fasttext-bag", "--data", "trec", *map(str, args)])
+    err = capsys.readouterr().err
+    assert len(err.strip().split("\n")) == 1, err
+    return done.value.code, err.strip()
+
+
+def test_a_run_dir_that_is_a_file_is_refused_as_a_file(tmp_path, capsys):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    code, err = _train_cli(capsys, "--run-dir", notes)
+    assert code == 2 and err == (f"error: {notes}: is a file, not a folder; --run-dir names the new folder the run "
+                                 "is saved to: choose a path where nothing exists yet, or move that away")
+    assert notes.read_text() == "mine" and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("link", ["dangling", "loop"])
+def test_a_run_dir_that_is_a_broken_symlink_is_refused_before_training(tmp_path, link):
+    """The training would otherwise run to its end and fail renaming the run onto the link."""
+    run = tmp_path / "run"
+    run.symlink_to(tmp_path / ("missing" if link == "dangling" else "run"))
+    with pytest.raises(ConfigError, match=r"is a symlink to nothing \(its target is missing, or a symlink loop\), "
+                                          "not a folder; --run-dir names the new folder"):
+        artifacts.check_run_dir(run, resume=False)
+    assert run.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["run"]

@@ -658,6 +658,11 @@ def check_run_dir(run_dir: Path, resume: bool, note=None) -> bool:
     The caller holds the run folder's lock or has checked that nobody does. ``note(text)``
     reports the removal (default: a line on stderr)."""
     partial = partial_of(run_dir)
+    if os.path.lexists(run_dir) and not run_dir.is_dir():
+        # Caught here, not when the finished run is renamed onto it: that is after the whole training.
+        what = "a file" if run_dir.exists() else "a symlink to nothing (its target is missing, or a symlink loop)"
+        raise ConfigError(f"{run_dir}: is {what}, not a folder; --run-dir names the new folder the run is saved "
+                          "to: choose a path where nothing exists yet, or move that away")
     if run_dir.exists():
         raise ConfigError(f"{run_dir}: run directory already exists; choose another --run-dir")
     if partial.is_dir() and not is_resumable(partial):
