@@ -7,7 +7,7 @@ from textcls import Classifier
 from textcls.data.splits import check_max_per_split
 from textcls.errors import ConfigError
 from textcls.recipe import Recipe
-from textcls.validate import check_choice, check_flag, check_int, check_probability, range_check
+from textcls.validate import check_choice, check_flag, check_int, check_probability, find_lone_surrogate, range_check
 
 
 @pytest.mark.parametrize("value", ["many", None, [1], {"a": 1}, True, 1j])
@@ -69,3 +69,13 @@ def test_recipe_refuses_values_of_the_wrong_type(field, value):
 def test_classifier_with_a_string_for_epochs_is_a_config_error():
     with pytest.raises(ConfigError, match=r"parameter 'epochs' = 'many' must be a number in \[1, 100000\]"):
         Classifier("tfidf-lr", epochs="many").fit(["a good film", "a bad film"], ["pos", "neg"])
+
+
+def test_find_lone_surrogate_gives_the_first_one_counted_from_0():
+    texts = ["fine", "caf\u00e9 \U0001F600", "ab\udce9c\ud800", "\ud800"]
+    assert find_lone_surrogate(texts) == (2, 2, "\udce9")  # the first text, then its first character
+    assert find_lone_surrogate(texts, rows=[3, 2]) == (3, 0, "\ud800")  # in the order of ``rows``
+    assert find_lone_surrogate(texts[:2]) is None  # non-ASCII and astral characters are Unicode
+    assert find_lone_surrogate(texts, rows=[]) is None and find_lone_surrogate([]) is None
+    # A surrogate pair written as one astral character is fine; its two halves apart are not.
+    assert find_lone_surrogate(["\ud83d\ude00"]) == (0, 0, "\ud83d")

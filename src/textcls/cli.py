@@ -34,7 +34,7 @@ except ImportError:  # pragma: no cover - older typer uses the click package
     from click import exceptions as click_exceptions
 
 from .errors import CheckpointError, ConfigError, DataError, RunFolderError, TextclsError
-from .validate import check_folder_path
+from .validate import check_folder_path, find_lone_surrogate
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
                   help="Compact neural text classifiers, reproduced from their papers.")
@@ -584,19 +584,18 @@ def _argument_texts(texts: List[str]) -> List[str]:
 def _refuse_unencodable(texts: list, where_of, from_argv: bool) -> None:
     """A DataError at the first text holding a lone surrogate, named by ``where_of(i)``: from argv, a
     byte that was not UTF-8 (Python's surrogateescape); from a JSON line, a lone-surrogate escape such as ``\\udc80``."""
-    for i, text in enumerate(texts):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            code, at = ord(text[exc.start]), f"at character {exc.start + 1}"
-            if from_argv and 0xDC80 <= code <= 0xDCFF:
-                problem = (f"holds byte {code - 0xDC00:#04x} {at}, which is not UTF-8; pass UTF-8 text "
-                           "(e.g. convert it with iconv -f latin1 -t utf-8)")
-            else:
-                problem = (f"holds a lone surrogate {text[exc.start]!r} {at}, which is not valid Unicode; "
-                           "remove it or write the character (or its escape pair) instead")
-            raise DataError(f"{where_of(i)} {problem}" if from_argv else f"{where_of(i)}: {problem}",
-                            index=i) from None
+    surrogate = find_lone_surrogate(texts)
+    if surrogate is None:
+        return
+    i, at, char = surrogate
+    code, place = ord(char), f"at character {at + 1}"
+    if from_argv and 0xDC80 <= code <= 0xDCFF:
+        problem = (f"holds byte {code - 0xDC00:#04x} {place}, which is not UTF-8; pass UTF-8 text "
+                   "(e.g. convert it with iconv -f latin1 -t utf-8)")
+    else:
+        problem = (f"holds a lone surrogate {char!r} {place}, which is not valid Unicode; "
+                   "remove it or write the character (or its escape pair) instead")
+    raise DataError(f"{where_of(i)} {problem}" if from_argv else f"{where_of(i)}: {problem}", index=i)
 
 
 def _check_task_option(task: Optional[str], task_names, run_dir: Path) -> None:

@@ -3,7 +3,8 @@
 Each check raises a one-line ``ConfigError`` that names the parameter, the value given and
 what is allowed, e.g. ``parameter 'dropout' = 1.5 is outside its allowed range [0, 1)``.
 A value of the wrong type (a string, a list, a bool where a number is wanted) is refused the
-same way, never with a raw ``TypeError`` from a comparison.
+same way, never with a raw ``TypeError`` from a comparison. ``find_lone_surrogate`` only finds:
+the CLI, the Python API and the server each word its error, counting texts as their users do.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 from .errors import ConfigError
 
 __all__ = ["MAX_INT", "MAX_SEED", "range_check", "check_int", "check_positive_int", "check_probability", "check_choice",
-           "check_flag", "check_folder_path", "check_path", "RepeatedJSONKey", "json_object_with_unique_keys"]
+           "check_flag", "check_folder_path", "check_path", "find_lone_surrogate", "RepeatedJSONKey",
+           "json_object_with_unique_keys"]
 
 # The largest count a setting may take (vocabulary sizes, length caps, buckets): int32's.
 MAX_INT = (1 << 31) - 1
@@ -110,6 +112,20 @@ def check_folder_path(name: str, folder: str | os.PathLike) -> None:
                 where = "" if part == folder else f" ({part} is a file)"
                 raise ConfigError(f"{name} {folder}: not a folder{where}; name a folder, or a path where one can be made")
             return
+
+
+def find_lone_surrogate(texts, rows=None) -> tuple[int, int, str] | None:
+    """``(text index, character index, the character)``, 0-based, of the first lone surrogate
+    (``"\\ud800"``) in ``texts`` (only those at ``rows`` when given); None when there is none.
+    It is the one thing a ``str`` can hold that is not Unicode text: UTF-8 cannot encode it, a
+    tokenizer's Rust string cannot hold it, and Python keeps a byte of argv that was not UTF-8 as
+    one. Callers word the message, each counting as its user does (the CLI from 1)."""
+    for i in range(len(texts)) if rows is None else rows:
+        try:
+            texts[i].encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return i, exc.start, texts[i][exc.start]
+    return None
 
 
 class RepeatedJSONKey(ValueError):

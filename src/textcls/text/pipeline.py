@@ -35,7 +35,7 @@ import numpy as np
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
 from ..errors import CheckpointError, ConfigError, DataError, close_names
-from ..validate import MAX_INT, check_flag, check_int
+from ..validate import MAX_INT, check_flag, check_int, find_lone_surrogate
 from .normalize import build_normalizer, check_settings, check_texts, strip_newsgroups
 
 PAD_TOKEN, UNK_TOKEN = "[PAD]", "[UNK]"
@@ -634,14 +634,11 @@ def _raise_unencodable(texts: list[str], rows: Iterable[int] | None = None) -> N
     """A DataError naming the first text (of ``rows``, default all) that is not valid Unicode (a
     lone surrogate such as ``"\\ud800"``, which Rust strings cannot hold and ``tokenizers``
     refuses with a TypeError)."""
-    for i in range(len(texts)) if rows is None else rows:
-        text = texts[i]
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise DataError(f"text {i} holds a lone surrogate {text[exc.start]!r} at character {exc.start}, "
-                            "which is not valid Unicode; decode the input with errors='replace' or remove it",
-                            index=i) from None
+    surrogate = find_lone_surrogate(texts, rows)
+    if surrogate is not None:
+        i, at, char = surrogate
+        raise DataError(f"text {i} holds a lone surrogate {char!r} at character {at}, "
+                        "which is not valid Unicode; decode the input with errors='replace' or remove it", index=i)
 
 
 def _split_sentences(doc: list[int], terminators: frozenset[int]) -> list[list[int]]:
