@@ -348,3 +348,56 @@ def test_a_run_dir_that_is_a_broken_symlink_is_refused_before_training(tmp_path,
                                           "not a folder; --run-dir names the new folder"):
         artifacts.check_run_dir(run, resume=False)
     assert run.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_resume_into_a_finished_run_says_there_is_nothing_to_resume(tmp_path, capsys):
+    run = _saved_run(tmp_path / "run")
+    code, err = _train_cli(capsys, "--run-dir", run, "--resume")
+    assert code == 2 and err == (f"error: {run}: holds a finished run (its model is saved there), so there is nothing "
+                                 f"to resume; use it as it is (textcls evaluate / predict {run}), or drop --resume and "
+                                 "give a new --run-dir to train again")
+    with pytest.raises(ConfigError, match=f"^{run}: holds a finished run already; choose another --run-dir"):
+        artifacts.check_run_dir(run, resume=False)
+
+
+def test_resume_into_a_folder_that_is_not_a_run_names_the_missing_checkpoint(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("not a run")
+    state = tmp_path / "mine.partial" / "checkpoint" / "state.json"
+    with pytest.raises(ConfigError) as err:
+        artifacts.check_run_dir(folder, resume=True)
+    assert str(err.value) == (f"{folder}: is not a run folder (it has no config.json), and there is no interrupted "
+                              f"run to resume ({state} is missing); pass the --run-dir the interrupted training was "
+                              "given, or drop --resume and give a new --run-dir")
+    with pytest.raises(ConfigError, match=f"^{folder}: a folder that is not a run is there already; --run-dir names "
+                                          "the new folder the run is saved to"):
+        artifacts.check_run_dir(folder, resume=False)
+    state.parent.mkdir(parents=True)
+    state.write_text("{}")
+    with pytest.raises(ConfigError, match=f"^{folder}: a folder that is not a run is where the interrupted run in "
+                                          f"{state.parent.parent} is saved when it finishes; move that folder away"):
+        artifacts.check_run_dir(folder, resume=True)
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"] and state.is_file()
+
+
+def test_resume_given_the_work_folder_names_the_run_dir_to_pass(tmp_path):
+    partial = tmp_path / "run.partial"
+    (partial / "checkpoint").mkdir(parents=True)
+    (partial / "checkpoint" / "state.json").write_text("{}")
+    with pytest.raises(ConfigError, match=f"^{partial}: is the work folder of an interrupted training, not its "
+                                          f"--run-dir; pass --run-dir {tmp_path / 'run'} --resume to continue it$"):
+        artifacts.check_run_dir(partial, resume=True)
+
+
+def test_resume_in_python_into_a_finished_run_or_another_folder_says_which(tmp_path):
+    from textcls.recipe import Recipe
+    from textcls.train.checkpoint import load_checkpoint
+
+    run = _saved_run(tmp_path / "run")
+    with pytest.raises(CheckpointError, match=f"^no checkpoint to resume from: {run} holds a finished run .*so there "
+                                              "is nothing to resume; load it with Classifier.from_pretrained"):
+        load_checkpoint(run / "checkpoint", None, None, None, Recipe(), {})
+    with pytest.raises(CheckpointError, match=f"^no checkpoint to resume from: {tmp_path / 'x' / 'checkpoint'} does "
+                                              f"not exist, so {tmp_path / 'x'} is not the folder of an interrupted"):
+        load_checkpoint(tmp_path / "x" / "checkpoint", None, None, None, Recipe(), {})

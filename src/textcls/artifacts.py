@@ -664,7 +664,7 @@ def check_run_dir(run_dir: Path, resume: bool, note=None) -> bool:
         raise ConfigError(f"{run_dir}: is {what}, not a folder; --run-dir names the new folder the run is saved "
                           "to: choose a path where nothing exists yet, or move that away")
     if run_dir.exists():
-        raise ConfigError(f"{run_dir}: run directory already exists; choose another --run-dir")
+        raise _existing_run_dir(run_dir, resume)
     if partial.is_dir() and not is_resumable(partial):
         (note or _note)(f"note: {partial} holds no checkpoint (its training stopped before the first one); "
                         "removing it and starting the run from the beginning")
@@ -676,6 +676,31 @@ def check_run_dir(run_dir: Path, resume: bool, note=None) -> bool:
     if partial.exists() and not resume:
         raise ConfigError(f"{partial}: an interrupted run is there; pass --resume to continue it or delete it")
     return resume
+
+
+def _existing_run_dir(run_dir: Path, resume: bool) -> ConfigError:
+    """Why ``check_run_dir`` refuses the folder ``run_dir`` that is there already, by what it holds."""
+    partial = partial_of(run_dir)
+    if is_saved_run(run_dir):
+        if resume:
+            return ConfigError(f"{run_dir}: holds a finished run (its model is saved there), so there is nothing to "
+                               f"resume; use it as it is (textcls evaluate / predict {run_dir}), or drop --resume "
+                               "and give a new --run-dir to train again")
+        return ConfigError(f"{run_dir}: holds a finished run already; choose another --run-dir (a path where nothing "
+                           "exists yet), or delete that run to train it again")
+    if run_dir.name.endswith(".partial") and is_resumable(run_dir):
+        # The work folder itself: --resume takes the run's own folder, whose partial this is.
+        return ConfigError(f"{run_dir}: is the work folder of an interrupted training, not its --run-dir; pass "
+                           f"--run-dir {run_dir.with_name(run_dir.name[:-len('.partial')])} --resume to continue it")
+    if resume and is_resumable(partial):
+        return ConfigError(f"{run_dir}: a folder that is not a run is where the interrupted run in {partial} is "
+                           "saved when it finishes; move that folder away, then rerun with --resume")
+    if resume:
+        return ConfigError(f"{run_dir}: is not a run folder (it has no {CONFIG}), and there is no interrupted run "
+                           f"to resume ({partial / CHECKPOINT_DIR / CHECKPOINT_STATE} is missing); pass the "
+                           "--run-dir the interrupted training was given, or drop --resume and give a new --run-dir")
+    return ConfigError(f"{run_dir}: a folder that is not a run is there already; --run-dir names the new folder "
+                       "the run is saved to: choose a path where nothing exists yet")
 
 
 def is_resumable(partial: Path) -> bool:

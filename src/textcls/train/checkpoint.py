@@ -220,7 +220,13 @@ def _check_schedule_epochs(state_path: Path, stored, current, done: int) -> None
 def load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe, task: dict):
     state_path = ckpt_dir / STATE_FILE
     if not ckpt_dir.is_dir():
-        raise CheckpointError(f"no checkpoint to resume from: {ckpt_dir} does not exist; run without resume to start a new run")
+        if artifacts.is_saved_run(ckpt_dir.parent):  # a saved run keeps no checkpoint (artifacts.finish_run)
+            raise CheckpointError(f"no checkpoint to resume from: {ckpt_dir.parent} holds a finished run (its model is "
+                                  "saved there), so there is nothing to resume; load it with "
+                                  "Classifier.from_pretrained, or train without resume into another folder")
+        raise CheckpointError(f"no checkpoint to resume from: {ckpt_dir} does not exist, so {ckpt_dir.parent} is not "
+                              "the folder of an interrupted training; pass the run_dir that training wrote to, or "
+                              "run without resume to start a new run")
     if not state_path.is_file():
         raise CheckpointError(f"{state_path} is missing, so the checkpoint is incomplete; run without resume to start over")
     try:
