@@ -72,6 +72,16 @@ def test_json_lines_input(capsys, monkeypatch, tmp_path):
     assert code == 2 and "stdin:1: not valid JSON" in err
 
 
+@pytest.mark.parametrize("text, problem", [(" \\t ", "only whitespace"), ("", "empty")])
+def test_a_blank_json_text_is_named_by_its_line_once(capsys, monkeypatch, tmp_path, text, problem):
+    path = tmp_path / "texts.jsonl"
+    path.write_text(f'{{"text": "Who wrote Hamlet ?"}}\n{{"text": "{text}"}}\n')
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path))
+    # It said "texts.jsonl:2: text 2 is only whitespace": one text a line, so the same number twice.
+    assert code == 2 and rows == [] and len(err.strip().splitlines()) == 1
+    assert err.startswith(f'error: {path}:2: field "text" is {problem}; ') and "text 2" not in err
+
+
 def test_tasks_reach_a_run_with_one_head_per_task(capsys, monkeypatch, tmp_path):
     seen = []
 

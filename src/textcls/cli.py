@@ -611,12 +611,6 @@ def _block_items(block: bytes, first: int, where: str, fmt: str) -> tuple[list, 
     if fmt != "jsonl":
         return lines, [None] * len(lines)
     texts, tasks = _jsonl_items(lines, where, first)
-    from .inputs import check_texts
-
-    try:  # here, so that a file is checked whole before the first prediction is written
-        check_texts(texts, first=first)
-    except DataError as exc:
-        raise DataError(f"{where}:{first + exc.index}: {exc}") from None
     _refuse_unencodable(texts, lambda i: f"{where}:{first + i}", from_argv=False)  # a JSON escape of a lone surrogate ("\\udc80")
     return texts, tasks
 
@@ -669,7 +663,12 @@ def _jsonl_items(lines: List[str], where: str, first: int) -> tuple[list, list]:
                             "{\"text\": \"...\", \"task\": \"...\"} object per line")
         if not isinstance(record.get("task", ""), (str, type(None))):
             raise DataError(f"{where}:{number}: field \"task\" is {type(record['task']).__name__}, not a task name")
-        texts.append(record["text"])
+        text = record["text"]
+        if not text or text.isspace():
+            # Not inputs.check_texts: its "text N" would repeat the line's number (one text a line).
+            raise DataError(f"{where}:{number}: field \"text\" is {'only whitespace' if text else 'empty'}; "
+                            "a model cannot classify it, drop the line or give it content")
+        texts.append(text)
         tasks.append(record.get("task"))
     return texts, tasks
 
