@@ -89,6 +89,30 @@ def test_a_save_that_fails_half_way_leaves_the_run_already_there(fitted_cnn, fit
     assert (tmp_path / "run" / "notes.txt").read_text() == "mine"
 
 
+def test_a_save_over_another_models_run_and_its_metrics_is_refused_and_writes_nothing(fitted_toy, tmp_path):
+    """save_pretrained's decision (its docstring): the metrics.json and epochs.csv a save leaves
+    would describe the new model, so it refuses; the same model saves again over its own run."""
+    run = tmp_path / "run"
+    fitted_toy.save_pretrained(run)
+    (run / "metrics.json").write_text('{"test": {"accuracy": 1.0}}')
+    (run / "epochs.csv").write_text("epoch\n1\n")
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    other = Classifier("tfidf-lr").fit(TOY_TEXTS + ["fine fine poor"], TOY_LABELS + ["neg"])
+    with pytest.raises(ConfigError) as err:
+        other.save_pretrained(run)
+    assert str(err.value) == (f"cannot save to {run}: it holds the run of another model, whose metrics.json and "
+                              "epochs.csv would then describe this one; save into a new folder, or delete that run "
+                              "(or those files) first")
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before  # no staging folder left either
+    fitted_toy.save_pretrained(run)
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+    (run / "metrics.json").unlink()
+    (run / "epochs.csv").unlink()
+    other.save_pretrained(run)  # nothing describes the model there: replaced as before
+    assert Classifier.from_pretrained(run).predict_proba(["fine fine poor"]).tolist() == \
+        other.predict_proba(["fine fine poor"]).tolist()
+
+
 def test_a_run_folder_that_is_a_symlink_elsewhere_saves_and_loads(fitted_lr, tmp_path):
     """The save is staged inside the folder: a run folder that links to another filesystem (here
     /dev/shm, a tmpfs, where the machine has one) takes renames, not copies. Staging beside the

@@ -284,7 +284,13 @@ class Classifier(ClassifierMixin, BaseEstimator):
         config.json records the SHA-256 of model.safetensors; weights holding NaN or Inf are
         refused (ModelError) before anything is written. A quantised model (``quantize``, or
         ``torch.ao.quantization.quantize_dynamic`` applied to ``estimator_.model_`` by hand) is
-        stored as float weights plus ``"quantize": "int8"``, which ``from_pretrained`` applies again."""
+        stored as float weights plus ``"quantize": "int8"``, which ``from_pretrained`` applies again.
+
+        Files of ``run_dir`` this save does not write stay (a user's notes; ``textcls train``'s
+        metrics.json and epochs.csv, written beside it). So a folder that holds another model's
+        run (other weights, or another ``quantize``) together with its metrics.json or epochs.csv
+        is refused (ConfigError), and nothing is written: those files would then describe this
+        model. Saving over a run of the same model, or over one without them, replaces it."""
         self._check_fitted("save_pretrained")
         run_dir = check_path("run_dir", run_dir)
         check_folder_path("run_dir", run_dir)
@@ -309,6 +315,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
         with artifacts.staged_run(run_dir) as staging:
             self.estimator_.write_files(staging)
             artifacts.write_run(staging, config, arrays)
+            # Refused, not cleared: another run's metrics may be the only record of a long training,
+            # and a path given by mistake then costs nothing. Checked once staged: the checksum is known.
+            artifacts.check_same_model(run_dir, staging)
         return run_dir
 
     def _state(self):

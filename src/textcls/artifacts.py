@@ -403,6 +403,29 @@ def check_output_paths(run_dir: Path, outputs: dict) -> None:
         seen[key] = option
 
 
+def check_same_model(run_dir: Path, staging: Path) -> None:
+    """A ConfigError when ``run_dir`` holds a saved run of another model (other weights, or
+    another ``quantize``) than the one staged in ``staging``, with that run's ``metrics.json`` or
+    ``epochs.csv``: a save leaves the files it does not write, and those would then describe the
+    new model. A run without them is replaced as before (a folder saved to again and again)."""
+    run_dir = Path(run_dir)
+    records = [name for name in (METRICS, EPOCHS_CSV) if os.path.lexists(run_dir / name)]
+    if not records or not is_saved_run(run_dir):
+        return
+
+    def model_of(folder: Path) -> tuple:
+        try:
+            config = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return (folder,)  # unreadable now: not the same model
+        return config.get("weights_sha256"), config.get("quantize")
+
+    if model_of(run_dir) != model_of(staging):
+        raise ConfigError(f"cannot save to {run_dir}: it holds the run of another model, whose "
+                          f"{' and '.join(records)} would then describe this one; save into a new folder, or delete "
+                          "that run (or those files) first")
+
+
 @contextlib.contextmanager
 def staged_run(run_dir: Path, last: str = CONFIG):
     """A temporary folder inside ``run_dir`` (made when missing) to write a run into; on success
@@ -419,7 +442,8 @@ def staged_run(run_dir: Path, last: str = CONFIG):
     moves are renames on the folder's own filesystem (also when ``run_dir`` is a symlink or a
     mount point), need no space and no write access to the parent, and the files get the
     folder's group and default ACL as files written there would. The files of ``run_dir`` the run
-    does not write stay. A process killed meanwhile leaves a ``.saving.*.tmp`` folder there
+    does not write stay (``check_same_model`` keeps a run's metrics from then describing another
+    model). A process killed meanwhile leaves a ``.saving.*.tmp`` folder there
     (``is_temporary``; ``remove_temporaries`` deletes it)."""
     run_dir = Path(run_dir)
     created = _make_parents(run_dir)
