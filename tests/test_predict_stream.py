@@ -97,12 +97,15 @@ def test_tasks_reach_a_run_with_one_head_per_task(capsys, monkeypatch, tmp_path)
     code, rows, err = _predict(capsys, monkeypatch, "--input", str(path), "--task", "dvd")
     assert code == 0, err
     assert seen == [0, 1] and [r["task"] for r in rows] == ["books", "dvd"]  # a line's task wins over --task
-    code, _, err = _predict(capsys, monkeypatch, "--input", str(path))
-    assert code == 2 and f"{path}:2: no task; fcsr-mtl has one head per task (books, dvd)" in err
+    # Every block's tasks are checked before the first prediction is written: line 1 (a block of
+    # its own) was written before the error about line 2.
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path))
+    assert code == 2 and rows == [] and f"{path}:2: no task; fcsr-mtl has one head per task (books, dvd)" in err
     path.write_text('{"text": "a fine read", "task": "books"}\n{"text": "a fine watch", "task": "music"}\n')
-    code, _, err = _predict(capsys, monkeypatch, "--input", str(path))
-    # Numbered as the line (it once said "text 0", the index in its block).
-    assert code == 2 and f"{path}:2: text 2 has task 'music', which the model was not trained on" in err
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path))
+    # Named by its line alone (it once said "text 0", the index in its block, then "f.jsonl:2: text 2").
+    assert code == 2 and rows == [] and len(err.strip().splitlines()) == 1
+    assert f"{path}:2: task 'music' is not one fcsr-mtl was trained on; give one of: books, dvd" in err
     code, _, err = _predict(capsys, monkeypatch, "a fine read", "--task", "music")
     assert code == 2 and f"--task music: {RUN} was not trained on that task; give one of: books, dvd" in err
 

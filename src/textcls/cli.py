@@ -563,10 +563,9 @@ def predict(
     if input_path is not None and str(input_path) != "-":
         # A bad line found half-way would leave the predictions before it written: check first.
         for block, first, where in _input_blocks(input_path):
-            _block_items(block, first, where, fmt)
+            _check_tasks(predictor, _block_items(block, first, where, fmt, task)[1], _text_namer(where, first))
     for block, first, where in _input_blocks(input_path):
-        items, tasks = _block_items(block, first, where, fmt)
-        tasks = [t if t is not None else task for t in tasks]
+        items, tasks = _block_items(block, first, where, fmt, task)
         _write_predictions(predictor, items, tasks, threshold, where, first)
 
 
@@ -605,14 +604,40 @@ def _check_task_option(task: Optional[str], task_names, run_dir: Path) -> None:
                           f"{', '.join(task_names)}")
 
 
-def _block_items(block: bytes, first: int, where: str, fmt: str) -> tuple[list, list]:
-    """The texts (or JSON Lines items) of one block of the input and their tasks (None: not given)."""
+def _block_items(block: bytes, first: int, where: str, fmt: str, task: Optional[str]) -> tuple[list, list]:
+    """The texts (or JSON Lines items) of one block of the input and their tasks: a line's own, else
+    ``task`` (--task; None: not given)."""
     lines = read_texts(block, where, first_line=first)
     if fmt != "jsonl":
-        return lines, [None] * len(lines)
+        return lines, [task] * len(lines)
     texts, tasks = _jsonl_items(lines, where, first)
-    _refuse_unencodable(texts, lambda i: f"{where}:{first + i}", from_argv=False)  # a JSON escape of a lone surrogate ("\\udc80")
-    return texts, tasks
+    _refuse_unencodable(texts, _text_namer(where, first), from_argv=False)  # a JSON escape of a lone surrogate ("\\udc80")
+    return texts, [t if t is not None else task for t in tasks]
+
+
+def _text_namer(where: Optional[str], first: int):
+    """How an error names the i-th text of a block: by its number among the arguments (``where``
+    None: ``text 2``), or by its line in the file or stdin ``where`` (one text a line: ``f.txt:2``)."""
+    return (lambda i: f"text {first + i}") if where is None else (lambda i: f"{where}:{first + i}")
+
+
+def _check_tasks(predictor, tasks: list, where_of) -> None:
+    """Every text has a task the run was trained on, where it has one head per task, and none where
+    it has not; a text is named by ``where_of(i)``. Run on a file's every block before the first
+    prediction is written, so that a bad task on a late line leaves no output half-way."""
+    if predictor.uses_tasks:
+        missing = next((i for i, t in enumerate(tasks) if t is None), None)
+        if missing is not None:
+            raise ConfigError(f"{where_of(missing)}: no task; {predictor.model} has one head per task "
+                              f"({', '.join(predictor.task_names)}): pass --task NAME or a \"task\" field per JSON line")
+        unknown = next((i for i, t in enumerate(tasks) if t not in predictor.task_names), None)
+        if unknown is not None:
+            raise DataError(f"{where_of(unknown)}: task {tasks[unknown]!r} is not one {predictor.model} was trained "
+                            f"on; give one of: {', '.join(predictor.task_names)}")
+    elif any(t is not None for t in tasks):
+        row = next(i for i, t in enumerate(tasks) if t is not None)
+        raise ConfigError(f"{where_of(row)}: has a task, but {predictor.model} was not trained with one head per task; "
+                          "drop the tasks")
 
 
 def _limit_threads(threads: int) -> None:
@@ -681,16 +706,8 @@ def _write_predictions(predictor, texts: list, tasks: list, threshold, where: Op
     if not texts:
         return
     texts_are_arguments = where is None
-    where_of = (lambda i: f"text {first + i}") if texts_are_arguments else (lambda i: f"{where}:{first + i}")
-    if predictor.uses_tasks:
-        missing = next((i for i, t in enumerate(tasks) if t is None), None)
-        if missing is not None:
-            raise ConfigError(f"{where_of(missing)}: no task; {predictor.model} has one head per task "
-                              f"({', '.join(predictor.task_names)}): pass --task NAME or a \"task\" field per JSON line")
-    elif any(t is not None for t in tasks):
-        row = next(i for i, t in enumerate(tasks) if t is not None)
-        raise ConfigError(f"{where_of(row)}: has a task, but {predictor.model} was not trained with one head per task; "
-                          "drop the tasks")
+    where_of = _text_namer(where, first)
+    _check_tasks(predictor, tasks, where_of)
     try:
         probs = predictor.predict_proba(texts, tasks if predictor.uses_tasks else None, first=first)
     except TextclsError as exc:
