@@ -123,6 +123,10 @@ def test_an_int8_run_exports_to_an_int8_onnx_graph(trec_small, texts, tmp_path, 
     # Without --quantize an int8 run still exports int8: the run says so.
     main(["export", str(tmp_path / "run"), "--format", "onnx", "--output", str(tmp_path / "default")])
     assert json.loads((tmp_path / "default" / "onnx.json").read_text())["quantize"] == "int8"
+    # ... and the summary says so (it read --quantize, which was not given).
+    out = capsys.readouterr().out
+    assert out.startswith(f"wrote {tmp_path / 'default' / 'model.onnx'} (") and " KiB, int8), " in out
+    assert " (the int8 graph: " in out and len(out.strip().splitlines()) == 1
 
 
 def _saved(clf, folder):

@@ -1014,9 +1014,12 @@ def export_cmd(
 
     path = export_onnx(run_dir, output, quantize=quantize, opset=opset)
     side = read_sidecar(output)
-    typer.echo(f"wrote {path} ({side['onnx_bytes'] / 1024:.0f} KiB{', int8' if quantize else ''}), "
+    # What was written, from onnx.json, not --quantize: a run quantised in Python exports int8 without it.
+    int8 = side["quantize"] == "int8"
+    typer.echo(f"wrote {path} ({side['onnx_bytes'] / 1024:.0f} KiB{', int8' if int8 else ''}), "
                f"{output / 'onnx.json'} and {output / 'tokenizer.json'}; "
-               f"max |onnx - torch| on the check batches {side['verified_max_abs_diff']:.1e}")
+               f"max |onnx - torch| on the check batches {side['verified_max_abs_diff']:.1e}"
+               + (f" (the int8 graph: {side['int8_max_abs_diff']:.1e})" if int8 else ""))
 
 
 @app.command()
