@@ -81,6 +81,11 @@ def _damaged_copy(data_dir: Path, tmp_path: Path, folder: str, file: str, change
      "is not a TREC label"),
     # \r-only line endings read a whole class file as one record (mr: 4797 pos against 1 neg).
     ("mr", "mr", "rt-polarity.neg", lambda b: b.replace(b"\n", b"\r"), r"rt-polarity.neg:1: a carriage return"),
+    # A NUL byte was read into the text (no published file holds one).
+    ("mr", "mr", "rt-polarity.neg", lambda b: b.replace(b" ", b"\x00", 1), r"rt-polarity.neg:1: a NUL byte \(0x00\) at "
+                                                                           r"character \d+, which no text holds"),
+    ("20news", "20news", "test.jsonl.gz", lambda b: __import__("gzip").compress(__import__("gzip").decompress(b).replace(
+        b"From:", b"From:\x00", 1)), r"test.jsonl.gz:1: a NUL byte \(0x00\)"),
 ])
 def test_a_damaged_catalogue_file_is_refused_at_its_line(data_dir, tmp_path, name, folder, file, change, message):
     root = _damaged_copy(data_dir, tmp_path, folder, file, change)

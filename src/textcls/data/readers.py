@@ -39,8 +39,8 @@ lines are not records in formats that carry the label on the line (CSV/TSV, JSON
 fastText); in one-document-a-line files a blank line is an empty document, which is a bad
 record like any other.
 
-Bad records (empty text, missing or empty label, undecodable line, unknown label, malformed
-row) raise a one-line ``DataError`` naming the file and line, or with
+Bad records (empty text, missing or empty label, undecodable line, a NUL byte, unknown
+label, malformed row) raise a one-line ``DataError`` naming the file and line, or with
 ``on_bad_record="skip"`` are skipped and listed in ``TextDataset.skipped``.
 """
 
@@ -414,8 +414,9 @@ def _sniff_binary(path: Path, head: bytes, encoding: str) -> None:
     if kind is not None:
         fix = "decompress it first (textcls reads .gz files itself)" if kind.endswith("compressed") else "check the path"
         raise DataError(f"{path}: is a {kind} file, not text; {fix}")
-    # A stray NUL byte is a damaged record (read as before); a binary file has NUL bytes and
-    # many other control bytes, which text (even with an odd \x01 delimiter) does not.
+    # A stray NUL byte is a damaged record, refused at its line (``_reject_nul``); a binary file
+    # has NUL bytes and many other control bytes, which text (even with an odd \x01 delimiter)
+    # does not, and is refused as a whole here.
     controls = sum(head.count(b) for b in _CONTROL_BYTES)
     if b"\x00" not in head or controls < max(16, len(head) // 50):
         return
@@ -554,17 +555,40 @@ def _byte_lines(path, fh, buffer, encoding, errors) -> Iterator[tuple[int, str]]
             raw = raw[:-1]
         if raw.endswith(b"\r"):
             raw = raw[:-1]
+        if lineno == 1 and strip_bom and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if b"\x00" in raw:
+            _reject_nul(f"{path}:{lineno}", len(raw[: raw.index(0)].decode(encoding, "replace")) + 1, buffer, raw)
+            continue
         if b"\r" in raw:
             _reject_inner_carriage_return(path, lineno, buffer)
             continue
-        if lineno == 1 and strip_bom and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
         try:
             text = raw.decode(encoding, errors)
         except UnicodeDecodeError as err:
             buffer.reject(f"{path}:{lineno}", _describe_decode_error(err, encoding), decode_hint(encoding, raw))
             continue
         yield lineno, text
+
+
+def _reject_nul(where: str, character: int, buffer: RecordBuffer, raw: bytes | None = None) -> None:
+    """A NUL in a text file: no text holds one, so it means a broken copy, a binary file or
+    another encoding, never a document's character. ``raw``, the line's bytes (None when the
+    line was decoded from UTF-16/32), lets NUL bytes at a steady stride name the UTF-16/32 the
+    file really is."""
+    if raw is None:
+        buffer.reject(where, f"a NUL character (U+0000) at character {character}, which no text holds: the file is "
+                      "binary or a broken copy", "restore the file from a good copy, or remove the character")
+        return
+    wide = _guess_wide_encoding(raw) or _guess_wide_encoding(raw[1:])
+    if wide is not None:
+        buffer.reject(where, f"NUL bytes (0x00) at a steady stride from character {character} on, so the file is "
+                      f"{wide.upper()} text without a byte-order mark",
+                      f'pass encoding="{wide}" (CLI: --encoding {wide})', skippable=False)
+        return
+    buffer.reject(where, f"a NUL byte (0x00) at character {character}, which no text holds: the file is binary, a "
+                  "broken copy, or in another encoding (UTF-16, for one)",
+                  "restore the file from a good copy, or remove the byte")
 
 
 def _reject_inner_carriage_return(path, lineno: int, buffer: RecordBuffer) -> None:
@@ -588,6 +612,9 @@ def _stream_lines(path, fh, buffer, encoding, errors) -> Iterator[tuple[int, str
             return
         if lineno == 1 and line.startswith("\ufeff"):
             line = line[1:]
+        if "\x00" in line:
+            _reject_nul(f"{path}:{lineno}", line.index("\x00") + 1, buffer)
+            return
         bad = _MARKED.search(line)
         if bad is None:
             yield lineno, line
@@ -1284,7 +1311,14 @@ def _decode_document(doc: Path, raw: bytes, buffer: RecordBuffer, encoding: str)
         line = raw[: err.start].count(b"\n") + 1
         buffer.reject(f"{doc}:{line}", _describe_decode_error(err, enc), decode_hint(enc, raw))
         return None
-    return text[1:] if text.startswith("\ufeff") else text
+    text = text[1:] if text.startswith("\ufeff") else text
+    if "\x00" in text:
+        at = text.index("\x00")
+        line = text.count("\n", 0, at) + 1
+        raw_head = raw[:_HEAD] if _ascii_compatible(enc) else None
+        _reject_nul(f"{doc}:{line}", at - text.rfind("\n", 0, at), buffer, raw_head)
+        return None
+    return text
 
 
 def _visible(folder: Path) -> list[Path]:
