@@ -34,6 +34,11 @@ def test_ratios_and_targets(tmp_path):
     assert "| fasttext-bag | textcls | x | 60,000 | 0.60 | 0.080 |" in text and "missed: 50,000 docs/s" in text
     assert "spe-cnn: tokenising 7.0, forward pass 10.3." in text and "lstm: tokenising" not in text
     assert json.loads(files["json"].read_text())["machine"]["cpu_model"] == result["machine"]["cpu_model"]
+    # A folder that exists is written into (-o out wrote out.json and out.md beside the folder).
+    (tmp_path / "out").mkdir()
+    files = write_predict_report(result, tmp_path / "out", None)
+    assert files == {"json": tmp_path / "out" / "predict_speed.json", "markdown": tmp_path / "out" / "predict_speed.md"}
+    assert all(p.is_file() for p in files.values()) and not (tmp_path / "out.json").exists()
 
 
 def test_fewer_than_1000_latency_calls_are_refused():

@@ -36,6 +36,11 @@ def test_run_speed_times_each_model_in_its_own_process_and_writes_the_report(tmp
     files = write_speed_report(result, tmp_path / "speed", "textcls speed ...")
     assert json.loads(files["json"].read_text())["command"] == "textcls speed ..."
     assert "| fasttext-bag |" in files["markdown"].read_text() and "plot" not in files
+    # A folder that exists is written into (-o out wrote out.json and out.md beside the folder).
+    (tmp_path / "out").mkdir()
+    files = write_speed_report(result, tmp_path / "out")
+    assert files == {"json": tmp_path / "out" / "speed.json", "markdown": tmp_path / "out" / "speed.md"}
+    assert all(p.is_file() for p in files.values()) and not (tmp_path / "out.json").exists()
 
 
 def test_bad_speed_input_is_one_line_and_exit_2(tmp_path, capsys):
@@ -93,3 +98,24 @@ def test_interleaved_best_takes_turns_and_keeps_each_ones_fastest_round():
     assert calls == ["fp32", "int8"] * 3  # turns within every round, not all of one first
     assert outputs == {"fp32": ["fp32", "fp32"], "int8": ["int8", "int8"]}
     assert set(best) == {"fp32", "int8"} and all(0 <= t < float("inf") for t in best.values())
+
+
+@pytest.mark.parametrize("args, flag, mode", [
+    (("-m", "fasttext-bag", "--docs", "5"), "--docs", "only with --predict"),
+    (("-m", "fasttext-bag", "-d", "mr"), "--data", "only with --predict"),
+    (("-m", "fasttext-bag", "--epochs", "1"), "--epochs", "only with --predict"),  # its default, still given
+    (("--predict", "-l", "64"), "--length", "only without --predict"),
+    (("--predict", "--set", "hcan:d=64"), "--set", "only without --predict"),
+])
+def test_an_option_of_the_other_mode_is_refused_not_ignored(tmp_path, capsys, monkeypatch, args, flag, mode):
+    # --docs without --predict was ignored without a word, and the training batches were timed.
+    def never(*args, **kwargs):
+        raise AssertionError("timed despite an option that does not apply")
+
+    monkeypatch.setattr("textcls.benchmark.speed.run_speed", never)
+    monkeypatch.setattr("textcls.benchmark.predict_speed.run_predict_speed", never)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["speed", *args, "-o", str(tmp_path / "sp")])
+    err = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1 and not list(tmp_path.iterdir())
+    assert err.startswith(f"error: {flag} applies {mode} (") and "--predict" in err.split(";")[1]

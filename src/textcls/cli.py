@@ -918,10 +918,12 @@ def _merge_from(paths: List[Path], output_dir: Optional[Path], suite: Optional[s
 
 @app.command()
 def speed(
+    ctx: typer.Context,
     models: List[str] = typer.Option([], "--model", "-m", help="Preset to time (repeatable); ratios are to the first. "
                                      "With --predict: default one preset per family."),
     lengths: List[int] = typer.Option([256], "--length", "-l", help="Tokens per document (repeatable)."),
-    output: Path = typer.Option(..., "--output", "-o", help="Path stem: writes <stem>.json, <stem>.md (and <stem>.png with 2+ lengths)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Path stem: writes <stem>.json, <stem>.md (and <stem>.png with 2+ lengths); "
+                                "a folder that exists: <folder>/speed.* (predict_speed.* with --predict)."),
     batch_size: int = typer.Option(32, "--batch-size", "-b"),
     steps: int = typer.Option(5, help="Timed training steps per (model, length); the median is reported."),
     warmup: int = typer.Option(2, help="Untimed steps first."),
@@ -941,6 +943,7 @@ def speed(
 ):
     """Time presets at a fixed batch size and length on synthetic batches (training and inference ms, peak memory);
     with --predict, end-to-end prediction on real text beside fastText and scikit-learn."""
+    _refuse_options_of_the_other_mode(ctx, predict_mode)
     _check_threads(threads)
     check_folder_path("--output", output.parent)  # before the timing, which takes minutes
     command = "textcls speed " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else None
@@ -969,6 +972,25 @@ def speed(
     if failed:
         typer.echo(f"error: {len(failed)} measurement(s) failed: {', '.join(failed)}", err=True)
         raise typer.Exit(1)
+
+
+# `textcls speed`'s options that only one of its two modes reads: the other would ignore them without a word.
+_PREDICT_SPEED_ONLY = ("data", "docs", "calls", "rounds", "epochs")
+_TRAIN_SPEED_ONLY = ("lengths", "batch_size", "steps", "warmup", "sentence_length", "vocab_size", "num_classes", "sets",
+                     "timeout")
+
+
+def _refuse_options_of_the_other_mode(ctx: typer.Context, predict_mode: bool) -> None:
+    ignored = _TRAIN_SPEED_ONLY if predict_mode else _PREDICT_SPEED_ONLY
+    given = next((p for p in ctx.command.params if p.name in ignored
+                  and ctx.get_parameter_source(p.name).name != "DEFAULT"), None)
+    if given is None:
+        return
+    flag = max(given.opts, key=len)
+    if predict_mode:
+        raise ConfigError(f"{flag} applies only without --predict (the timing of training batches); drop {flag}, "
+                          "or drop --predict")
+    raise ConfigError(f"{flag} applies only with --predict (end-to-end prediction); add --predict, or drop {flag}")
 
 
 def _check_threads(threads: Optional[int]) -> None:

@@ -41,6 +41,7 @@ from ..artifacts import atomic_write_bytes
 from ..errors import ConfigError
 from ..validate import check_int
 from . import system
+from .speed import report_stem
 
 # One light preset per model family (the CPU-sized ones where a family has both).
 DEFAULT_PRESETS = ["fasttext-bag", "spe-cnn", "kim-cnn-static", "tfidf-lr", "lstm", "cspan-l1-q1", "dasa-text-axial",
@@ -278,9 +279,8 @@ def format_predict_markdown(result: dict, command: str | None) -> str:
 
 
 def write_predict_report(result: dict, output: str | Path, command: str | None) -> dict[str, Path]:
-    """``<stem>.json`` and ``<stem>.md``."""
-    stem = Path(output)
-    stem = stem.with_suffix("") if stem.suffix in (".json", ".md") else stem
+    """``<stem>.json`` and ``<stem>.md`` (``speed.report_stem``; a folder gets ``predict_speed.*``)."""
+    stem = report_stem(output, "predict_speed", (".json", ".md"))
     result = {**result, "command": command}
     files = {"json": stem.with_suffix(".json"), "markdown": stem.with_suffix(".md")}
     atomic_write_bytes(files["json"], (json.dumps(result, indent=1) + "\n").encode("utf-8"))

@@ -298,10 +298,21 @@ def plot_speed(result: dict, path: str | Path) -> Path | None:
         plt.close(fig)
 
 
-def write_speed_report(result: dict, output: str | Path, command: str | None = None) -> dict[str, Path]:
-    """``output`` is a path stem: writes ``<stem>.json``, ``<stem>.md`` and, with 2+ lengths, ``<stem>.png``."""
+def report_stem(output: str | Path, name: str, suffixes: tuple[str, ...]) -> Path:
+    """The path stem of a report's files: ``output`` less one of their ``suffixes``
+    (``speed.json`` -> ``speed``), or ``<output>/<name>`` where ``output`` is a folder that exists.
+    Such a folder is written into rather than refused: ``-o results`` can only mean "put the report
+    there", and the ``results.json`` beside the folder that a stem gives was never what was asked."""
     stem = Path(output)
-    stem = stem.with_suffix("") if stem.suffix in (".json", ".md", ".png") else stem
+    if stem.is_dir():
+        return stem / name
+    return stem.with_suffix("") if stem.suffix in suffixes else stem
+
+
+def write_speed_report(result: dict, output: str | Path, command: str | None = None) -> dict[str, Path]:
+    """``output`` is a path stem (``report_stem``; a folder gets ``speed.*``): writes ``<stem>.json``,
+    ``<stem>.md`` and, with 2+ lengths, ``<stem>.png``."""
+    stem = report_stem(output, "speed", (".json", ".md", ".png"))
     result = {**result, "command": command}
     files = {"json": stem.with_suffix(".json"), "markdown": stem.with_suffix(".md")}
     atomic_write_bytes(files["json"], (json.dumps(result, indent=1) + "\n").encode("utf-8"))
