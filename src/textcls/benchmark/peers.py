@@ -46,6 +46,7 @@ import numpy as np
 
 from ..errors import CheckpointError, ConfigError, DataError, close_names
 from ..estimators import Estimator
+from ..validate import check_int, is_integer, range_check
 
 __all__ = ["PEERS", "is_peer", "list_peers", "create_peer", "Peer", "FastTextPeer", "EncoderLogRegPeer",
            "MiniLMLogRegPeer", "Model2VecLogRegPeer", "Model2VecFinetunePeer", "FeatureCache"]
@@ -109,6 +110,21 @@ def _check_fasttext_values(params: dict, defaults: dict) -> None:
         raise ConfigError(f"parameter 'loss' = {params['loss']!r} of peer 'fasttext' is not one of "
                           f"{', '.join(_FASTTEXT_LOSSES)}")
 
+
+
+def _check_logistic_regression(peer: str, C, max_iter, seed) -> None:
+    """``C`` and ``max_iter`` by the rules of the LogisticRegression the peer fits (scikit-learn's
+    own ``_validate_params``, which needs no data), so that a wrong value is refused when the peer
+    is made, before a suite's first run, not after the encoder has read every training text."""
+    from sklearn.linear_model import LogisticRegression
+
+    for key, value in (("C", C), ("max_iter", max_iter)):
+        if isinstance(value, bool):  # scikit-learn would take true for 1
+            raise ConfigError(f"parameter '{key}' = {value!r} of peer '{peer}' must be a number, not true or false")
+    try:
+        LogisticRegression(C=C, max_iter=max_iter, random_state=seed)._validate_params()
+    except ValueError as exc:  # scikit-learn's InvalidParameterError
+        raise ConfigError(f"peer '{peer}': {exc}") from None
 
 def _full_columns(probs: np.ndarray, present: np.ndarray, num_classes: int) -> np.ndarray:
     """Put the peer's columns in our class order: column ``j`` of ``probs`` is our class
@@ -420,6 +436,8 @@ class EncoderLogRegPeer(Peer):
     precision = "fp32"
 
     def __init__(self, *, seed: int = 0, C: float = 1.0, max_iter: int = 1000, batch_size: int = 256):
+        _check_logistic_regression(self.name, C, max_iter, seed)
+        check_int("batch_size", batch_size)
         self.seed = seed
         self.C = C
         self.max_iter = max_iter
@@ -502,7 +520,8 @@ class MiniLMLogRegPeer(EncoderLogRegPeer):
     """Frozen all-MiniLM-L6-v2 sentence embeddings + scikit-learn logistic regression.
 
     Parameters: those of ``EncoderLogRegPeer`` (encoder batches of 256),
-    ``max_seq_length`` (default: the model's 256 word pieces; longer texts are truncated), and
+    ``max_seq_length`` (default: the model's 256 word pieces, at most its 512 positions; longer
+    texts are truncated), and
     ``cache_features`` (default False): keep the embeddings by text in
     ``cache_dir()/minilm-lr-features/`` and read them from there next time (the benchmarks'
     long-document suites set it: a 20news seed's encoding is ~20 min on one thread, its
@@ -513,10 +532,14 @@ class MiniLMLogRegPeer(EncoderLogRegPeer):
     name = "minilm-lr"
     ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
     DIM = 384
+    # Its BERT's position embeddings (config.json): a longer word-piece limit would index past them
+    # on the first text that long.
+    POSITIONS = 512
 
     def __init__(self, *, seed: int = 0, C: float = 1.0, max_iter: int = 1000, batch_size: int = 256,
                  max_seq_length: int | None = None, cache_features: bool = False):
         super().__init__(seed=seed, C=C, max_iter=max_iter, batch_size=batch_size)
+        check_int("max_seq_length", max_seq_length, 1, self.POSITIONS, optional=True)
         self.max_seq_length = max_seq_length
         if not isinstance(cache_features, bool):
             raise ConfigError(f"cache_features must be true or false, got {cache_features!r}")
@@ -666,6 +689,7 @@ class Model2VecFinetunePeer(Peer):
     def __init__(self, *, seed: int = 0, learning_rate: float = 1e-3, batch_size: int | None = None,
                  max_epochs: int = -1, early_stopping_patience: int | None = 5, n_layers: int = 1,
                  hidden_dim: int = 512):
+        self._check_values(learning_rate, batch_size, max_epochs, early_stopping_patience, n_layers, hidden_dim)
         self.seed = seed
         self.learning_rate = learning_rate
         self.batch_size = batch_size
@@ -674,6 +698,23 @@ class Model2VecFinetunePeer(Peer):
         self.n_layers = n_layers
         self.hidden_dim = hidden_dim
         self.embeddings_info_ = None
+
+    def _check_values(self, learning_rate, batch_size, max_epochs, early_stopping_patience, n_layers,
+                      hidden_dim) -> None:
+        """The values model2vec's ``fit`` and head accept, refused when the peer is made (before a
+        suite's first run), not when its run has distilled the vectors and starts to train."""
+        range_check("learning_rate", learning_rate, 0, None, low_open=True)
+        check_int("batch_size", batch_size, optional=True)  # None: model2vec sizes it to the data
+        # model2vec trains until early stopping when max_epochs is None or negative.
+        if max_epochs is not None and not (is_integer(max_epochs) and max_epochs != 0):
+            raise ConfigError(f"parameter 'max_epochs' = {max_epochs!r} of peer '{self.name}' must be a number of "
+                              "epochs (at least 1), or -1 to train until early stopping")
+        check_int("early_stopping_patience", early_stopping_patience, 0, optional=True)
+        if early_stopping_patience is None and (max_epochs is None or max_epochs < 0):
+            raise ConfigError(f"peer '{self.name}' with early_stopping_patience = None and max_epochs = "
+                              f"{max_epochs!r} would train forever; give max_epochs a number of epochs")
+        check_int("n_layers", n_layers, 0)
+        check_int("hidden_dim", hidden_dim)
 
     def fit_texts(self, texts: Sequence[str], y: Sequence, *, classes: Sequence | None = None) -> "Model2VecFinetunePeer":
         import contextlib

@@ -848,10 +848,10 @@ def run_suite(
 
 
 def _check_models_and_datasets(suite: Suite, entries: list[Entry], data_dir) -> None:
-    """A misspelt model, parameter or dataset, or a parameter's bad value, fails before the first
-    run, not as a failed entry in a report hours later: each entry's estimator is made as its run
-    will make it (a peer checks its own parameter names then) and a preset's model is built as the
-    model checks its parameters, without data."""
+    """A misspelt model, parameter or dataset, a parameter's bad value or a missing embeddings file
+    fails before the first run, not as a failed entry in a report hours later: each entry's
+    estimator is made as its run will make it (a peer checks its parameters' names and values then,
+    loading nothing) and a preset's model is built as the model checks its parameters, without data."""
     from ..data.load import check_source
 
     for entry in entries:
@@ -871,7 +871,8 @@ def check_overrides(model: str, overrides: dict) -> None:
     """Refuse (ConfigError) what ``create_estimator(model, overrides=...)`` and the fit's model would
     refuse, without data: the estimator is made, and a preset's text pipeline and model are built
     as its fit builds them, the model on torch's meta device (no memory) and with a vocabulary of
-    8 words and 2 classes, so a wrong value fails as the model's own parameter check."""
+    8 words and 2 classes, so a wrong value fails as the model's own parameter check; an embeddings
+    file named by its path must open."""
     from ..models.registry import create_model
 
     if _model_kind(model) == "peer":
@@ -886,6 +887,7 @@ def check_overrides(model: str, overrides: dict) -> None:
         preset = create_estimator(model, seed=0, overrides=overrides).preset
         if preset.kind == "neural":
             _check_pipeline(preset.inputs)
+        _check_embeddings_file(preset.inputs.get("embeddings"))
         try:
             import torch
 
@@ -901,6 +903,26 @@ def check_overrides(model: str, overrides: dict) -> None:
         shown = ", ".join(f"{k} = {v!r}" for k, v in overrides.items())
         raise ConfigError(f"overrides {{{shown}}} are not valid for model '{model}' ({_one_line(exc)}); give "
                           "each parameter a value of the preset's type") from None
+
+
+def _check_embeddings_file(source) -> None:
+    """A vectors file named by its path can be opened now, not hours later when the entry's run
+    reads it. Nothing is read from it, and a named source (glove-6b-50d, minilm-static, ...) is left
+    to the run: knowing more of either would mean loading the vectors."""
+    from ..text.embeddings import NAMED_SOURCES
+
+    if source is None or source in NAMED_SOURCES:
+        return
+    path = Path(source)
+    try:
+        if not path.is_file():  # as the run refuses it (a FIFO, which open() would wait on, included)
+            raise OSError("a folder" if path.is_dir() else "no such file" if not path.exists() else "not a regular file")
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        where = "" if path.is_absolute() else f"; a relative path is read from {Path.cwd()}, where the suite runs"
+        raise DataError(f"parameter 'embeddings' = {source!r} cannot be read ({exc.strerror or exc}{where}); give "
+                        f"an existing GloVe or word2vec file, or one of: {', '.join(NAMED_SOURCES)}") from None
 
 
 def _check_pipeline(inputs: dict) -> None:
