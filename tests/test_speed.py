@@ -64,7 +64,10 @@ def test_bad_speed_input_is_one_line_and_exit_2(tmp_path, capsys):
     ("--timeout", "0", "parameter 'timeout' (--timeout) = 0.0 is outside its allowed range (0, "),
     ("--timeout", "-5", "parameter 'timeout' (--timeout) = -5.0 is outside its allowed range (0, "),
     ("--warmup", "-1", "parameter 'warmup' (--warmup) = -1 is outside its allowed range [0, "),
-    ("--length", "100000000", "parameter 'length' = 100000000 is outside its allowed range [1, "),
+    # It said "parameter 'length'", a name neither the option (--length) nor run_speed (lengths) has.
+    ("--length", "100000000", "parameter 'lengths' (--length) = 100000000 is outside its allowed range [1, "),
+    ("-l", "0", "parameter 'lengths' (--length) = 0 is outside its allowed range [1, "),
+    ("-b", "0", "parameter 'batch_size' (--batch-size) = 0 is outside its allowed range [1, "),  # a short option too
 ])
 def test_speed_settings_that_cannot_be_timed_are_refused_before_any_child(tmp_path, capsys, option, value, shown):
     # Was: nan/inf a ValueError traceback from the child's poll; 0 and warmup -1 (steps 1) every

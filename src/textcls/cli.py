@@ -1167,11 +1167,12 @@ def _empty_path_option(command, args: List[str]) -> Optional[str]:
 def _with_option_names(message: str, command, args: List[str]) -> str:
     """The library's checks name a setting as the Python API does (``parameter 'max_texts'``);
     where the user gave it through the command's option, the message names the option too
-    (``--max-texts``), since that is what they typed."""
+    (``--max-texts``), since that is what they typed; a short option (``-b 0``, ``-b0``) is named by
+    its long form too."""
     sub = _subcommand(command, args)
     if sub is None:
         return message
-    given = {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
+    given = {arg.split("=", 1)[0] if arg.startswith("--") else arg[:2] for arg in args if arg.startswith("-")}
     flags = {param.name: max(param.opts, key=len) for param in sub.params
              if param.param_type_name == "option" and given.intersection(param.opts)}
     return re.sub(r"parameter '(\w+)'", lambda m: f"{m.group(0)} ({flags[m.group(1)]})" if m.group(1) in flags

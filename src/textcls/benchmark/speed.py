@@ -173,7 +173,7 @@ def _check_settings(lengths: list[int], *, batch_size, steps, warmup, threads, v
     if vocab_size < 3:
         raise ConfigError(f"parameter 'vocab_size' = {vocab_size} must be at least 3 (PAD, UNK and one word)")
     for length in lengths:
-        check_int("length", length, 1, 1 << 20)
+        check_int("lengths", length, 1, 1 << 20)  # the parameter's name, which the CLI maps to --length
     range_check("timeout", timeout, 0, MAX_TIMEOUT, low_open=True)
 
 
