@@ -113,6 +113,52 @@ def test_a_save_over_another_models_run_and_its_metrics_is_refused_and_writes_no
         other.predict_proba(["fine fine poor"]).tolist()
 
 
+_SAVER = """
+import os, signal, sys, time
+from textcls import artifacts
+with artifacts.staged_run(sys.argv[1]) as staging:
+    (staging / "model.safetensors").write_bytes(b"half")
+    if sys.argv[2] == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(120)
+"""
+
+
+def test_a_save_deletes_the_staging_folders_of_killed_saves_and_keeps_live_ones(fitted_toy, tmp_path):
+    """A save killed half-way leaves its staging folder; the next save into the folder deletes it
+    (its process is gone), and leaves the one of a save still going on beside it, one of another
+    machine and one named without its pid (an older textcls): no process of theirs can be checked."""
+    import subprocess
+    import sys
+    import time
+
+    run = tmp_path / "run"
+    fitted_toy.save_pretrained(run)
+
+    def stagings():
+        return {p.name for p in run.iterdir() if p.name.startswith(".saving.")}
+
+    live = subprocess.Popen([sys.executable, "-c", _SAVER, str(run), "wait"])
+    try:
+        for _ in range(1200):
+            if stagings() or live.poll() is not None:
+                break
+            time.sleep(0.1)
+        running = stagings()
+        assert len(running) == 1, running
+        killed = subprocess.Popen([sys.executable, "-c", _SAVER, str(run), "kill"])
+        assert killed.wait(timeout=120) == -9 and len(stagings()) == 2
+        others = {f".saving.elsewhere.{killed.pid}.0th3r.tmp", ".saving.0ldn4m3.tmp"}
+        for name in others:
+            (run / name).mkdir()
+        fitted_toy.save_pretrained(run)
+        assert stagings() == running | others
+        assert (run / next(iter(running)) / "model.safetensors").read_bytes() == b"half"
+    finally:
+        live.kill()
+        live.wait()
+
+
 def test_a_run_folder_that_is_a_symlink_elsewhere_saves_and_loads(fitted_lr, tmp_path):
     """The save is staged inside the folder: a run folder that links to another filesystem (here
     /dev/shm, a tmpfs, where the machine has one) takes renames, not copies. Staging beside the

@@ -54,6 +54,9 @@ FORMAT_VERSION = 2
 # What atomic_write_bytes' temporary files are called (".<target>.<random>.tmp"), and what the
 # engine's were before it used it ("<target>.tmp-<pid>"): a killed write leaves one behind.
 _TEMPORARY = re.compile(r"^(\..+\.[A-Za-z0-9_]+\.tmp|.+\.tmp-\d+)$")
+# staged_run's folder: ".saving.<host>.<pid>.<random>.tmp" (one of _TEMPORARY's names), so a later
+# save can tell a folder whose process is gone from one a live save is filling.
+_STAGING = re.compile(r"^\.saving\.(?P<host>[A-Za-z0-9-]*)\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp$")
 
 
 def _umask() -> int:
@@ -443,12 +446,13 @@ def staged_run(run_dir: Path, last: str = CONFIG):
     mount point), need no space and no write access to the parent, and the files get the
     folder's group and default ACL as files written there would. The files of ``run_dir`` the run
     does not write stay (``check_same_model`` keeps a run's metrics from then describing another
-    model). A process killed meanwhile leaves a ``.saving.*.tmp`` folder there
-    (``is_temporary``; ``remove_temporaries`` deletes it)."""
+    model). A process killed meanwhile leaves a ``.saving.*.tmp`` folder there, which the next
+    ``staged_run`` into the folder deletes (``_remove_dead_stagings``)."""
     run_dir = Path(run_dir)
     created = _make_parents(run_dir)
+    _remove_dead_stagings(run_dir)
     try:
-        staging = Path(tempfile.mkdtemp(dir=run_dir, prefix=".saving.", suffix=".tmp"))
+        staging = Path(tempfile.mkdtemp(dir=run_dir, prefix=f".saving.{_host()}.{os.getpid()}.", suffix=".tmp"))
     except OSError as err:
         err.filename = str(run_dir)  # the message names the folder asked for, not the temporary one
         _remove_empty(created)
@@ -468,6 +472,40 @@ def staged_run(run_dir: Path, last: str = CONFIG):
         _remove_empty(created)  # made here and empty again: kept if anything else is in it now
         raise
     shutil.rmtree(staging, ignore_errors=True)
+
+
+def _host() -> str:
+    """This machine's name as it may stand in a staging folder's name (``_STAGING``)."""
+    node = os.uname().nodename if hasattr(os, "uname") else ""
+    return re.sub(r"[^A-Za-z0-9-]", "-", node)[:63]
+
+
+def _remove_dead_stagings(run_dir: Path) -> None:
+    """Delete the staging folders in ``run_dir`` that killed saves of this machine left.
+
+    Why the owner's pid in the name: two saves into one folder may overlap, so the folder's age
+    tells nothing (an older one can be a live save's), and a lock taken once the folder is made
+    leaves an instant in which another save could find it unlocked; the name holds the pid from
+    the start, and a process that is gone cannot finish its save. A reused pid only keeps a dead
+    folder until a later save. Folders of other machines (a shared folder), and of textcls
+    versions before the pid was named, are left: no pid of theirs can be checked here."""
+    if os.name != "posix":  # os.kill(pid, 0) is no liveness test elsewhere (Windows ends the process)
+        return
+    with contextlib.suppress(OSError):
+        for path in run_dir.iterdir():
+            found = _STAGING.match(path.name)
+            if found and found["host"] == _host() and not _is_alive(int(found["pid"])) and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # EPERM: another user's; no pid at all: not ours to judge
+        return True
+    return True
 
 
 def read_weights(run_dir: Path, config: dict, allow_inf: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
