@@ -71,6 +71,13 @@ def _damaged_copy(data_dir: Path, tmp_path: Path, folder: str, file: str, change
     return tmp_path
 
 
+def _in_gzip(old: bytes, new: bytes):
+    """A ``change`` for ``_damaged_copy`` that replaces the first ``old`` inside a .gz file's data."""
+    import gzip
+
+    return lambda data: gzip.compress(gzip.decompress(data).replace(old, new, 1))
+
+
 @pytest.mark.parametrize("name, folder, file, change, message", [
     # A label the corpus does not have was a class of its own (a probe in stop 63: "What", "FOO", "loc").
     ("trec", "trec", "TREC_10.label", lambda b: b.replace(b"LOC:city What", b"What", 1),
@@ -82,10 +89,9 @@ def _damaged_copy(data_dir: Path, tmp_path: Path, folder: str, file: str, change
     # \r-only line endings read a whole class file as one record (mr: 4797 pos against 1 neg).
     ("mr", "mr", "rt-polarity.neg", lambda b: b.replace(b"\n", b"\r"), r"rt-polarity.neg:1: a carriage return"),
     # A NUL byte was read into the text (no published file holds one).
-    ("mr", "mr", "rt-polarity.neg", lambda b: b.replace(b" ", b"\x00", 1), r"rt-polarity.neg:1: a NUL byte \(0x00\) at "
-                                                                           r"character \d+, which no text holds"),
-    ("20news", "20news", "test.jsonl.gz", lambda b: __import__("gzip").compress(__import__("gzip").decompress(b).replace(
-        b"From:", b"From:\x00", 1)), r"test.jsonl.gz:1: a NUL byte \(0x00\)"),
+    ("mr", "mr", "rt-polarity.neg", lambda b: b.replace(b" ", b"\x00", 1),
+     r"rt-polarity.neg:1: a NUL byte \(0x00\) at character \d+, which no text holds"),
+    ("20news", "20news", "test.jsonl.gz", _in_gzip(b"From:", b"From:\x00"), r"test.jsonl.gz:1: a NUL byte \(0x00\)"),
 ])
 def test_a_damaged_catalogue_file_is_refused_at_its_line(data_dir, tmp_path, name, folder, file, change, message):
     root = _damaged_copy(data_dir, tmp_path, folder, file, change)
@@ -687,9 +693,12 @@ def test_list_datasets_refuses_a_data_dir_that_is_a_file_and_lists_partial_fdu_d
      r"sports_outdoors.task.train:2: empty text where .* line\(s\) 1121;"),
     ("fdu_mtl/books", "fdu_mtl", "books.task.test", lambda b: b.replace(b"\n", b"\n0\t\n", 1),
      r"books.task.test:2: empty text; write the document's text"),
-    ("reuters", "reuters", "test.jsonl.gz", lambda b: __import__("gzip").compress(__import__("gzip").decompress(b).replace(
-        b"\n", b'\n{"id": "x", "title": "", "text": "", "labels": ["earn"]}\n', 1)),
-     r"test.jsonl.gz:2: empty text where .* line\(s\) 89, 538, 549 and 10 more"),
+    ("reuters", "reuters", "test.jsonl.gz",
+     _in_gzip(b"\n", b'\n{"id": "x", "title": "", "text": "", "labels": ["earn"]}\n'),
+     r"test.jsonl.gz:2: empty text where the published file has no empty document \(its own have the ids 15046, "
+     r"16014, 16040 and 10 more; this record's id is 'x'\); restore the file"),
+    ("reuters", "reuters", "test.jsonl.gz", _in_gzip(b"\n", b'\n{"title": "", "text": "", "labels": ["earn"]}\n'),
+     r"test.jsonl.gz:2: empty text where .* ids 15046, .*; this record has no 'id'\)"),
 ])
 def test_an_empty_document_a_user_inserted_is_not_as_published(data_dir, tmp_path, name, folder, file, change, message):
     """Until stop 64 these were skipped and counted "empty text (as published)"."""
@@ -699,6 +708,45 @@ def test_an_empty_document_a_user_inserted_is_not_as_published(data_dir, tmp_pat
     skipped = load_dataset(name, data_dir=root, on_bad_record="skip").skipped
     inserted = [s for s in skipped if s.split("/")[-1].startswith(f"{file}:2:")]
     assert len(inserted) == 1 and "as published" not in inserted[0]
+
+
+def test_a_reordered_reuters_build_skips_the_same_empty_documents(data_dir, tmp_path):
+    """reuters' empty documents are named by id: a build that orders the records otherwise (train
+    reversed; test sorted by title, its ids written as strings) skips the same 49 as published.
+    Until stop 65 they were named by line, and such a build was refused at its first one."""
+    import gzip
+    import json
+    import shutil
+
+    def objects(path):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh]
+
+    shutil.copytree(data_dir / "reuters", tmp_path / "reuters")
+    originals = {file: objects(data_dir / "reuters" / file) for file in ("train.jsonl.gz", "test.jsonl.gz")}
+    rebuilt = {"train.jsonl.gz": originals["train.jsonl.gz"][::-1],
+               "test.jsonl.gz": sorted(({**o, "id": str(o["id"])} for o in originals["test.jsonl.gz"]),
+                                       key=lambda o: o["title"])}
+    for file, records in rebuilt.items():
+        lines = "".join(json.dumps(o) + "\n" for o in records)
+        (tmp_path / "reuters" / file).write_bytes(gzip.compress(lines.encode()))
+
+    def skipped_ids(ds, files):
+        found = []
+        for entry in ds.skipped:
+            assert entry.endswith(": empty text (as published)")
+            path, line = entry.rsplit(": empty text", 1)[0].rsplit(":", 1)
+            found.append(int(files[Path(path).name][int(line) - 1]["id"]))
+        return sorted(found)
+
+    def kept(ds, split):
+        return Counter(zip(ds[split]["text"], map(tuple, ds[split]["labels"])))
+
+    published = load_dataset("reuters")
+    reordered = load_dataset("reuters", data_dir=tmp_path)
+    assert len(reordered.skipped) == 49 and skipped_ids(reordered, rebuilt) == skipped_ids(published, originals)
+    assert reordered.skipped != published.skipped  # the same documents, on other lines
+    assert all(kept(reordered, split) == kept(published, split) for split in ("train", "test"))
 
 
 def test_a_reordered_or_renamed_zhang_classes_txt_is_refused(data_dir, tmp_path):

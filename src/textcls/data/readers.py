@@ -166,13 +166,16 @@ class RecordBuffer:
     ``on_bad_record`` says, since the user cannot fix a published corpus. ``True`` skips every
     empty text so (a hub copy, whose records have no fixed lines); a mapping ``{file name: line
     numbers}`` only the published file's own empty documents, so an empty document anywhere
-    else (a blank line a user inserted) is a bad record like in any other file.
+    else (a blank line a user inserted) is a bad record like in any other file. With
+    ``published_empty_key`` (a JSON field, reuters' ``"id"``) the mapping holds that field's
+    values instead of lines: a rebuild that orders the records otherwise keeps them.
     """
 
-    def __init__(self, on_bad_record: str = "error", skip_empty_text: bool | Mapping[str, Collection[int]] = False,
-                 known_labels: Sequence[str] | None = None):
+    def __init__(self, on_bad_record: str = "error", skip_empty_text: bool | Mapping[str, Collection[Any]] = False,
+                 known_labels: Sequence[str] | None = None, published_empty_key: str | None = None):
         self.on_bad_record = on_bad_record
         self.skip_empty_text = skip_empty_text
+        self.published_empty_key = published_empty_key
         # A published corpus's classes (imdb's two, reuters' ten topics): a label outside them is
         # a damaged line, not a new class.
         self.known_labels = None if known_labels is None else frozenset(known_labels)
@@ -195,23 +198,23 @@ class RecordBuffer:
         tail = f"; {fix}, {SKIP_HINT}" if skippable else f"; {fix}"
         raise DataError(f"{where}: {reason}{tail}")
 
-    def add(self, where: str, text: Any, label: Any, *, any_label_kind: bool = False) -> bool:
+    def add(self, where: str, text: Any, label: Any, *, any_label_kind: bool = False, key: Any = None) -> bool:
         """Validate and keep one record; returns False when it was skipped.
 
         ``any_label_kind``: the format itself marks multi-label records (fastText lines with
-        several ``__label__`` prefixes), so one class name beside lists is not a mistake."""
+        several ``__label__`` prefixes), so one class name beside lists is not a mistake.
+        ``key``: the record's ``published_empty_key`` field (None when it has none)."""
         if text is None:
             text = ""
         if not isinstance(text, str):
             text = str(text)
         if not text.strip():
-            published = self._published_empty_lines(where)
+            published = self._published_empty(where, key)
             if published is True:
                 self.skipped.append(f"{where}: empty text (as published)")
                 return False
             if published:
-                self.reject(where, "empty text where the published file has no empty document (its own are on "
-                            f"line(s) {_few(published)}; lines added or removed above move them)",
+                self.reject(where, f"empty text where the published file has no empty document ({published})",
                             "restore the file, or remove the record")
                 return False
             self.reject(where, "empty text", "write the document's text or remove the record")
@@ -241,14 +244,25 @@ class RecordBuffer:
         return True
 
 
-    def _published_empty_lines(self, where: str) -> bool | list[int]:
-        """True when the empty text at ``where`` ("<path>:<line>") is one the published corpus
-        ships; else the lines of that file's published empty documents (maybe none)."""
+    def _published_empty(self, where: str, key: Any) -> bool | str:
+        """True when the empty text at ``where`` ("<path>:<line>", its record's field ``key``)
+        is one the published corpus ships; else where that file's own are ("" when it has none)."""
         if self.skip_empty_text is True or not self.skip_empty_text:
             return bool(self.skip_empty_text)
         name, _, line = Path(where).name.rpartition(":")
-        lines = sorted(self.skip_empty_text.get(name, ()))
-        return True if line.isdigit() and int(line) in lines else lines
+        published = sorted(self.skip_empty_text.get(name, ()))
+        if not published:
+            return ""
+        field = self.published_empty_key
+        if field is None:
+            if line.isdigit() and int(line) in published:
+                return True
+            return f"its own are on line(s) {_few(published)}; lines added or removed above move them"
+        # Compared as text: a rebuild may write the ids as strings.
+        if key is not None and str(key) in map(str, published):
+            return True
+        this = f"this record's {field} is {key!r}" if key is not None else f"this record has no {field!r}"
+        return f"its own have the {field}s {_few(published)}; {this}"
 
 
 def _few(numbers: Sequence[int], shown: int = 3) -> str:
@@ -1177,7 +1191,7 @@ def read_jsonl(
             continue
         parts = [obj[f] for f in present]
         text = text_join.join(str(p) for p in parts if p is not None and str(p).strip())
-        buffer.add(where, text, label)
+        buffer.add(where, text, label, key=obj.get(buffer.published_empty_key) if buffer.published_empty_key else None)
     _finish(path, buffer, before, skipped_before)
     if label_field is not None:
         _check_label_column(
