@@ -271,6 +271,25 @@ def test_staged_run_replaces_a_linked_run_file_and_leaves_its_target(tmp_path):
     assert shared.read_bytes() == b"another run's vocabulary"
 
 
+def test_staged_run_follows_a_dangling_symlink_and_refuses_a_loop(tmp_path):
+    """A link to a missing folder gets its target made (and unmade again by a failed save), as
+    atomic_write_bytes follows a link to a missing file; a loop is one ConfigError, nothing made."""
+    (tmp_path / "link").symlink_to(tmp_path / "made" / "here")
+    with pytest.raises(OSError, match="disk full"):
+        with artifacts.staged_run(tmp_path / "link"):
+            raise OSError(errno.ENOSPC, "disk full")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
+    with artifacts.staged_run(tmp_path / "link") as staging:
+        artifacts.atomic_write_bytes(staging / "config.json", b"{}")
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "made" / "here" / "config.json").read_bytes() == b"{}"
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(ConfigError, match=f"^{tmp_path / 'a' / 'run'}: leads through a symlink loop"):
+        with artifacts.staged_run(tmp_path / "a" / "run"):
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "link", "made"]
+
+
 # ----------------------------------------------------------------------------- the run's own files
 
 

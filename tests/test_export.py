@@ -323,6 +323,34 @@ def test_a_folder_in_the_way_stops_the_export_before_it_writes(small_export, tmp
     assert [p.name for p in out.iterdir()] == [name]  # nothing written beside it
 
 
+@pytest.mark.parametrize("output", ["loop", "loop/sub"])
+def test_an_output_through_a_symlink_loop_is_one_line_before_any_work(small_export, tmp_path, capsys, output):
+    """The check that the output is not the run folder compares os.path.realpath: Python 3.11's
+    Path.resolve raised a RuntimeError (a traceback, exit 1) on a loop."""
+    from textcls.cli import main
+
+    (tmp_path / "loop").symlink_to(tmp_path / "back")
+    (tmp_path / "back").symlink_to(tmp_path / "loop")
+    with pytest.raises(SystemExit) as done:
+        main(["export", str(small_export[0]), "--output", str(tmp_path / output)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err == (f"error: output {tmp_path / output}: leads through a symlink loop (links "
+                                            "that point at each other); remove or fix the link, or name another "
+                                            "folder\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["back", "loop"] and (tmp_path / "loop").is_symlink()
+
+
+def test_an_output_that_is_a_dangling_symlink_gets_its_target_made(small_export, tmp_path):
+    """Followed, as atomic_write_bytes follows a link to a missing file: mkdir on the link itself
+    failed with 'File exists', read as a file where a folder is needed."""
+    (tmp_path / "link").symlink_to(tmp_path / "made" / "here")
+    assert export_onnx(small_export[0], tmp_path / "link") == tmp_path / "link" / "model.onnx"
+    assert (tmp_path / "link").is_symlink()
+    assert sorted(p.name for p in (tmp_path / "made" / "here").iterdir()) == ["model.onnx", "onnx.json",
+                                                                              "tokenizer.json"]
+    assert OnnxClassifier.load(tmp_path / "link").predict(["who wrote hamlet ?"]).shape == (1,)
+
+
 @pytest.mark.parametrize("where", ["trace", "write", "rename"])
 def test_a_full_disk_is_reported_as_such_and_writes_nothing(small_export, tmp_path, monkeypatch, where):
     from textcls import export

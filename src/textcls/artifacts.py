@@ -429,6 +429,17 @@ def check_same_model(run_dir: Path, staging: Path) -> None:
                           "that run (or those files) first")
 
 
+def check_no_symlink_loop(path: Path, option: str | None = None) -> None:
+    """A ConfigError when ``path`` leads through a symlink loop, which nothing can be written
+    through (open gives ELOOP; mkdir, "File exists"); ``option`` names it in the message."""
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise ConfigError(f"{option + ' ' if option else ''}{path}: leads through a symlink loop (links that "
+                              "point at each other); remove or fix the link, or name another folder") from None
+
+
 @contextlib.contextmanager
 def staged_run(run_dir: Path, last: str = CONFIG):
     """A temporary folder inside ``run_dir`` (made when missing) to write a run into; on success
@@ -438,7 +449,7 @@ def staged_run(run_dir: Path, last: str = CONFIG):
 
     Why: a failure while writing (a full disk, an interrupt) then leaves a run already in
     ``run_dir`` as it was, instead of new weights beside an old config. ``run_dir`` itself may be
-    a symlink to a folder (the staging folder is made through it), but a file of the run that is
+    a symlink to a folder (the staging folder is made through it; a missing target is made), but a file of the run that is
     a symlink, a FIFO or a device is replaced by the new file, not written through as
     ``atomic_write_bytes`` would: the run's files are the run's own, and writing through a link
     could change another run's file (a shared tokenizer.json). Inside, not beside: the
@@ -449,7 +460,10 @@ def staged_run(run_dir: Path, last: str = CONFIG):
     model). A process killed meanwhile leaves a ``.saving.*.tmp`` folder there, which the next
     ``staged_run`` into the folder deletes (``_remove_dead_stagings``)."""
     run_dir = Path(run_dir)
-    created = _make_parents(run_dir)
+    check_no_symlink_loop(run_dir)
+    # A symlink to a missing folder is followed, as atomic_write_bytes follows one to a missing
+    # file: its target is made (mkdir on the link itself fails, "File exists").
+    created = _make_parents(Path(os.path.realpath(run_dir)))
     _remove_dead_stagings(run_dir)
     try:
         staging = Path(tempfile.mkdtemp(dir=run_dir, prefix=f".saving.{_host()}.{os.getpid()}.", suffix=".tmp"))

@@ -91,8 +91,9 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
                 opset: int = 17) -> Path:
     """Export the run in ``run_dir`` to the folder ``out_path``; returns the path of model.onnx.
 
-    ``out_path`` is a folder (created if needed) that receives ``model.onnx``, ``onnx.json`` and
-    a copy of ``tokenizer.json``. ``quantize="int8"``: onnxruntime's dynamic int8 quantisation
+    ``out_path`` is a folder (created if needed; a symlink to a missing one gets its target made)
+    that receives ``model.onnx``, ``onnx.json`` and a copy of ``tokenizer.json``.
+    ``quantize="int8"``: onnxruntime's dynamic int8 quantisation
     of the weights (smaller file, slightly different probabilities). ``opset``: the ONNX opset
     (14-21; 17 by default). A run saved after ``Classifier.quantize("int8")`` (``"quantize":
     "int8"`` in its config.json) is exported int8 whatever ``quantize`` says.
@@ -106,8 +107,9 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
         raise ConfigError(f"output {out_dir} names a file; pass a folder (it receives {ONNX_FILE}, "
                           f"{SIDECAR_FILE} and tokenizer.json)")
     check_folder_path("output", out_dir)
+    artifacts.check_no_symlink_loop(out_dir, "output")
     _check_targets(out_dir)
-    if out_dir.resolve() == run_dir.resolve():
+    if os.path.realpath(out_dir) == os.path.realpath(run_dir):  # not Path.resolve(): 3.11's raises on a loop
         raise ConfigError(f"output {out_dir} is the run folder itself; pass another folder")
     if artifacts.is_saved_run(out_dir):
         # Its tokenizer.json would be replaced by this run's: that run would then read texts with the
@@ -172,7 +174,7 @@ def _disk_error(exc: BaseException) -> OSError | None:
 def _write_error(exc: OSError, out_dir: Path) -> RunFolderError:
     """One line for an export that the file system refused: where, the OS's reason, what to do."""
     where, named = out_dir, exc.filename2 or exc.filename
-    if isinstance(named, (str, os.PathLike)) and out_dir.resolve() not in Path(named).resolve().parents:
+    if isinstance(named, (str, os.PathLike)) and _real(out_dir) not in _real(named).parents:
         where = Path(named)  # outside the output folder (onnxruntime's quantiser writes to the temp folder)
     reason = exc.strerror or str(exc) or type(exc).__name__
     if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
@@ -187,10 +189,14 @@ def _write_error(exc: OSError, out_dir: Path) -> RunFolderError:
     else:
         fix = "check the disk or choose another output folder"
     # A file named right in the folder failed as it was moved in (staged_run): some were by then.
-    moved = isinstance(named, (str, os.PathLike)) and Path(named).resolve().parent == out_dir.resolve()
+    moved = isinstance(named, (str, os.PathLike)) and _real(named).parent == _real(out_dir)
     done = "the folder may hold part of the new export beside the old one; export again" if moved else \
         "nothing was written"
     return RunFolderError(f"{where}: cannot write the ONNX export ({reason}); {fix}; {done}")
+
+
+def _real(path) -> Path:
+    return Path(os.path.realpath(path))
 
 
 def _require_onnx() -> None:
