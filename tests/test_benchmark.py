@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -266,10 +267,14 @@ def test_render_rewrites_the_markdown_and_plot_from_the_json_alone(tiny_run, tmp
         render_report(out.parent / "tiny.toml", output_dir=tmp_path / "empty")
 
 
-def _damaged_quick(tmp_path, damage) -> Path:
-    """A copy of the committed quick report (damaged by ``damage``) in a folder of its own."""
+def _damaged_quick(tmp_path, damage, *, whole: bool = False) -> Path:
+    """A copy of the committed quick report (damaged by ``damage``: of its first entry and run, or
+    ``whole``, of the report) in a folder of its own."""
     report = json.loads((REPO / "benchmarks" / "results" / "quick.json").read_text(encoding="utf-8"))
-    damage(report["entries"][0], report["entries"][0]["runs"][0])
+    if whole:
+        damage(report)
+    else:
+        damage(report["entries"][0], report["entries"][0]["runs"][0])
     folder = tmp_path / "results"
     folder.mkdir()
     (folder / "quick.json").write_text(json.dumps(report), encoding="utf-8")  # NaN as json writes it
@@ -291,6 +296,30 @@ def test_render_refuses_a_figure_no_run_writes_and_writes_nothing(tmp_path, dama
     with pytest.raises(DataError) as err:
         render_report(REPO / "benchmarks" / "suites" / "quick.toml", output_dir=folder)
     assert message in str(err.value) and str(folder / "quick.json") in str(err.value)
+    assert sorted(p.name for p in folder.iterdir()) == ["quick.json"] and (folder / "quick.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda r: r.update(entries=[]), r"field 'entries' = \[\] is not a list of the suite's entries \(at least one\)"),
+    (lambda r: r["entries"][1].update(model=None),
+     r"entry 2 \('[^']+'\): field 'model' = None is not a preset or peer name"),
+    (lambda r: r["entries"].append(r["entries"][0]), r"entries 1 and \d+ both have id '[^']+'; a report holds one"),
+    (lambda r: r["entries"][0].update(seeds="0, 1"),
+     r"entry 1 \('[^']+'\): field 'seeds' = '0, 1' is not a list of distinct seeds"),
+], ids=["no-entries", "null-model", "duplicate-id", "text-seeds"])
+def test_render_refuses_a_hand_edited_entry_with_status_2_and_writes_nothing(tmp_path, capsys, damage, message):
+    """No entries, an entry without a model, an entry twice or seeds given as text rendered with
+    exit 0 into a table of nonsense (an empty report, a row of None, a seed count of 4)."""
+    from textcls.cli import main
+
+    folder = _damaged_quick(tmp_path, damage, whole=True)
+    before = (folder / "quick.json").read_bytes()
+    with pytest.raises(SystemExit) as exit_:
+        main(["benchmark", "--suite", str(REPO / "benchmarks" / "suites" / "quick.toml"), "--render",
+              "--output-dir", str(folder)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert re.search(message, err) and f"{folder / 'quick.json'}: " in err and "rerun the suite" in err
     assert sorted(p.name for p in folder.iterdir()) == ["quick.json"] and (folder / "quick.json").read_bytes() == before
 
 

@@ -1323,8 +1323,9 @@ def _is_utc_time(value) -> bool:
 
 
 def _check_report_fields(report: dict, where: str, suite_report: bool) -> None:
-    """The fields a merge reads, of the types the runner writes: a hand-edited part is refused
-    by file and field, never a KeyError or TypeError half way through the merge."""
+    """The fields a merge or ``--render`` reads, of the types the runner writes, and at least one
+    entry, each id once: a hand-edited report or part is refused by file, entry and field, never
+    a KeyError or TypeError half way through the merge, nor rendered into a table of nonsense."""
     remedy = ("restore it (git checkout) or rerun the suite" if suite_report
               else "restore the part as textcls benchmark wrote it, or run its entries again into a fresh folder")
 
@@ -1343,9 +1344,20 @@ def _check_report_fields(report: dict, where: str, suite_report: bool) -> None:
             raise ConfigError(f"{where}: field '{name}' is missing; {remedy}")
         if not fine(report.get(name)):
             refuse(name, report.get(name), wanted)
+    if not report["entries"]:
+        refuse("entries", report["entries"], "a list of the suite's entries (at least one)")
+    numbers: dict[str, int] = {}
     for number, entry in enumerate(report["entries"], start=1):
         if not isinstance(entry["id"], str) or not entry["id"]:
             refuse(f"entries[{number}].id", entry["id"], "an entry id such as trec:tfidf-lr")
+        if entry["id"] in numbers:
+            raise ConfigError(f"{where}: entries {numbers[entry['id']]} and {number} both have id '{entry['id']}'; "
+                              f"a report holds one entry per id: {remedy}")
+        numbers[entry["id"]] = number
+        for name, fine, wanted in _ENTRY_FIELDS:
+            if not fine(entry.get(name)):
+                raise ConfigError(f"{where}: entry {number} ('{entry['id']}'): field '{name}' = {entry.get(name)!r} "
+                                  f"is not {wanted}; {remedy}")
         for run in entry["runs"]:
             if run.get("finished") is not None and not _is_utc_time(run["finished"]):
                 refuse(f"{entry['id']} seed {run['seed']}: finished", run["finished"],
@@ -1354,6 +1366,25 @@ def _check_report_fields(report: dict, where: str, suite_report: bool) -> None:
 
 def _is_seed(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_name(value) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+# What the tables show of each entry of a report, of the types the runner writes (Entry and
+# _entry_result): a hand edit to another type rendered with exit 0 as a table of nonsense (a row
+# of model None, a seeds column counting the characters of "0, 1", an entry twice).
+_ENTRY_FIELDS = (
+    ("dataset", _is_name, "a dataset name such as trec"),
+    ("model", _is_name, "a preset or peer name such as tfidf-lr"),
+    ("name", lambda v: v is None or _is_name(v), "the entry's display name (or null)"),
+    ("seeds", lambda v: isinstance(v, list) and bool(v) and all(map(_is_seed, v)) and len(set(v)) == len(v),
+     "a list of distinct seeds such as [0, 1, 2]"),
+    ("status", lambda v: v in ("ok", "partial", "failed"), "'ok', 'partial' or 'failed'"),
+    ("overrides", lambda v: v is None or isinstance(v, dict), "a table of parameter = value"),
+    ("summary", lambda v: v is None or isinstance(v, dict), "a table of figures by metric"),
+)
 
 
 def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
