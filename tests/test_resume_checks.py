@@ -9,7 +9,7 @@ import pytest
 import textcls
 from textcls import Classifier
 from textcls.cli import main
-from textcls.errors import CheckpointError
+from textcls.errors import CheckpointError, ConfigError
 
 # Small tables: the checkpoint is written in well under a second.
 SMALL = {"bigram_buckets": 1000}
@@ -84,3 +84,37 @@ def test_changing_epochs_under_a_decay_over_them_says_why_and_what_to_do(interru
     # The same epochs resume (the run is complete: nothing more to train).
     clf = Classifier("fasttext-bag", epochs=2, params=SMALL).fit_dataset(trec_small, run_dir=interrupted, resume=True)
     assert clf.fit_result_.epochs_run == 2
+
+
+@pytest.fixture()
+def finished(interrupted, trec_small):
+    """``r``, a run trained and saved in Python: fit_dataset(run_dir=r), then save_pretrained(r)."""
+    run_dir = interrupted.with_name("r")
+    clf = Classifier("fasttext-bag", epochs=2, params=SMALL).fit_dataset(trec_small, run_dir=run_dir)
+    clf.save_pretrained(run_dir)
+    return run_dir
+
+
+@pytest.mark.parametrize("model", ["fasttext-bag", "tfidf-lr"])
+def test_fit_into_a_finished_run_without_resume_is_refused_before_training(finished, trec_small, model):
+    # Was: the training rewrote the saved run's epochs.csv (and its checkpoint) from its first epoch.
+    before = _digest(finished)
+    with pytest.raises(ConfigError) as info:
+        Classifier(model, epochs=1, params=SMALL if model == "fasttext-bag" else None).fit_dataset(
+            trec_small, run_dir=finished)
+    message = str(info.value)
+    assert message.startswith(f"{finished}: holds a finished run already") and "\n" not in message
+    assert "pass another run_dir" in message and "save_pretrained" in message
+    assert _digest(finished) == before
+
+
+def test_the_engine_refuses_a_finished_run_too(finished, trec_small):
+    """Estimator.fit and textcls.train.fit, which fit_dataset calls, take run_dir as well."""
+    from textcls.estimators import estimator_for
+    from textcls.models.registry import get_preset
+
+    before = _digest(finished)
+    estimator = estimator_for(get_preset("fasttext-bag").with_overrides(epochs=1, **SMALL))
+    with pytest.raises(ConfigError, match="holds a finished run already"):
+        estimator.fit(trec_small, run_dir=finished)
+    assert _digest(finished) == before

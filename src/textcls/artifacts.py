@@ -725,6 +725,19 @@ def _remove_empty(folders: list) -> None:
             return  # not empty (the run is in it) or gone: keep the rest too
 
 
+def refuse_finished_run(run_dir, resume: bool) -> None:
+    """Refuse a Python fit without ``resume`` into ``run_dir`` when it holds a saved run.
+
+    The training would rewrite the run's epochs.csv and checkpoint/ from its first epoch, so the
+    run's files would no longer describe its model. ``check_run_dir`` refuses any folder that is
+    there for ``textcls train``; a Python fit takes a folder that is not a run yet, as the usual
+    ``fit_dataset(run_dir=R)`` then ``save_pretrained(R)`` trains into R before saving there."""
+    if run_dir is not None and not resume and is_saved_run(run_dir):
+        raise ConfigError(f"{run_dir}: holds a finished run already (its model is saved there), whose {EPOCHS_CSV} "
+                          f"and {CHECKPOINT_DIR}/ this training would rewrite; pass another run_dir (a folder with "
+                          "no saved run), or leave run_dir out and save the model elsewhere with save_pretrained")
+
+
 def check_run_dir(run_dir: Path, resume: bool, note=None) -> bool:
     """Refuse a finished or unexpected run folder; returns ``resume`` as it applies now.
 

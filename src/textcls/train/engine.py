@@ -151,7 +151,7 @@ def fit(
         model_name: the model's (preset's) name, which the checkpoint records (``_check_task``).
 
     Raises:
-        ConfigError: bad monitor, class weights without counts, loader/world-size mismatch.
+        ConfigError: bad monitor, class weights without counts, loader/world-size mismatch, run_dir of a saved run.
         CheckpointError: ``resume`` with a missing, corrupt or mismatched checkpoint.
     """
     env = distributed.init_from_env(backend="gloo" if torch.device(device).type == "cpu" else None)
@@ -254,6 +254,7 @@ def _start(model, train_loader, recipe: Recipe, task: dict, class_counts, *, env
            higher_is_better, watch: dict) -> _Run:
     """Move the model, build the loss, optimiser and schedule, load the checkpoint when
     resuming, and (rank 0) start ``epochs.csv``."""
+    artifacts.refuse_finished_run(run_dir, resume)
     model.to(device)
     loss_weights = _loss_weights(recipe, task["multi_label"], task["num_classes"], class_counts, train_loader)
     criterion = _make_criterion(task["multi_label"], loss_weights, device)
