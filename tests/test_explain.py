@@ -286,6 +286,24 @@ def test_the_command_refuses_a_model_without_attention_and_writes_nothing(mr, tm
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("output", ["loop", "loop/sub"])
+def test_the_command_refuses_an_output_through_a_symlink_loop_first(han, tmp_path, capsys, output):
+    # Was: check_folder_path read the loop as a missing folder, so the run was loaded and the
+    # texts explained before the write refused it, in words that did not name --output.
+    run = tmp_path / "run"
+    han.save_pretrained(run)
+    (tmp_path / "loop").symlink_to(tmp_path / "back")
+    (tmp_path / "back").symlink_to(tmp_path / "loop")
+    with pytest.raises(SystemExit) as exit_:
+        main(["explain", str(run), TEXT, "--output", str(tmp_path / output)])
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == (
+        f"error: --output {tmp_path / output}: leads through a symlink loop (links that point at each other); "
+        "remove or fix the link, or name another folder\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["back", "loop", "run"]
+
+
 # --------------------------------------------------------------------------- bad input
 
 

@@ -7,7 +7,8 @@ from textcls import Classifier
 from textcls.data.splits import check_max_per_split
 from textcls.errors import ConfigError
 from textcls.recipe import Recipe
-from textcls.validate import check_choice, check_flag, check_int, check_probability, find_lone_surrogate, range_check
+from textcls.validate import (check_choice, check_flag, check_folder_path, check_int, check_probability,
+                              find_lone_surrogate, range_check)
 
 
 @pytest.mark.parametrize("value", ["many", None, [1], {"a": 1}, True, 1j])
@@ -79,3 +80,12 @@ def test_find_lone_surrogate_gives_the_first_one_counted_from_0():
     assert find_lone_surrogate(texts, rows=[]) is None and find_lone_surrogate([]) is None
     # A surrogate pair written as one astral character is fine; its two halves apart are not.
     assert find_lone_surrogate(["\ud83d\ude00"]) == (0, 0, "\ud83d")
+
+
+def test_check_folder_path_refuses_a_symlink_loop_by_the_parameter_name(tmp_path):
+    # Was: a loop does not "exist" to Path.exists, so it passed as a folder still to be made.
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for folder in (tmp_path / "loop", tmp_path / "loop" / "sub"):
+        with pytest.raises(ConfigError, match=f"^run_dir {folder}: leads through a symlink loop .*name another folder$"):
+            check_folder_path("run_dir", folder)
+    assert [p.name for p in tmp_path.iterdir()] == ["loop"]

@@ -38,6 +38,7 @@ from safetensors.numpy import save as save_numpy_bytes
 
 from . import __version__
 from .errors import CheckpointError, ConfigError, DataError, RunFolderError
+from .validate import check_no_symlink_loop
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
@@ -427,17 +428,6 @@ def check_same_model(run_dir: Path, staging: Path) -> None:
         raise ConfigError(f"cannot save to {run_dir}: it holds the run of another model, whose "
                           f"{' and '.join(records)} would then describe this one; save into a new folder, or delete "
                           "that run (or those files) first")
-
-
-def check_no_symlink_loop(path: Path, option: str | None = None) -> None:
-    """A ConfigError when ``path`` leads through a symlink loop, which nothing can be written
-    through (open gives ELOOP; mkdir, "File exists"); ``option`` names it in the message."""
-    try:
-        os.stat(path)
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise ConfigError(f"{option + ' ' if option else ''}{path}: leads through a symlink loop (links that "
-                              "point at each other); remove or fix the link, or name another folder") from None
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ the CLI, the Python API and the server each word its error, counting texts as th
 
 from __future__ import annotations
 
+import errno
 import numbers
 import os
 from pathlib import Path
@@ -16,8 +17,8 @@ from pathlib import Path
 from .errors import ConfigError
 
 __all__ = ["MAX_INT", "MAX_SEED", "range_check", "check_int", "check_positive_int", "check_probability", "check_choice",
-           "check_flag", "check_folder_path", "check_path", "find_lone_surrogate", "RepeatedJSONKey",
-           "json_object_with_unique_keys"]
+           "check_flag", "check_folder_path", "check_no_symlink_loop", "check_path", "find_lone_surrogate",
+           "RepeatedJSONKey", "json_object_with_unique_keys"]
 
 # The largest count a setting may take (vocabulary sizes, length caps, buckets): int32's.
 MAX_INT = (1 << 31) - 1
@@ -104,14 +105,27 @@ def check_path(name: str, value) -> Path:
 
 def check_folder_path(name: str, folder: str | os.PathLike) -> None:
     """``folder`` must be a folder, or a path where one can be made: neither it nor a folder
-    above it may be a file. Checked before long work, which would otherwise fail when it writes."""
+    above it may be a file, and it may not lead through a symlink loop. Checked before long work,
+    which would otherwise fail when it writes."""
     folder = Path(folder)
+    check_no_symlink_loop(folder, name)  # Path.exists reads a loop as missing: a folder still to be made
     for part in (folder, *folder.parents):
         if part.exists():
             if not part.is_dir():
                 where = "" if part == folder else f" ({part} is a file)"
                 raise ConfigError(f"{name} {folder}: not a folder{where}; name a folder, or a path where one can be made")
             return
+
+
+def check_no_symlink_loop(path: str | os.PathLike, option: str | None = None) -> None:
+    """A ConfigError when ``path`` leads through a symlink loop, which nothing can be written
+    through (open gives ELOOP; mkdir, "File exists"); ``option`` names it in the message."""
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise ConfigError(f"{option + ' ' if option else ''}{path}: leads through a symlink loop (links that "
+                              "point at each other); remove or fix the link, or name another folder") from None
 
 
 def find_lone_surrogate(texts, rows=None) -> tuple[int, int, str] | None:
