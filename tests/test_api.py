@@ -422,6 +422,19 @@ def test_bad_texts_name_their_index_in_fit_and_predict(fitted_toy, bad, message)
         assert str(err.value) == message and err.value.index == 4
 
 
+def test_the_input_checks_leave_the_number_out_where_the_caller_names_the_line():
+    """first=None: textcls predict --input puts 'f.txt:3: ' before the message (one text a line)."""
+    from textcls.inputs import check_finite_probabilities, check_texts, task_indices
+
+    with pytest.raises(DataError, match=r"^the text is only whitespace; a model cannot classify it") as err:
+        check_texts(["good", " "], first=None)
+    assert err.value.index == 1
+    with pytest.raises(DataError, match=r"^the text has task 'music', which the model was not trained on"):
+        task_indices(["books", "music"], 2, ["books", "dvd"], "fcsr-mtl", first=None)
+    with pytest.raises(ModelError, match=r"^run: the model produced NaN or Inf probabilities for the text; its"):
+        check_finite_probabilities(np.array([[0.5, 0.5], [np.nan, 0.5]]), "run", "retrain it", first=None)
+
+
 def test_evaluate_names_the_split_of_an_empty_text(fitted_toy):
     import datasets
 

@@ -82,6 +82,28 @@ def test_a_blank_json_text_is_named_by_its_line_once(capsys, monkeypatch, tmp_pa
     assert err.startswith(f'error: {path}:2: field "text" is {problem}; ') and "text 2" not in err
 
 
+def test_a_line_the_model_predicts_nan_for_is_named_by_its_line_once(capsys, monkeypatch, tmp_path):
+    def broken_predict(texts, task_ids):
+        probs = np.tile(np.array([[0.25, 0.75]], dtype=np.float32), (len(texts), 1))
+        probs[[i for i, t in enumerate(texts) if "atom" in t]] = np.nan
+        return probs
+
+    config = {"model": "fasttext-bag", "label_names": ["neg", "pos"]}
+    fake = Predictor(tmp_path, config, broken_predict, uses_tasks=False, backend="estimator")
+    monkeypatch.setattr(Predictor, "load", classmethod(lambda cls, *a, **k: fake))
+    broken = (f"{tmp_path}: the model produced NaN or Inf probabilities for {{}}; its weights are broken "
+              "(training diverged?), retrain it or load a good run")
+    for name, data in (("texts.txt", "Who wrote Hamlet ?\nWhat is an atom ?\n"),
+                       ("texts.jsonl", '{"text": "Who wrote Hamlet ?"}\n{"text": "What is an atom ?"}\n')):
+        path = tmp_path / name
+        path.write_text(data)
+        code, _, err = _predict(capsys, monkeypatch, "--input", str(path), block=1 << 20)
+        # It said "texts.txt:2: ...: the model produced NaN or Inf probabilities for text 2".
+        assert code == 2 and err == f"error: {path}:2: {broken.format('the text')}\n"
+    code, _, err = _predict(capsys, monkeypatch, "Who wrote Hamlet ?", "What is an atom ?")
+    assert code == 2 and err == f"error: {broken.format('text 2')}\n"  # arguments keep their number
+
+
 def test_tasks_reach_a_run_with_one_head_per_task(capsys, monkeypatch, tmp_path):
     seen = []
 

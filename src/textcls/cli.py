@@ -709,7 +709,9 @@ def _write_predictions(predictor, texts: list, tasks: list, threshold, where: Op
     where_of = _text_namer(where, first)
     _check_tasks(predictor, tasks, where_of)
     try:
-        probs = predictor.predict_proba(texts, tasks if predictor.uses_tasks else None, first=first)
+        # A line of a file is one text: its message gives no number of its own, the line names it.
+        probs = predictor.predict_proba(texts, tasks if predictor.uses_tasks else None,
+                                        first=first if texts_are_arguments else None)
     except TextclsError as exc:
         if exc.index is None or texts_are_arguments:
             raise  # its message already says "text i"

@@ -4,7 +4,9 @@ The ``Classifier`` (``api.py``) and the ONNX predictor (``onnx_predictor.py``, w
 import torch) apply the same rules and give the same one-line errors: one string is not a
 list of texts (as in scikit-learn's vectorizers), every text is a non-blank ``str``, and a
 model with one head per task needs the task of every text. A ``DataError`` about one text or
-task carries its position (``err.index``).
+task carries its position (``err.index``). A message names the text by its number (``first``:
+the number of the first text), or, with ``first`` None, not at all: the caller puts the text's
+own place before it (``textcls predict --input``'s ``f.txt:3:``, one text a line).
 """
 
 from __future__ import annotations
@@ -45,24 +47,28 @@ def as_list(values, call: str, param: str, what: str) -> list:
     return list(values)
 
 
-def check_texts(texts: list, where: str | None = None, first: int = 0) -> list:
+def _text_name(i: int, first: int | None) -> str:
+    return "the text" if first is None else f"text {first + i}"
+
+
+def check_texts(texts: list, where: str | None = None, first: int | None = 0) -> list:
     """``texts`` unchanged when every one is a non-blank string; else a DataError naming the text
     by its number counted from ``first`` (0: the list index; 1 where the outputs count from 1,
-    as ``textcls explain``'s files do) and carrying its 0-based ``index``."""
+    as ``textcls explain``'s files do; None: no number) and carrying its 0-based ``index``."""
     prefix = f"{where}: " if where else ""
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             hint = " (decode bytes first)" if isinstance(text, bytes) else ""
-            raise DataError(f"{prefix}text {first + i} is {type(text).__name__}, not a string; "
+            raise DataError(f"{prefix}{_text_name(i, first)} is {type(text).__name__}, not a string; "
                             f"pass every text as a str{hint}", index=i)
         if not text or text.isspace():
-            raise DataError(f"{prefix}text {first + i} is {'empty' if not text else 'only whitespace'}; "
+            raise DataError(f"{prefix}{_text_name(i, first)} is {'empty' if not text else 'only whitespace'}; "
                             "a model cannot classify it, drop it or give it content", index=i)
     return texts
 
 
 def task_indices(tasks: Sequence[str] | None, n: int, task_names: Sequence[str] | None,
-                 model: str, first: int = 0) -> list[int] | None:
+                 model: str, first: int | None = 0) -> list[int] | None:
     """The index in ``task_names`` of every one of the ``n`` texts' ``tasks``; None for a model
     without per-task heads (``task_names`` empty), which takes no tasks. ``first``: the number a
     message gives the first text, as in ``check_texts``."""
@@ -82,18 +88,19 @@ def task_indices(tasks: Sequence[str] | None, n: int, task_names: Sequence[str] 
     index = {name: i for i, name in enumerate(task_names)}
     for row, name in enumerate(tasks):
         if name not in index:
-            raise DataError(f"text {first + row} has task {name!r}, which the model was not trained on "
+            raise DataError(f"{_text_name(row, first)} has task {name!r}, which the model was not trained on "
                             f"(tasks: {', '.join(task_names)})", index=row)
     return [index[name] for name in tasks]
 
 
-def check_finite_probabilities(probs: np.ndarray, where: str | None, advice: str, first: int = 0) -> np.ndarray:
+def check_finite_probabilities(probs: np.ndarray, where: str | None, advice: str,
+                               first: int | None = 0) -> np.ndarray:
     """``probs`` unchanged, or a ModelError naming the first text whose probabilities hold NaN or
     Inf (broken weights: nothing downstream should rank or threshold them). ``advice``: what
     the user of that runtime should do; ``first``: the number a message gives the first text."""
     finite = np.isfinite(probs).all(axis=1)
     if not finite.all():
         row = int(np.flatnonzero(~finite)[0])
-        raise ModelError(f"{where + ': ' if where else ''}the model produced NaN or Inf probabilities for text "
-                         f"{first + row}; its weights are broken {advice}", index=row)
+        raise ModelError(f"{where + ': ' if where else ''}the model produced NaN or Inf probabilities for "
+                         f"{_text_name(row, first)}; its weights are broken {advice}", index=row)
     return probs

@@ -86,10 +86,11 @@ class Predictor:
         return bool(self.task_names)
 
     def predict_proba(self, texts: Sequence[str], tasks: Sequence[str] | None = None, *,
-                      first: int = 0) -> np.ndarray:
+                      first: int | None = 0) -> np.ndarray:
         """``[N, C]`` float32 probabilities in ``classes_`` order. ``texts``: non-blank strings;
         ``tasks``: the task of every text, for a run with per-task heads. ``first``: the number an
-        error message gives ``texts[0]`` (0, the list index; ``textcls predict`` counts from 1)."""
+        error message gives ``texts[0]`` (0, the list index; ``textcls predict`` counts its arguments
+        from 1), or None for none: the caller names the text (by its line in a file)."""
         texts = check_texts(as_list(texts, "Predictor.predict_proba(texts)", "texts", "texts"), first=first)
         task_ids = task_indices(tasks, len(texts), self.task_names, self.model, first)
         if not texts:
