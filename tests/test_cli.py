@@ -483,7 +483,7 @@ def test_predict_input_lines_name_the_bad_line():
     for data, expected in ((b"good\ncaf\xe9\n", "t.txt:2: byte 0xe9 at column 4 is not UTF-8"),
                            (b"good\n\nbad\n", "t.txt:2: blank line"),
                            (b"good\n  \n", "t.txt:2: blank line"),
-                           (b"good\nbad\x00film\n", "t.txt:2: holds NUL bytes")):
+                           (b"good\nbad\x00film\n", r"t.txt:2: a NUL byte \(0x00\) at character 4, which no text")):
         with pytest.raises(TextclsError, match=expected):
             read_texts(data, "t.txt")
 

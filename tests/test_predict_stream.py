@@ -59,6 +59,20 @@ def test_a_bad_line_is_named_by_its_number_in_the_whole_input(capsys, monkeypatc
     assert [r["text"] for r in rows] == ["Who wrote Hamlet ?", "What is an atom ?"]
 
 
+@pytest.mark.parametrize("name", ["texts.txt", "texts.jsonl"])
+def test_a_nul_byte_is_named_by_line_and_character_in_the_readers_words(capsys, monkeypatch, tmp_path, name):
+    # It said "texts.txt:3: holds NUL bytes (binary data?); pass plain text", in words of its own.
+    path = tmp_path / name
+    lines = ["Who wrote Hamlet ?", "What is an atom ?", "When did caf\u00e9\x00s open ?"]
+    path.write_text("".join((json.dumps({"text": t}) if name.endswith(".jsonl") else t) + "\n" for t in lines[:2])
+                    + ('{"text": "' if name.endswith(".jsonl") else "") + lines[2] + "\n", encoding="utf-8")
+    at = len('{"text": "When did caf\u00e9' if name.endswith(".jsonl") else "When did caf\u00e9") + 1
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path), block=1 << 20)
+    assert code == 2 and rows == [] and err == (
+        f"error: {path}:3: a NUL byte (0x00) at character {at}, which no text holds: the file is binary, a broken "
+        "copy, or in another encoding (UTF-16, for one); restore the file from a good copy, or remove the byte\n")
+
+
 def test_json_lines_input(capsys, monkeypatch, tmp_path):
     path = tmp_path / "texts.jsonl"
     path.write_text("\n".join(json.dumps({"text": t, "id": i}) for i, t in enumerate(EXPECTED["texts"][:4])) + "\n")

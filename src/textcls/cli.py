@@ -745,7 +745,10 @@ def read_texts(data: bytes, where: str, first_line: int = 1) -> List[str]:
         lines.pop()
     for number, line in enumerate(lines, first_line):
         if "\x00" in line:
-            raise DataError(f"{where}:{number}: holds NUL bytes (binary data?); pass plain text, one text per line")
+            from .data.readers import nul_byte_problem  # only here: it imports datasets (a second)
+
+            reason, fix = nul_byte_problem(line.index("\x00") + 1)
+            raise DataError(f"{where}:{number}: {reason}; {fix}")
         if not line.strip():
             raise DataError(f"{where}:{number}: blank line; a model cannot classify an empty text: remove the line")
     return lines

@@ -600,9 +600,14 @@ def _reject_nul(where: str, character: int, buffer: RecordBuffer, raw: bytes | N
                       f"{wide.upper()} text without a byte-order mark",
                       f'pass encoding="{wide}" (CLI: --encoding {wide})', skippable=False)
         return
-    buffer.reject(where, f"a NUL byte (0x00) at character {character}, which no text holds: the file is binary, a "
-                  "broken copy, or in another encoding (UTF-16, for one)",
-                  "restore the file from a good copy, or remove the byte")
+    buffer.reject(where, *nul_byte_problem(character))
+
+
+def nul_byte_problem(character: int) -> tuple[str, str]:
+    """What a NUL byte at ``character`` of a line means, and what to do; ``textcls predict
+    --input`` says the same of its files."""
+    return (f"a NUL byte (0x00) at character {character}, which no text holds: the file is binary, a broken copy, "
+            "or in another encoding (UTF-16, for one)", "restore the file from a good copy, or remove the byte")
 
 
 def _reject_inner_carriage_return(path, lineno: int, buffer: RecordBuffer) -> None:
