@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -39,6 +40,20 @@ def test_ratios_and_targets(tmp_path):
     files = write_predict_report(result, tmp_path / "out", None)
     assert files == {"json": tmp_path / "out" / "predict_speed.json", "markdown": tmp_path / "out" / "predict_speed.md"}
     assert all(p.is_file() for p in files.values()) and not (tmp_path / "out.json").exists()
+
+
+def test_an_output_with_a_trailing_slash_is_a_folder_to_make(tmp_path, capsys, monkeypatch):
+    from textcls.cli import main
+
+    result = _result([_row("fasttext", 100_000.0, 0.01), _row("fasttext-bag", 60_000.0, 0.08)], data="mr", docs=20_000,
+                     rounds=3, epochs=1, threads=1, load=((1.0, 1, 1), (2.0, 2, 2)))
+    monkeypatch.setattr("textcls.benchmark.predict_speed.run_predict_speed", lambda *args, **kwargs: result)
+    main(["speed", "--predict", "-o", str(tmp_path / "new" / "out") + os.sep])
+    # Path dropped the slash: it wrote new/out.json and new/out.md.
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.*")) == [
+        "new/out/predict_speed.json", "new/out/predict_speed.md"]
+    assert capsys.readouterr().out.endswith(f"wrote {tmp_path / 'new' / 'out' / 'predict_speed.json'}, "
+                                            f"{tmp_path / 'new' / 'out' / 'predict_speed.md'}\n")
 
 
 def test_fewer_than_1000_latency_calls_are_refused():

@@ -1,6 +1,7 @@
 """The controlled speed tool (`textcls speed`): batch shapes, one real timing, bad input."""
 
 import json
+import os
 
 import pytest
 import torch
@@ -41,6 +42,16 @@ def test_run_speed_times_each_model_in_its_own_process_and_writes_the_report(tmp
     files = write_speed_report(result, tmp_path / "out")
     assert files == {"json": tmp_path / "out" / "speed.json", "markdown": tmp_path / "out" / "speed.md"}
     assert all(p.is_file() for p in files.values()) and not (tmp_path / "out.json").exists()
+
+
+def test_an_output_with_a_trailing_slash_is_a_folder_to_make(tmp_path, capsys):
+    # Path("out/") is Path("out"): the report was written as out.json and out.md beside no folder.
+    main(["speed", "-m", "fasttext-bag", "-l", "16", "-b", "4", "--steps", "1", "--warmup", "1", "--threads", "1",
+          "--vocab-size", "100", "-o", str(tmp_path / "out") + os.sep])
+    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {tmp_path / 'out' / 'speed.json'}, " \
+                                                      f"{tmp_path / 'out' / 'speed.md'}"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["speed.json", "speed.md"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
 def test_bad_speed_input_is_one_line_and_exit_2(tmp_path, capsys):

@@ -927,8 +927,8 @@ def speed(
     models: List[str] = typer.Option([], "--model", "-m", help="Preset to time (repeatable); ratios are to the first. "
                                      "With --predict: default one preset per family."),
     lengths: List[int] = typer.Option([256], "--length", "-l", help="Tokens per document (repeatable)."),
-    output: Path = typer.Option(..., "--output", "-o", help="Path stem: writes <stem>.json, <stem>.md (and <stem>.png with 2+ lengths); "
-                                "a folder that exists: <folder>/speed.* (predict_speed.* with --predict)."),
+    output: str = typer.Option(..., "--output", "-o", help="Path stem: writes <stem>.json, <stem>.md (and <stem>.png with 2+ lengths); "
+                               "a folder that exists, or a path ending in /: <folder>/speed.* (predict_speed.* with --predict)."),
     batch_size: int = typer.Option(32, "--batch-size", "-b"),
     steps: int = typer.Option(5, help="Timed training steps per (model, length); the median is reported."),
     warmup: int = typer.Option(2, help="Untimed steps first."),
@@ -950,7 +950,10 @@ def speed(
     with --predict, end-to-end prediction on real text beside fastText and scikit-learn."""
     _refuse_options_of_the_other_mode(ctx, predict_mode)
     _check_threads(threads)
-    check_folder_path("--output", output.parent)  # before the timing, which takes minutes
+    from .benchmark.speed import report_stem
+
+    # A str, not a Path, which would drop the trailing slash of a folder to make (report_stem).
+    check_folder_path("--output", report_stem(output, "speed", ()).parent)  # before the timing, which takes minutes
     command = "textcls speed " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else None
     if predict_mode:
         _limit_threads(threads or 1)

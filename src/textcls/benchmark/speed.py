@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import os
 import statistics
 import sys
 import time
@@ -300,11 +301,12 @@ def plot_speed(result: dict, path: str | Path) -> Path | None:
 
 def report_stem(output: str | Path, name: str, suffixes: tuple[str, ...]) -> Path:
     """The path stem of a report's files: ``output`` less one of their ``suffixes``
-    (``speed.json`` -> ``speed``), or ``<output>/<name>`` where ``output`` is a folder that exists.
+    (``speed.json`` -> ``speed``), or ``<output>/<name>`` where ``output`` is a folder that exists
+    or a string ending in a path separator (``-o out/``: a folder to make; ``Path`` drops the slash).
     Such a folder is written into rather than refused: ``-o results`` can only mean "put the report
     there", and the ``results.json`` beside the folder that a stem gives was never what was asked."""
     stem = Path(output)
-    if stem.is_dir():
+    if stem.is_dir() or str(output).endswith((os.sep, os.altsep or os.sep)):
         return stem / name
     return stem.with_suffix("") if stem.suffix in suffixes else stem
 
