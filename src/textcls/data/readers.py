@@ -39,7 +39,8 @@ lines are not records in formats that carry the label on the line (CSV/TSV, JSON
 fastText); in one-document-a-line files a blank line is an empty document, which is a bad
 record like any other.
 
-Bad records (empty text, missing or empty label, undecodable line, a NUL byte, unknown
+Bad records (empty text, missing or empty label, undecodable line, a NUL byte, a U+0000 in
+a text or label however it got there (a JSON ``\\u0000`` escape, a parquet string), unknown
 label, malformed row) raise a one-line ``DataError`` naming the file and line, or with
 ``on_bad_record="skip"`` are skipped and listed in ``TextDataset.skipped``.
 """
@@ -224,8 +225,15 @@ class RecordBuffer:
             self.reject(where, "missing or empty label", "give the record a class name or remove it")
             return False
         is_list = isinstance(label, list)
+        names = label if is_list else [label]
+        # Text files refuse a NUL byte line by line; this catches the U+0000 that reaches a record
+        # otherwise (a JSON \u0000 escape, a parquet or hub string), whatever the format.
+        for of, value in (("text", text), *(("label", name) for name in names)):
+            if "\x00" in value:
+                self.reject(where, *nul_character_problem(value.index("\x00") + 1, f" of the {of}"))
+                return False
         if self.known_labels is not None:
-            unknown = next((name for name in (label if is_list else [label]) if name not in self.known_labels), None)
+            unknown = next((name for name in names if name not in self.known_labels), None)
             if unknown is not None:
                 self.reject(where, f"label {unknown!r} is not one of the corpus's classes ({self._known_shown})",
                             "restore the file (the published corpus has only these classes)")
@@ -591,8 +599,7 @@ def _reject_nul(where: str, character: int, buffer: RecordBuffer, raw: bytes | N
     line was decoded from UTF-16/32), lets NUL bytes at a steady stride name the UTF-16/32 the
     file really is."""
     if raw is None:
-        buffer.reject(where, f"a NUL character (U+0000) at character {character}, which no text holds: the file is "
-                      "binary or a broken copy", "restore the file from a good copy, or remove the character")
+        buffer.reject(where, *nul_character_problem(character))
         return
     wide = _guess_wide_encoding(raw) or _guess_wide_encoding(raw[1:])
     if wide is not None:
@@ -608,6 +615,13 @@ def nul_byte_problem(character: int) -> tuple[str, str]:
     --input`` says the same of its files."""
     return (f"a NUL byte (0x00) at character {character}, which no text holds: the file is binary, a broken copy, "
             "or in another encoding (UTF-16, for one)", "restore the file from a good copy, or remove the byte")
+
+
+def nul_character_problem(character: int, of: str = "") -> tuple[str, str]:
+    """``nul_byte_problem`` for a U+0000 that was decoded (UTF-16/32, a JSON ``\\u0000`` escape, a
+    parquet string), not read as a byte; ``of`` names what holds it (" of the text")."""
+    return (f"a NUL character (U+0000) at character {character}{of}, which no text holds: the file is binary or a "
+            "broken copy", "restore the file from a good copy, or remove the character")
 
 
 def _reject_inner_carriage_return(path, lineno: int, buffer: RecordBuffer) -> None:
