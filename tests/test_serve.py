@@ -210,6 +210,31 @@ def test_a_malformed_request_is_a_one_line_4xx_and_the_server_stays_up(small_cli
     assert small_client.post("/predict", json={"text": "who are you ?"}).status_code == 200
 
 
+class _CountingStr(str):
+    """A text that counts its UTF-8 encodings."""
+
+    encodes = 0
+
+    def encode(self, *args, **kwargs):
+        type(self).encodes += 1
+        return super().encode(*args, **kwargs)
+
+
+def test_a_valid_text_is_encoded_once():
+    """Until stop 65 every valid text was encoded twice: once to look for a lone surrogate, once
+    to measure its size."""
+    from textcls.serve import Limits, RequestError, _check_text
+
+    _CountingStr.encodes = 0
+    assert _check_text(_CountingStr("who wrote hamlet ?"), "field 'text'", Limits()) == "who wrote hamlet ?"
+    assert _CountingStr.encodes == 1
+    # The same answers as before, in the same order: a surrogate before the size.
+    with pytest.raises(RequestError) as err:
+        _check_text("a\ud800" + "b" * 200, "texts[1]", Limits(max_text_bytes=100))
+    assert (err.value.status, err.value.message) == (422, "texts[1] holds an unpaired surrogate ('\\ud800' at character 1); "
+                                                       "send valid Unicode text")
+
+
 def test_a_query_string_on_a_post_route_or_a_compressed_body_is_refused_not_ignored(small_client):
     """Until stop 63 `POST /predict?threshold=0.9` answered 200 as if the parameter were not there,
     and a gzip body was 'not UTF-8 (byte 1)'."""

@@ -61,7 +61,7 @@ import numpy as np
 
 from . import __version__
 from .errors import CheckpointError, ConfigError, ModelError, TextclsError
-from .validate import RepeatedJSONKey, check_int, find_lone_surrogate, json_object_with_unique_keys, range_check
+from .validate import RepeatedJSONKey, check_int, json_object_with_unique_keys, range_check
 
 log = logging.getLogger("textcls.serve")
 
@@ -229,12 +229,12 @@ def _check_text(value, where: str, limits: Limits) -> str:
     if not value or value.isspace():
         raise RequestError(422, f"{where} is {'empty' if not value else 'only whitespace'}; "
                                 "a model cannot classify it, drop it or give it content")
-    surrogate = find_lone_surrogate([value])
-    if surrogate is not None:
-        _, at, char = surrogate
-        raise RequestError(422, f"{where} holds an unpaired surrogate ({char!r} at character {at}); "
-                                "send valid Unicode text")
-    size = len(value.encode("utf-8"))
+    # One encode both finds a lone surrogate (as validate.find_lone_surrogate would) and gives the size.
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise RequestError(422, f"{where} holds an unpaired surrogate ({value[exc.start]!r} at character "
+                                f"{exc.start}); send valid Unicode text") from None
     if size > limits.max_text_bytes:
         raise RequestError(413, f"{where} is {size} bytes (UTF-8), more than the limit of "
                                 f"{limits.max_text_bytes}; shorten it")
