@@ -394,7 +394,9 @@ def test_a_failure_inside_the_child_becomes_an_error_record():
     # The other peers' values, by the rules of what they wrap (scikit-learn's LogisticRegression,
     # MiniLM's 512 positions, model2vec's fit), before their encoders are loaded.
     ("minilm-lr", '{ C = "x" }', "The 'C' parameter of LogisticRegression must be a float in the range (0.0, inf]"),
-    ("minilm-lr", '{ C = true }', "parameter 'C' = True of peer 'minilm-lr' must be a number"),
+    # Echoed as the suite spells it (true), not as Python does (True).
+    ("minilm-lr", '{ C = true }', "parameter 'C' = true of peer 'minilm-lr' must be a number, not true or false"),
+    ("model2vec-lr", '{ max_iter = false }', "parameter 'max_iter' = false of peer 'model2vec-lr' must be a number"),
     ("minilm-lr", '{ batch_size = 0 }', "parameter 'batch_size' = 0"),
     ("minilm-lr", '{ max_seq_length = 1024 }', "parameter 'max_seq_length' = 1024"),
     ("model2vec-lr", '{ max_iter = 1.5 }', "The 'max_iter' parameter of LogisticRegression must be an int"),
@@ -426,6 +428,26 @@ overrides = {overrides}
     text = str(err.value)
     assert message in text and str(path) in text and f"entry 'trec:{model}'" in text and "overrides" in text
     assert "\n" not in text and not out.exists()
+
+
+@pytest.mark.parametrize("C, max_iter", [(-1, 100), (0, 100), ("1", 100), (float("nan"), 100), (None, 100),
+                                         ([1], 100), (1, -1), (1, 2.0), (1, "x"), (1, None), (1.5, 2.5)])
+def test_the_peers_logistic_regression_values_are_checked_without_scikit_learns_private_method(
+        monkeypatch, C, max_iter):
+    """``LogisticRegression._validate_params`` is private and missing before scikit-learn 1.2:
+    without it the peers refuse the same values in the same words."""
+    from sklearn.base import BaseEstimator
+
+    from textcls.benchmark.runner import check_overrides
+
+    with pytest.raises(ConfigError) as own:
+        check_overrides("minilm-lr", {"C": C, "max_iter": max_iter})
+    monkeypatch.delattr(BaseEstimator, "_validate_params")
+    with pytest.raises(ConfigError) as fallback:
+        check_overrides("minilm-lr", {"C": C, "max_iter": max_iter})
+    assert str(fallback.value) == str(own.value)
+    check_overrides("minilm-lr", {"C": float("inf"), "max_iter": 0})
+    check_overrides("model2vec-lr", {"C": np.float32(0.5), "max_iter": np.int64(50)})
 
 
 def test_a_bad_peer_value_is_one_line_with_status_2_from_the_command_line(tmp_path, capsys):

@@ -46,7 +46,7 @@ import numpy as np
 
 from ..errors import CheckpointError, ConfigError, DataError, close_names
 from ..estimators import Estimator
-from ..validate import check_int, is_integer, range_check
+from ..validate import check_int, is_integer, is_number, range_check
 
 __all__ = ["PEERS", "is_peer", "list_peers", "create_peer", "Peer", "FastTextPeer", "EncoderLogRegPeer",
            "MiniLMLogRegPeer", "Model2VecLogRegPeer", "Model2VecFinetunePeer", "FeatureCache"]
@@ -114,17 +114,36 @@ def _check_fasttext_values(params: dict, defaults: dict) -> None:
 
 def _check_logistic_regression(peer: str, C, max_iter, seed) -> None:
     """``C`` and ``max_iter`` by the rules of the LogisticRegression the peer fits (scikit-learn's
-    own ``_validate_params``, which needs no data), so that a wrong value is refused when the peer
-    is made, before a suite's first run, not after the encoder has read every training text."""
+    own ``_validate_params``, which needs no data, or the same rules here where it has none), so
+    that a wrong value is refused when the peer is made, before a suite's first run, not after the
+    encoder has read every training text."""
     from sklearn.linear_model import LogisticRegression
 
     for key, value in (("C", C), ("max_iter", max_iter)):
         if isinstance(value, bool):  # scikit-learn would take true for 1
-            raise ConfigError(f"parameter '{key}' = {value!r} of peer '{peer}' must be a number, not true or false")
+            # Shown as the suite's TOML spells it: Python's True is nowhere in the user's file.
+            raise ConfigError(f"parameter '{key}' = {str(value).lower()} of peer '{peer}' must be a number, "
+                              "not true or false")
+    model = LogisticRegression(C=C, max_iter=max_iter, random_state=seed)
     try:
-        LogisticRegression(C=C, max_iter=max_iter, random_state=seed)._validate_params()
+        # Private, and missing before scikit-learn 1.2, which checks its values in fit alone.
+        if hasattr(model, "_validate_params"):
+            model._validate_params()
+        else:
+            _check_logistic_regression_values(C, max_iter)
     except ValueError as exc:  # scikit-learn's InvalidParameterError
         raise ConfigError(f"peer '{peer}': {exc}") from None
+
+
+def _check_logistic_regression_values(C, max_iter) -> None:
+    """scikit-learn's rules for ``C`` and ``max_iter`` (those of 1.2 on), in its words."""
+    if not is_number(C) or not C > 0:  # NaN too
+        raise ValueError("The 'C' parameter of LogisticRegression must be a float in the range (0.0, inf]. "
+                         f"Got {C!r} instead.")
+    if not is_integer(max_iter) or max_iter < 0:
+        raise ValueError("The 'max_iter' parameter of LogisticRegression must be an int in the range [0, inf). "
+                         f"Got {max_iter!r} instead.")
+
 
 def _full_columns(probs: np.ndarray, present: np.ndarray, num_classes: int) -> np.ndarray:
     """Put the peer's columns in our class order: column ``j`` of ``probs`` is our class
