@@ -1,7 +1,15 @@
 """The Classifier estimator and run directories: round trips, sklearn contracts, bad checkpoints."""
 
+import contextlib
+import errno
 import hashlib
 import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -13,7 +21,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.utils.validation import check_is_fitted
 
 import textcls
-from textcls import Classifier
+from textcls import Classifier, artifacts
 from textcls.errors import CheckpointError, ConfigError, DataError, ModelError, NotFittedError, TextclsError
 
 
@@ -64,7 +72,6 @@ def test_neural_save_load_predict_round_trip_identical(fitted_cnn, trec_small, t
 def test_a_save_that_fails_half_way_leaves_the_run_already_there(fitted_cnn, fitted_lr, tmp_path, monkeypatch):
     """A full disk while the weights are written: the run saved before in that folder still loads
     as it was, no half of the new one is beside it, and no staging folder is left."""
-    from textcls import artifacts
 
     fitted_cnn.save_pretrained(tmp_path / "run")
     (tmp_path / "run" / "notes.txt").write_text("mine")
@@ -120,43 +127,77 @@ with artifacts.staged_run(sys.argv[1]) as staging:
     (staging / "model.safetensors").write_bytes(b"half")
     if sys.argv[2] == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
-    time.sleep(120)
+    if sys.argv[2] == "wait":
+        time.sleep(120)
 """
+
+
+def _stagings(run):
+    return {p.name for p in run.iterdir() if p.name.startswith(".saving.")}
+
+
+@contextlib.contextmanager
+def _live_save(run):
+    """A save into ``run`` that has staged its files and goes on (asleep) until the block ends;
+    yields its staging folder's name."""
+    live = subprocess.Popen([sys.executable, "-c", _SAVER, str(run), "wait"])
+    try:
+        for _ in range(1200):
+            if _stagings(run) or live.poll() is not None:
+                break
+            time.sleep(0.1)
+        running = _stagings(run)
+        assert len(running) == 1 and live.poll() is None, running
+        yield next(iter(running))
+    finally:
+        live.kill()
+        live.wait()
 
 
 def test_a_save_deletes_the_staging_folders_of_killed_saves_and_keeps_live_ones(fitted_toy, tmp_path):
     """A save killed half-way leaves its staging folder; the next save into the folder deletes it
-    (its process is gone), and leaves the one of a save still going on beside it, one of another
-    machine and one named without its pid (an older textcls): no process of theirs can be checked."""
-    import subprocess
-    import sys
-    import time
+    (its lock is free: the kernel dropped it with the process), and leaves the one of a save still
+    going on beside it (locked), one with no lock file (an older textcls: nothing tells whether
+    its save goes on), and a folder still being claimed (locked only once it is there)."""
+    run = tmp_path / "run"
+    fitted_toy.save_pretrained(run)
+    with _live_save(run) as running:
+        killed = subprocess.Popen([sys.executable, "-c", _SAVER, str(run), "kill"])
+        assert killed.wait(timeout=120) == -9 and len(_stagings(run)) == 2
+        others = {f".saving.{socket.gethostname()}.{killed.pid}.0th3r.tmp", ".saving.0ldn4m3.tmp"}
+        for name in others:
+            (run / name).mkdir()
+        (run / ".claiming.n3w.tmp").mkdir()
+        (run / ".claiming.n3w.tmp" / artifacts.STAGING_LOCK).touch()
+        fitted_toy.save_pretrained(run)
+        assert _stagings(run) == {running} | others
+        assert (run / running / "model.safetensors").read_bytes() == b"half"
+        assert (run / ".claiming.n3w.tmp" / artifacts.STAGING_LOCK).exists()
+    assert artifacts.STAGING_LOCK not in {p.name for p in run.iterdir()}
+
+
+def test_a_live_saves_staging_folder_is_kept_whatever_its_pid_reads_as_elsewhere(fitted_toy, tmp_path, monkeypatch):
+    """A pid names a process only in its own PID namespace: a save in another one (a container
+    with the same host name, `unshare -p`, a second machine of that name on NFS) finds no process
+    by the live save's pid. Its folder must stay: the save's lock, not its pid, says it is alive.
+    Both ways are run: a save in a new PID namespace (where `unshare` works, as root), and one
+    here whose os.kill says every process is gone."""
+    def gone(pid, sig):
+        raise ProcessLookupError(errno.ESRCH, os.strerror(errno.ESRCH))
 
     run = tmp_path / "run"
     fitted_toy.save_pretrained(run)
-
-    def stagings():
-        return {p.name for p in run.iterdir() if p.name.startswith(".saving.")}
-
-    live = subprocess.Popen([sys.executable, "-c", _SAVER, str(run), "wait"])
-    try:
-        for _ in range(1200):
-            if stagings() or live.poll() is not None:
-                break
-            time.sleep(0.1)
-        running = stagings()
-        assert len(running) == 1, running
-        killed = subprocess.Popen([sys.executable, "-c", _SAVER, str(run), "kill"])
-        assert killed.wait(timeout=120) == -9 and len(stagings()) == 2
-        others = {f".saving.elsewhere.{killed.pid}.0th3r.tmp", ".saving.0ldn4m3.tmp"}
-        for name in others:
-            (run / name).mkdir()
-        fitted_toy.save_pretrained(run)
-        assert stagings() == running | others
-        assert (run / next(iter(running)) / "model.safetensors").read_bytes() == b"half"
-    finally:
-        live.kill()
-        live.wait()
+    with _live_save(run) as running:
+        unshare = ["unshare", "--pid", "--fork", "--mount-proc"]
+        if shutil.which("unshare") and subprocess.run([*unshare, "true"], capture_output=True).returncode == 0:
+            elsewhere = subprocess.run([*unshare, sys.executable, "-c", _SAVER, str(run), "done"], timeout=120)
+            assert elsewhere.returncode == 0
+            assert _stagings(run) == {running}
+        with monkeypatch.context() as patch:  # undone before the live save is ended (Popen.kill calls os.kill)
+            patch.setattr(os, "kill", gone)
+            fitted_toy.save_pretrained(run)
+        assert _stagings(run) == {running}
+        assert (run / running / "model.safetensors").read_bytes() == b"half"
 
 
 def test_a_run_folder_that_is_a_symlink_elsewhere_saves_and_loads(fitted_lr, tmp_path):

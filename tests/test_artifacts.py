@@ -290,6 +290,42 @@ def test_staged_run_follows_a_dangling_symlink_and_refuses_a_loop(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "link", "made"]
 
 
+
+def test_staged_run_holds_its_lock_for_the_whole_save_and_never_moves_it_in(tmp_path):
+    """The staging folder's lock is taken before the folder gets its .saving. name and held until
+    it is gone, on success and on failure (a write error, a folder where a file goes), and the
+    lock file stays in the staging folder: the run folder gets only the run's files."""
+    import fcntl
+
+    def open_fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    def lock_is_held(staging):
+        fd = os.open(staging / artifacts.STAGING_LOCK, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    run = tmp_path / "run"
+    before = open_fds()
+    with artifacts.staged_run(run) as staging:
+        assert staging.name.startswith(".saving.") and lock_is_held(staging)
+        artifacts.atomic_write_bytes(staging / "config.json", b"{}")
+    assert sorted(p.name for p in run.iterdir()) == ["config.json"] and open_fds() == before
+    with pytest.raises(OSError, match="disk full"):
+        with artifacts.staged_run(run) as staging:
+            raise OSError(errno.ENOSPC, "disk full")
+    (run / "model.safetensors").mkdir()
+    with pytest.raises(artifacts.DataError, match="is a folder where the file model.safetensors goes"):
+        with artifacts.staged_run(run) as staging:
+            artifacts.atomic_write_bytes(staging / "model.safetensors", b"w")
+    assert sorted(p.name for p in run.iterdir()) == ["config.json", "model.safetensors"] and open_fds() == before
+
+
 # ----------------------------------------------------------------------------- the run's own files
 
 

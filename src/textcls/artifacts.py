@@ -40,6 +40,11 @@ from . import __version__
 from .errors import CheckpointError, ConfigError, DataError, RunFolderError
 from .validate import check_no_symlink_loop
 
+try:
+    import fcntl as _fcntl
+except ImportError:  # Windows: a staging folder gets no lock file, so no other save ever deletes it
+    _fcntl = None
+
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
 TOKENIZER = "tokenizer.json"
@@ -55,9 +60,14 @@ FORMAT_VERSION = 2
 # What atomic_write_bytes' temporary files are called (".<target>.<random>.tmp"), and what the
 # engine's were before it used it ("<target>.tmp-<pid>"): a killed write leaves one behind.
 _TEMPORARY = re.compile(r"^(\..+\.[A-Za-z0-9_]+\.tmp|.+\.tmp-\d+)$")
-# staged_run's folder: ".saving.<host>.<pid>.<random>.tmp" (one of _TEMPORARY's names), so a later
-# save can tell a folder whose process is gone from one a live save is filling.
-_STAGING = re.compile(r"^\.saving\.(?P<host>[A-Za-z0-9-]*)\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp$")
+# staged_run's folder is made as ".claiming.<random>.tmp", locked through its STAGING_LOCK file and
+# only then renamed ".saving.<random>.tmp" (both _TEMPORARY's names): a later save deletes a
+# ".saving.*.tmp" folder whose lock it can take, and never looks at a ".claiming." one.
+_SAVING, _CLAIMING = ".saving.", ".claiming."
+STAGING_LOCK = ".staging.lock"
+# The stagings this process holds: over NFS, flock is a POSIX lock, which the process's own second
+# lock attempt would get, and whose close would drop the owner's lock.
+_OWN_STAGINGS: set[str] = set()
 
 
 def _umask() -> int:
@@ -447,8 +457,9 @@ def staged_run(run_dir: Path, last: str = CONFIG):
     mount point), need no space and no write access to the parent, and the files get the
     folder's group and default ACL as files written there would. The files of ``run_dir`` the run
     does not write stay (``check_same_model`` keeps a run's metrics from then describing another
-    model). A process killed meanwhile leaves a ``.saving.*.tmp`` folder there, which the next
-    ``staged_run`` into the folder deletes (``_remove_dead_stagings``)."""
+    model). The staging folder is locked for the whole save (``_claim_staging``); a process killed
+    meanwhile leaves it behind unlocked, and the next ``staged_run`` into the folder deletes it
+    (``_remove_dead_stagings``)."""
     run_dir = Path(run_dir)
     check_no_symlink_loop(run_dir)
     # A symlink to a missing folder is followed, as atomic_write_bytes follows one to a missing
@@ -456,14 +467,15 @@ def staged_run(run_dir: Path, last: str = CONFIG):
     created = _make_parents(Path(os.path.realpath(run_dir)))
     _remove_dead_stagings(run_dir)
     try:
-        staging = Path(tempfile.mkdtemp(dir=run_dir, prefix=f".saving.{_host()}.{os.getpid()}.", suffix=".tmp"))
+        staging, lock = _claim_staging(run_dir)
     except OSError as err:
         err.filename = str(run_dir)  # the message names the folder asked for, not the temporary one
         _remove_empty(created)
         raise
+    done = False
     try:
         yield staging
-        names = sorted((p.name for p in staging.iterdir()), key=lambda name: name == last)
+        names = sorted((p.name for p in staging.iterdir() if p.name != STAGING_LOCK), key=lambda name: name == last)
         blocked = next((name for name in names if (run_dir / name).is_dir()), None)
         if blocked is not None:  # checked before the first move: a rename onto it would fail half-way
             raise DataError(f"{run_dir / blocked}: is a folder where the file {blocked} goes; move it away or "
@@ -471,45 +483,78 @@ def staged_run(run_dir: Path, last: str = CONFIG):
         for name in names:
             os.replace(staging / name, run_dir / name)
         _fsync_dir(run_dir)
+        done = True
+    finally:
+        _release_staging(staging, lock)
+        if not done:
+            _remove_empty(created)  # made here and empty again: kept if anything else is in it now
+
+
+def _claim_staging(run_dir: Path) -> tuple[Path, int | None]:
+    """Make a ``.saving.*.tmp`` folder in ``run_dir`` whose ``STAGING_LOCK`` this process holds
+    (an exclusive ``fcntl.flock``, kept until ``_release_staging``); returns it and the lock's fd.
+
+    Why a lock and not the owner's pid in the name: a pid names a process only in its own PID
+    namespace (containers sharing a host name, ``unshare -p``, two machines of one name on NFS),
+    where another save would take a live save's folder for a dead one. The kernel drops the lock
+    when its process dies, however it dies and wherever it is seen from. The folder is locked
+    under a name the cleanup ignores and renamed only then, so no save can ever find a
+    ``.saving.`` folder that its owner has not locked yet."""
+    claim = Path(tempfile.mkdtemp(dir=run_dir, prefix=_CLAIMING, suffix=".tmp"))
+    staging = claim.with_name(_SAVING + claim.name[len(_CLAIMING):])
+    fd = None
+    try:
+        if _fcntl is not None:
+            fd = os.open(claim / STAGING_LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)  # nobody else knows the folder yet: never busy
+        os.rename(claim, staging)  # os.rename, not replace: a folder there by that name makes it fail
+        _OWN_STAGINGS.add(os.path.realpath(staging))
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        _remove_empty(created)  # made here and empty again: kept if anything else is in it now
+        if fd is not None:
+            os.close(fd)
+        shutil.rmtree(claim, ignore_errors=True)
         raise
-    shutil.rmtree(staging, ignore_errors=True)
+    return staging, fd
 
 
-def _host() -> str:
-    """This machine's name as it may stand in a staging folder's name (``_STAGING``)."""
-    node = os.uname().nodename if hasattr(os, "uname") else ""
-    return re.sub(r"[^A-Za-z0-9-]", "-", node)[:63]
+def _release_staging(staging: Path, lock: int | None) -> None:
+    # Deleted while still locked: a save that would clean it up meanwhile finds it busy.
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+    finally:
+        _OWN_STAGINGS.discard(os.path.realpath(staging))
+        if lock is not None:
+            os.close(lock)
 
 
 def _remove_dead_stagings(run_dir: Path) -> None:
-    """Delete the staging folders in ``run_dir`` that killed saves of this machine left.
-
-    Why the owner's pid in the name: two saves into one folder may overlap, so the folder's age
-    tells nothing (an older one can be a live save's), and a lock taken once the folder is made
-    leaves an instant in which another save could find it unlocked; the name holds the pid from
-    the start, and a process that is gone cannot finish its save. A reused pid only keeps a dead
-    folder until a later save. Folders of other machines (a shared folder), and of textcls
-    versions before the pid was named, are left: no pid of theirs can be checked here."""
-    if os.name != "posix":  # os.kill(pid, 0) is no liveness test elsewhere (Windows ends the process)
+    """Delete the staging folders in ``run_dir`` that killed saves left: a ``.saving.*.tmp``
+    folder whose ``STAGING_LOCK`` a non-blocking ``flock`` takes has no live owner (the kernel
+    drops a lock with its process, in every PID namespace; over NFS Linux emulates flock with
+    POSIX locks, which the server keeps). The lock is held while the folder is deleted. A folder
+    with no lock file (a save of a textcls before the lock, or on Windows) is left: nothing tells
+    whether its save is still going on."""
+    if _fcntl is None:
         return
     with contextlib.suppress(OSError):
         for path in run_dir.iterdir():
-            found = _STAGING.match(path.name)
-            if found and found["host"] == _host() and not _is_alive(int(found["pid"])) and not path.is_symlink():
+            name = path.name
+            if (not (name.startswith(_SAVING) and name.endswith(".tmp")) or path.is_symlink()
+                    or os.path.realpath(path) in _OWN_STAGINGS):
+                continue
+            try:
+                fd = os.open(path / STAGING_LOCK, os.O_RDWR | os.O_NOFOLLOW)
+            except OSError:
+                continue  # no lock file (or not a folder): not one to judge
+            try:
+                _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue  # locked: a live save's
+            try:
                 shutil.rmtree(path, ignore_errors=True)
-
-
-def _is_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OSError, OverflowError):  # EPERM: another user's; no pid at all: not ours to judge
-        return True
-    return True
+            finally:
+                os.close(fd)
 
 
 def read_weights(run_dir: Path, config: dict, allow_inf: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
