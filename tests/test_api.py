@@ -120,6 +120,31 @@ def test_a_save_over_another_models_run_and_its_metrics_is_refused_and_writes_no
         other.predict_proba(["fine fine poor"]).tolist()
 
 
+
+def test_a_fit_resumed_into_its_saved_run_saves_over_it_and_another_model_still_cannot(tmp_path):
+    """A fit into run_dir R writes R's epochs.csv; saved there and resumed with more epochs, it
+    trains on and saves its new weights over its earlier save: that epochs.csv is its own log.
+    The model of another fit (into another folder) is still refused there."""
+    csv = tmp_path / "d.csv"
+    csv.write_text("text,label\n" + "".join(f"{TOY_TEXTS[i % 20]} {i},{TOY_LABELS[i % 20]}\n" for i in range(60)))
+    data, run = textcls.load_dataset(csv), tmp_path / "run"
+    params = {"embeddings": None, "monitor": "loss"}  # dev loss falls epoch after epoch: other weights
+    Classifier("transformer-1l-1h", epochs=1, seed=0, params=params, progress=False).fit_dataset(
+        data, run_dir=run).save_pretrained(run)
+    first = (run / "model.safetensors").read_bytes()
+    resumed = Classifier("transformer-1l-1h", epochs=3, seed=0, params=params, progress=False)
+    resumed.fit_dataset(data, run_dir=run, resume=True).save_pretrained(run)
+    assert (run / "model.safetensors").read_bytes() != first
+    assert len((run / "epochs.csv").read_text().splitlines()) == 1 + 3
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    other = Classifier("transformer-1l-1h", epochs=2, seed=0, params=params, progress=False)
+    other.fit_dataset(data, run_dir=tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match=f"^cannot save to {run}: it holds the run of another model, whose "
+                                          "epochs.csv would then describe this one"):
+        other.save_pretrained(run)
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+
+
 _SAVER = """
 import os, signal, sys, time
 from textcls import artifacts

@@ -281,6 +281,41 @@ def test_a_failure_after_a_checkpoint_keeps_the_run_and_says_resume(tmp_path, ca
     assert not run_dir.exists() and not (tmp_path / "r.partial.lock").exists()
 
 
+
+def test_a_training_killed_after_its_save_resumes_with_more_epochs_and_saves(tmp_path, capsys, monkeypatch):
+    """A kill between save_pretrained and finish_run leaves the partial folder with a saved run,
+    its epochs.csv, metrics.json and confusion matrix; --resume with more epochs trains on and
+    saves over that earlier save of its own training (refused as 'another model's run' before)."""
+    from textcls import Classifier, artifacts
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    data, run_dir, partial = write_csv(tmp_path / "d.csv"), tmp_path / "r", tmp_path / "r.partial"
+    # Selected on dev loss, which falls epoch after epoch here: the resumed run saves other weights.
+    args = ("train", "--model", "transformer-1l-1h", "--data", data, "--set", "embeddings=null",
+            "--set", "monitor=loss", "--run-dir", run_dir, "--no-progress")
+    with monkeypatch.context() as patch:
+        patch.setattr(artifacts, "finish_run", killed)
+        code, _, err = call(capsys, *args, "--epochs", "1", "--confusion-png")
+    assert code == 130 and "rerun the same command with --resume" in one_line_error(err)
+    assert {"config.json", "epochs.csv", "metrics.json", "confusion_matrix.png"} <= {p.name for p in partial.iterdir()}
+    first = (partial / "model.safetensors").read_bytes()
+    code, out, err = call(capsys, *args, "--epochs", "3", "--resume")
+    assert code == 0, err
+    assert f"run saved to {run_dir}" in out and not partial.exists()
+    assert sorted(p.name for p in run_dir.iterdir()) == ["config.json", "epochs.csv", "metrics.json",
+                                                         "model.safetensors", "tokenizer.json"]
+    assert (run_dir / "model.safetensors").read_bytes() != first
+    Classifier.from_pretrained(run_dir)  # its checksum holds
+    epochs = (run_dir / "epochs.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in epochs[1:]] == ["1", "2", "3"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())  # this training's, not the killed one's
+    assert metrics["best_epoch"] == 3
+    best = dict(zip(epochs[0].split(","), epochs[3].split(",")))
+    assert metrics["dev"]["accuracy"] == pytest.approx(float(best["dev_accuracy"]))
+
+
 # --------------------------------------------------------------------------- devices and error mapping
 
 

@@ -18,6 +18,7 @@ architecture), so a run loads even after its preset is renamed or removed.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -134,6 +135,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         estimator = estimator_for(preset).fit(dataset, run_dir=run_dir, resume=resume, progress=self.progress,
                                               device=self.device)
         self._adopt(estimator, np.array(dataset.label_names), dataset.multi_label, dataset.task_names, dataset.name)
+        self._trained_in = os.path.realpath(run_dir) if run_dir is not None else None  # save_pretrained's check
         return self
 
     def _adopt(self, estimator: Estimator, classes, multi_label, task_names, dataset_name) -> None:
@@ -293,7 +295,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
         metrics.json and epochs.csv, written beside it). So a folder that holds another model's
         run (other weights, or another ``quantize``) together with its metrics.json or epochs.csv
         is refused (ConfigError), and nothing is written: those files would then describe this
-        model. Saving over a run of the same model, or over one without them, replaces it."""
+        model. Saving over a run of the same model, or over one without them, replaces it; so
+        does saving into the folder this model's own ``fit_dataset(run_dir=...)`` trained in (its
+        epochs.csv is this model's log), as a resumed training that ran on does."""
         self._check_fitted("save_pretrained")
         run_dir = check_path("run_dir", run_dir)
         check_folder_path("run_dir", run_dir)
@@ -320,7 +324,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
             artifacts.write_run(staging, config, arrays)
             # Refused, not cleared: another run's metrics may be the only record of a long training,
             # and a path given by mistake then costs nothing. Checked once staged: the checksum is known.
-            artifacts.check_same_model(run_dir, staging)
+            trained_here = getattr(self, "_trained_in", None) == os.path.realpath(run_dir)
+            artifacts.check_same_model(run_dir, staging, trained_here=trained_here)
         return run_dir
 
     def _state(self):

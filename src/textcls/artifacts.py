@@ -417,13 +417,19 @@ def check_output_paths(run_dir: Path, outputs: dict) -> None:
         seen[key] = option
 
 
-def check_same_model(run_dir: Path, staging: Path) -> None:
+def check_same_model(run_dir: Path, staging: Path, trained_here: bool = False) -> None:
     """A ConfigError when ``run_dir`` holds a saved run of another model (other weights, or
     another ``quantize``) than the one staged in ``staging``, with that run's ``metrics.json`` or
     ``epochs.csv``: a save leaves the files it does not write, and those would then describe the
-    new model. A run without them is replaced as before (a folder saved to again and again)."""
+    new model. A run without them is replaced as before (a folder saved to again and again).
+
+    ``trained_here``: the saving model's own fit trained in ``run_dir``, so its ``epochs.csv`` is
+    that fit's log, not another model's record. Why this matters: a fit into a folder holding a
+    saved run needs ``resume`` (``refuse_finished_run``), so the run there is this training's
+    earlier save, and ``textcls train --resume`` with more epochs saves over it in its work folder."""
     run_dir = Path(run_dir)
-    records = [name for name in (METRICS, EPOCHS_CSV) if os.path.lexists(run_dir / name)]
+    records = [name for name in (METRICS, EPOCHS_CSV)
+               if os.path.lexists(run_dir / name) and not (trained_here and name == EPOCHS_CSV)]
     if not records or not is_saved_run(run_dir):
         return
 

@@ -40,6 +40,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions
                   help="Compact neural text classifiers, reproduced from their papers.")
 
 DEFAULT_DATA = "fine-food"
+CONFUSION_PNG = "confusion_matrix.png"  # train --confusion-png writes it into the run folder
 MEMORY_HINT = ("cap the document length with --set max_length=N (e.g. 500; hierarchical models: "
                "max_sentences / max_sentence_length) or use a smaller --batch-size")
 
@@ -340,12 +341,17 @@ def _train_into(clf, dataset, run_dir: Path, work_dir: Path, *, resume: bool, co
         result["best_epoch"] = clf.fit_result_.best_epoch
         result["dev"] = clf.fit_result_.best_metrics
     work_dir.mkdir(parents=True, exist_ok=True)
+    # A training killed after its save and before finish_run left these, which describe that
+    # earlier model: save_pretrained would refuse the folder for its metrics.json (this model's
+    # own epochs.csv it takes), and a stale confusion matrix would outlive a rerun without it.
+    for name in (artifacts.METRICS, CONFUSION_PNG):
+        (work_dir / name).unlink(missing_ok=True)
     clf.save_pretrained(work_dir)
     artifacts.write_json(work_dir / artifacts.METRICS, result)
     if confusion_png:
         from .eval.plots import plot_confusion  # multi-label runs: one 2 x 2 panel per label
 
-        plot_confusion(test, work_dir / "confusion_matrix.png")
+        plot_confusion(test, work_dir / CONFUSION_PNG)
     artifacts.finish_run(work_dir, run_dir)
     distributed.cleanup()
     return test, seconds
