@@ -121,6 +121,23 @@ def test_a_save_over_another_models_run_and_its_metrics_is_refused_and_writes_no
 
 
 
+def test_a_run_saved_without_a_checksum_saves_over_itself_and_refuses_another_model(fitted_toy, tmp_path):
+    """A run of an older textcls, whose config.json records no weights_sha256, is the same model
+    when its model.safetensors is: loaded and saved again in place, it is replaced as before."""
+    run = tmp_path / "run"
+    fitted_toy.save_pretrained(run)
+    (run / "metrics.json").write_text('{"test": {"accuracy": 1.0}}')
+    config = json.loads((run / "config.json").read_text())
+    del config["weights_sha256"]
+    (run / "config.json").write_text(json.dumps(config))
+    Classifier.from_pretrained(run).save_pretrained(run)
+    assert "weights_sha256" in json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps(config))
+    other = Classifier("tfidf-lr").fit(TOY_TEXTS + ["fine fine poor"], TOY_LABELS + ["neg"])
+    with pytest.raises(ConfigError, match="it holds the run of another model, whose metrics.json would"):
+        other.save_pretrained(run)
+
+
 def test_a_fit_resumed_into_its_saved_run_saves_over_it_and_another_model_still_cannot(tmp_path):
     """A fit into run_dir R writes R's epochs.csv; saved there and resumed with more epochs, it
     trains on and saves its new weights over its earlier save: that epochs.csv is its own log.

@@ -436,9 +436,11 @@ def check_same_model(run_dir: Path, staging: Path, trained_here: bool = False) -
     def model_of(folder: Path) -> tuple:
         try:
             config = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+            # A run saved before config.json recorded the checksum (an older textcls): its file tells.
+            checksum = config.get("weights_sha256") or sha256_file(folder / WEIGHTS)
         except (OSError, UnicodeDecodeError, ValueError):
             return (folder,)  # unreadable now: not the same model
-        return config.get("weights_sha256"), config.get("quantize")
+        return checksum, config.get("quantize")
 
     if model_of(run_dir) != model_of(staging):
         raise ConfigError(f"cannot save to {run_dir}: it holds the run of another model, whose "
