@@ -126,7 +126,11 @@ def test_an_int8_run_exports_to_an_int8_onnx_graph(trec_small, texts, tmp_path, 
     # ... and the summary says so (it read --quantize, which was not given).
     out = capsys.readouterr().out
     assert out.startswith(f"wrote {tmp_path / 'default' / 'model.onnx'} (") and " KiB, int8), " in out
-    assert " (the int8 graph: " in out and len(out.strip().splitlines()) == 1
+    # The written graph's difference leads; the float graph's, which is not written, follows, named.
+    side = json.loads((tmp_path / "default" / "onnx.json").read_text())
+    assert out.endswith(f"; max |onnx - torch| on the check batches {side['int8_max_abs_diff']:.1e} (the float "
+                        f"graph before quantisation: {side['verified_max_abs_diff']:.1e})\n")
+    assert len(out.strip().splitlines()) == 1
 
 
 def _saved(clf, folder):

@@ -1051,11 +1051,13 @@ def export_cmd(
     path = export_onnx(run_dir, output, quantize=quantize, opset=opset)
     side = read_sidecar(output)
     # What was written, from onnx.json, not --quantize: a run quantised in Python exports int8 without it.
+    # The figure first is the written graph's; the float graph an int8 one was quantised from follows.
     int8 = side["quantize"] == "int8"
+    written = side["int8_max_abs_diff" if int8 else "verified_max_abs_diff"]
     typer.echo(f"wrote {path} ({side['onnx_bytes'] / 1024:.0f} KiB{', int8' if int8 else ''}), "
                f"{output / 'onnx.json'} and {output / 'tokenizer.json'}; "
-               f"max |onnx - torch| on the check batches {side['verified_max_abs_diff']:.1e}"
-               + (f" (the int8 graph: {side['int8_max_abs_diff']:.1e})" if int8 else ""))
+               f"max |onnx - torch| on the check batches {written:.1e}"
+               + (f" (the float graph before quantisation: {side['verified_max_abs_diff']:.1e})" if int8 else ""))
 
 
 @app.command()
