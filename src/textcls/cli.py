@@ -582,7 +582,7 @@ def _argument_texts(texts: List[str]) -> List[str]:
     from .inputs import check_texts
 
     texts = check_texts(list(texts), first=1)
-    _refuse_unencodable(texts, lambda i: f"text {i + 1}", from_argv=True)
+    _refuse_unencodable(texts, _text_namer(None, 1), from_argv=True)
     return texts
 
 
@@ -682,6 +682,8 @@ def _input_blocks(path: Optional[Path]):
 
 def _jsonl_items(lines: List[str], where: str, first: int) -> tuple[list, list]:
     """The texts and tasks (None where a line has none) of JSON Lines ``{"text": ..., "task": ...}``."""
+    from .inputs import check_texts
+
     texts, tasks = [], []
     for number, line in enumerate(lines, first):
         try:
@@ -695,10 +697,7 @@ def _jsonl_items(lines: List[str], where: str, first: int) -> tuple[list, list]:
         if not isinstance(record.get("task", ""), (str, type(None))):
             raise DataError(f"{where}:{number}: field \"task\" is {type(record['task']).__name__}, not a task name")
         text = record["text"]
-        if not text or text.isspace():
-            # Not inputs.check_texts: its "text N" would repeat the line's number (one text a line).
-            raise DataError(f"{where}:{number}: field \"text\" is {'only whitespace' if text else 'empty'}; "
-                            "a model cannot classify it, drop the line or give it content")
+        check_texts([text], f"{where}:{number}", first=None)  # the line names it: no "text N" besides
         texts.append(text)
         tasks.append(record.get("task"))
     return texts, tasks
