@@ -545,40 +545,57 @@ def test_a_nul_in_utf16_text_and_utf16_without_a_mark(tmp_path):
                                                       "UTF-16-LE text without a byte-order mark")
 
 
-NUL_CHARACTER = "a NUL character (U+0000) at character {} of the {}, which no text holds: the file is binary or a broken copy"
+NUL_CHARACTER = ("a NUL character (U+0000: a JSON \\u0000 escape, or a string holding it) at character {} of the {}, "
+                 "which no text holds")
 
 
-def _escaped_nul_jsonl(tmp_path, field="text"):
+def _escaped_nul_jsonl(tmp_path, monkeypatch, field="text"):
     """JSON Lines whose line 4 writes a NUL as the escape \\u0000 in ``field``: no NUL byte in the file."""
     rows = [{"text": f"doc {i}", "label": "ab"[i % 2]} for i in range(10)]
     rows[3][field] = rows[3][field][:1] + "\x00" + rows[3][field][1:]
     path = write(tmp_path / f"{field}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     assert b"\x00" not in path.read_bytes()
-    return path
+    return str(path), str(path)
 
 
-def _nul_parquet(tmp_path):
+def _nul_table(folder):
+    folder.mkdir(parents=True, exist_ok=True)
     table = datasets.Dataset.from_dict({"text": [f"doc {i}" if i != 3 else "d\x00oc 3" for i in range(10)],
                                         "label": ["ab"[i % 2] for i in range(10)]})
-    table.to_parquet(str(tmp_path / "d.parquet"))
-    return tmp_path / "d.parquet"
+    table.to_parquet(str(folder / "train-00000-of-00001.parquet"))
+    return folder / "train-00000-of-00001.parquet"
+
+
+def _nul_parquet(tmp_path, monkeypatch):
+    path = _nul_table(tmp_path)
+    return str(path), str(path)
+
+
+def _nul_hub(tmp_path, monkeypatch):
+    """A hub dataset the user names (hf:), offline: a record of it has no file to restore."""
+    _nul_table(tmp_path / "hub" / "someone" / "nul" / "data")
+    monkeypatch.setenv("TEXTCLS_HUB_DIR", str(tmp_path / "hub"))
+    return "hf:someone/nul", "hf:someone/nul train"
 
 
 @pytest.mark.parametrize("make, where, of", [
-    (_escaped_nul_jsonl, "text.jsonl:4", "text"),
-    (lambda tmp_path: _escaped_nul_jsonl(tmp_path, "label"), "label.jsonl:4", "label"),
-    (_nul_parquet, "d.parquet: record 3", "text"),
-], ids=["jsonl-text", "jsonl-label", "parquet"])
-def test_a_nul_character_from_an_escape_or_a_table_is_refused_at_its_record(tmp_path, make, where, of):
+    (_escaped_nul_jsonl, ":4", "text"),
+    (lambda tmp_path, monkeypatch: _escaped_nul_jsonl(tmp_path, monkeypatch, "label"), ":4", "label"),
+    (_nul_parquet, ": record 3", "text"),
+    (_nul_hub, ": record 3", "text"),
+], ids=["jsonl-text", "jsonl-label", "parquet", "hub"])
+def test_a_nul_character_from_an_escape_or_a_table_is_refused_at_its_record(tmp_path, monkeypatch, make, where, of):
     """Until stop 65 a JSON \\u0000 escape (or a parquet string holding U+0000) reached the
-    training text, where a NUL byte in the same file was refused."""
-    path = make(tmp_path)
+    training text, where a NUL byte in the same file was refused. Until its review the message
+    called the file binary or a broken copy and said to restore it: untrue of an escape or a table's
+    string (the file is sound), and a hub record has no file to restore."""
+    source, named = make(tmp_path, monkeypatch)
     problem = NUL_CHARACTER.format(2, of)
-    assert refused(DataError, str(path)) == (
-        f"{tmp_path / where}: {problem}; restore the file from a good copy, or remove the character, "
+    assert refused(DataError, source) == (
+        f"{named}{where}: {problem}; remove it from the record, "
         'or pass on_bad_record="skip" (CLI: --on-bad-record skip) to skip and count it')
-    skipped = load_dataset(str(path), on_bad_record="skip")
-    assert skipped.skipped == [f"{tmp_path / where}: {problem}"]
+    skipped = load_dataset(source, on_bad_record="skip")
+    assert skipped.skipped == [f"{named}{where}: {problem}"]
     assert sum(map(len, skipped.splits.values())) == 9
     assert not any("\x00" in t for split in skipped.splits.values() for t in split["text"])
     assert "\x00" not in "".join(skipped.label_names)

@@ -230,7 +230,7 @@ class RecordBuffer:
         # otherwise (a JSON \u0000 escape, a parquet or hub string), whatever the format.
         for of, value in (("text", text), *(("label", name) for name in names)):
             if "\x00" in value:
-                self.reject(where, *nul_character_problem(value.index("\x00") + 1, f" of the {of}"))
+                self.reject(where, *nul_in_record_problem(value.index("\x00") + 1, of))
                 return False
         if self.known_labels is not None:
             unknown = next((name for name in names if name not in self.known_labels), None)
@@ -617,11 +617,18 @@ def nul_byte_problem(character: int) -> tuple[str, str]:
             "or in another encoding (UTF-16, for one)", "restore the file from a good copy, or remove the byte")
 
 
-def nul_character_problem(character: int, of: str = "") -> tuple[str, str]:
-    """``nul_byte_problem`` for a U+0000 that was decoded (UTF-16/32, a JSON ``\\u0000`` escape, a
-    parquet string), not read as a byte; ``of`` names what holds it (" of the text")."""
-    return (f"a NUL character (U+0000) at character {character}{of}, which no text holds: the file is binary or a "
+def nul_character_problem(character: int) -> tuple[str, str]:
+    """``nul_byte_problem`` for a U+0000 decoded from a UTF-16/32 file's bytes, not read as a byte."""
+    return (f"a NUL character (U+0000) at character {character}, which no text holds: the file is binary or a "
             "broken copy", "restore the file from a good copy, or remove the character")
+
+
+def nul_in_record_problem(character: int, of: str = "text") -> tuple[str, str]:
+    """A U+0000 in a record's ``of`` ("text", "label") that no NUL byte carried: a JSON ``\\u0000``
+    escape, or a parquet or hub string holding it. The file around it is sound (its bytes passed the
+    line checks), and a hub record has no file to restore, so the advice is about the record alone."""
+    return (f"a NUL character (U+0000: a JSON \\u0000 escape, or a string holding it) at character {character} of "
+            f"the {of}, which no text holds", "remove it from the record")
 
 
 def _reject_inner_carriage_return(path, lineno: int, buffer: RecordBuffer) -> None:
