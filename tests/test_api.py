@@ -242,6 +242,42 @@ def test_a_live_saves_staging_folder_is_kept_whatever_its_pid_reads_as_elsewhere
         assert (run / running / "model.safetensors").read_bytes() == b"half"
 
 
+@pytest.mark.parametrize("code", ["ENOLCK", "ENOSYS", "EOPNOTSUPP", "EINVAL"])
+def test_a_save_where_the_filesystem_has_no_locks_goes_on_unlocked_and_leaves_nothing(fitted_toy, tmp_path,
+                                                                                     monkeypatch, code):
+    """NFS without lockd answers flock with ENOLCK, Lustre mounted without -o flock with ENOSYS
+    (others EOPNOTSUPP or EINVAL). The save goes on without the lock, its staging folder under the
+    .claiming. name that no cleanup deletes (an unlocked .saving. folder would look dead), and
+    leaves neither that folder nor its lock file nor an open descriptor; another save's locked
+    folder is not cleaned there (its lock cannot be read)."""
+    import fcntl
+
+    def no_locks(fd, operation):
+        raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)))
+
+    run = tmp_path / "run"
+    fitted_toy.save_pretrained(run)
+    earlier = run / ".saving.earl13r0.tmp"  # a save's from when the locks worked
+    earlier.mkdir()
+    (earlier / artifacts.STAGING_LOCK).touch()
+    (earlier / "model.safetensors").write_bytes(b"half")
+    staged, write_run = [], artifacts.write_run
+
+    def recording_write_run(staging, *args):
+        staged.append((staging.name, sorted(os.listdir(staging))))
+        return write_run(staging, *args)
+
+    monkeypatch.setattr(artifacts, "write_run", recording_write_run)
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    fds = len(os.listdir("/proc/self/fd"))
+    fitted_toy.save_pretrained(run)
+    assert len(staged) == 1 and staged[0][0].startswith(".claiming.") and staged[0][1] == [], staged
+    assert sorted(os.listdir(run)) == [earlier.name, "config.json", "model.safetensors"]
+    assert sorted(os.listdir(earlier)) == [artifacts.STAGING_LOCK, "model.safetensors"]
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert Classifier.from_pretrained(run).predict(["good great"])[0] == "pos"
+
+
 def test_a_run_folder_that_is_a_symlink_elsewhere_saves_and_loads(fitted_lr, tmp_path):
     """The save is staged inside the folder: a run folder that links to another filesystem (here
     /dev/shm, a tmpfs, where the machine has one) takes renames, not copies. Staging beside the

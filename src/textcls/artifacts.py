@@ -62,9 +62,12 @@ FORMAT_VERSION = 2
 _TEMPORARY = re.compile(r"^(\..+\.[A-Za-z0-9_]+\.tmp|.+\.tmp-\d+)$")
 # staged_run's folder is made as ".claiming.<random>.tmp", locked through its STAGING_LOCK file and
 # only then renamed ".saving.<random>.tmp" (both _TEMPORARY's names): a later save deletes a
-# ".saving.*.tmp" folder whose lock it can take, and never looks at a ".claiming." one.
+# ".saving.*.tmp" folder whose lock it can take, and never looks at a ".claiming." one (which is
+# also what an unlocked save keeps, where the filesystem takes no locks).
 _SAVING, _CLAIMING = ".saving.", ".claiming."
 STAGING_LOCK = ".staging.lock"
+# What flock raises where the filesystem takes no locks at all: a save there goes on unlocked.
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL})
 # The stagings this process holds: over NFS, flock is a POSIX lock, which the process's own second
 # lock attempt would get, and whose close would drop the owner's lock.
 _OWN_STAGINGS: set[str] = set()
@@ -467,7 +470,8 @@ def staged_run(run_dir: Path, last: str = CONFIG):
     does not write stay (``check_same_model`` keeps a run's metrics from then describing another
     model). The staging folder is locked for the whole save (``_claim_staging``); a process killed
     meanwhile leaves it behind unlocked, and the next ``staged_run`` into the folder deletes it
-    (``_remove_dead_stagings``)."""
+    (``_remove_dead_stagings``). Where the filesystem takes no locks, the save goes on unlocked and
+    a killed one's folder is left."""
     run_dir = Path(run_dir)
     check_no_symlink_loop(run_dir)
     # A symlink to a missing folder is followed, as atomic_write_bytes follows one to a missing
@@ -507,14 +511,28 @@ def _claim_staging(run_dir: Path) -> tuple[Path, int | None]:
     where another save would take a live save's folder for a dead one. The kernel drops the lock
     when its process dies, however it dies and wherever it is seen from. The folder is locked
     under a name the cleanup ignores and renamed only then, so no save can ever find a
-    ``.saving.`` folder that its owner has not locked yet."""
+    ``.saving.`` folder that its owner has not locked yet.
+
+    Where the filesystem takes no locks (``_NO_LOCKS``: NFS without lockd, Lustre without ``-o
+    flock``) or there is no ``fcntl`` (Windows), the save goes on unlocked, as saves did before the
+    lock: the folder keeps its ``.claiming.`` name, which no cleanup deletes, so a save killed there
+    leaves it for the user, and the fd returned is None."""
     claim = Path(tempfile.mkdtemp(dir=run_dir, prefix=_CLAIMING, suffix=".tmp"))
     staging = claim.with_name(_SAVING + claim.name[len(_CLAIMING):])
     fd = None
     try:
         if _fcntl is not None:
             fd = os.open(claim / STAGING_LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-            _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)  # nobody else knows the folder yet: never busy
+            try:
+                _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)  # nobody else knows the folder yet: never busy
+            except OSError as err:
+                if err.errno not in _NO_LOCKS:
+                    raise
+                os.close(fd)
+                fd = None
+                os.unlink(claim / STAGING_LOCK)  # closed first: NFS would keep an open file as .nfsXXXX
+        if fd is None:
+            return claim, None
         os.rename(claim, staging)  # os.rename, not replace: a folder there by that name makes it fail
         _OWN_STAGINGS.add(os.path.realpath(staging))
     except BaseException:
