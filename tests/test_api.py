@@ -200,7 +200,8 @@ def test_a_save_deletes_the_staging_folders_of_killed_saves_and_keeps_live_ones(
     """A save killed half-way leaves its staging folder; the next save into the folder deletes it
     (its lock is free: the kernel dropped it with the process), and leaves the one of a save still
     going on beside it (locked), one with no lock file (an older textcls: nothing tells whether
-    its save goes on), and a folder still being claimed (locked only once it is there)."""
+    its save goes on; an empty one is deleted, as no live save's is empty), and a folder still
+    being claimed (locked only once it is there)."""
     run = tmp_path / "run"
     fitted_toy.save_pretrained(run)
     with _live_save(run) as running:
@@ -209,6 +210,8 @@ def test_a_save_deletes_the_staging_folders_of_killed_saves_and_keeps_live_ones(
         others = {f".saving.{socket.gethostname()}.{killed.pid}.0th3r.tmp", ".saving.0ldn4m3.tmp"}
         for name in others:
             (run / name).mkdir()
+            (run / name / "model.safetensors").write_bytes(b"older")
+        (run / ".saving.3mpty.tmp").mkdir()
         (run / ".claiming.n3w.tmp").mkdir()
         (run / ".claiming.n3w.tmp" / artifacts.STAGING_LOCK).touch()
         fitted_toy.save_pretrained(run)

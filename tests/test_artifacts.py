@@ -326,6 +326,64 @@ def test_staged_run_holds_its_lock_for_the_whole_save_and_never_moves_it_in(tmp_
     assert sorted(p.name for p in run.iterdir()) == ["config.json", "model.safetensors"] and open_fds() == before
 
 
+def _open_lock_files():
+    """The paths of the lock files this process has open (as /proc/self/fd reads them)."""
+    paths = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the fd listdir itself used, closed by now
+        if f"/{artifacts.STAGING_LOCK}" in target:
+            paths.append(target)
+    return paths
+
+
+def test_a_staging_folder_loses_its_lock_file_last_and_only_once_it_is_closed(tmp_path, monkeypatch):
+    """On NFS, deleting a file that is still open renames it .nfsXXXX, and the folder's rmdir then
+    fails: an empty .saving.*.tmp would stay for ever. So a save's own staging folder (on success
+    and on failure) and a killed save's (the cleanup) are emptied but for the lock file, the lock is
+    closed, and only then is the lock file unlinked, the folder last."""
+    run = tmp_path / "run"
+    dead = run / ".saving.d3ad.tmp"
+    (dead / "sub").mkdir(parents=True)
+    (dead / "sub" / "x").write_bytes(b"x")
+    (dead / "model.safetensors").write_bytes(b"half")
+    (dead / artifacts.STAGING_LOCK).touch()
+    seen, unlink = [], os.unlink
+
+    def recording_unlink(path, *, dir_fd=None):
+        if os.path.basename(path) == artifacts.STAGING_LOCK:
+            folder = os.path.dirname(path) if dir_fd is None else dir_fd
+            seen.append((_open_lock_files(), sorted(os.listdir(folder))))
+        return unlink(path, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "unlink", recording_unlink)
+    with artifacts.staged_run(run) as staging:
+        artifacts.atomic_write_bytes(staging / "config.json", b"{}")
+    with pytest.raises(OSError, match="disk full"):
+        with artifacts.staged_run(run) as staging:
+            artifacts.atomic_write_bytes(staging / "model.safetensors", b"half")
+            raise OSError(errno.ENOSPC, "disk full")
+    assert seen == [([], [artifacts.STAGING_LOCK])] * 3
+    assert sorted(os.listdir(run)) == ["config.json"]
+
+
+def test_the_cleanup_deletes_an_empty_saving_folder_and_keeps_one_with_files_and_no_lock(tmp_path):
+    """An empty .saving.*.tmp folder has no live owner: a live save's holds its lock file from
+    before it gets the name until it is emptied (what an NFS delete of an open lock file left, see
+    above). One with files and no lock file (an older textcls) is kept, as is a .claiming. one."""
+    run = tmp_path / "run"
+    empty, unknown, claiming = run / ".saving.3mpty.tmp", run / ".saving.0ldn4m3.tmp", run / ".claiming.n3w.tmp"
+    for folder in (empty, unknown, claiming):
+        folder.mkdir(parents=True)
+    (unknown / "model.safetensors").write_bytes(b"half")
+    with artifacts.staged_run(run) as staging:
+        artifacts.atomic_write_bytes(staging / "config.json", b"{}")
+    assert sorted(os.listdir(run)) == [claiming.name, unknown.name, "config.json"]
+    assert os.listdir(unknown) == ["model.safetensors"]
+
+
 # ----------------------------------------------------------------------------- the run's own files
 
 

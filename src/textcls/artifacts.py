@@ -544,22 +544,48 @@ def _claim_staging(run_dir: Path) -> tuple[Path, int | None]:
 
 
 def _release_staging(staging: Path, lock: int | None) -> None:
-    # Deleted while still locked: a save that would clean it up meanwhile finds it busy.
     try:
-        shutil.rmtree(staging, ignore_errors=True)
+        _delete_staging(staging, lock)
     finally:
         _OWN_STAGINGS.discard(os.path.realpath(staging))
+
+
+def _delete_staging(folder: Path, lock: int | None) -> None:
+    """Delete a staging folder whose lock ``lock`` this process holds (or an unlocked one), closing
+    the lock: everything but ``STAGING_LOCK`` first, while still locked (a save that would clean
+    the folder up meanwhile finds it busy), then the lock closed, its file unlinked, the folder
+    removed. Why this order: on NFS, deleting a file that is still open renames it ``.nfsXXXX``
+    instead, and the folder, no longer empty, would stay. What is gone already (another save's
+    cleanup once the lock was closed) is no error."""
+    try:
+        with contextlib.suppress(OSError):
+            for path in folder.iterdir():
+                if path.name == STAGING_LOCK:
+                    continue
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+    finally:
         if lock is not None:
             os.close(lock)
+    with contextlib.suppress(OSError):
+        os.unlink(folder / STAGING_LOCK)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
 
 
 def _remove_dead_stagings(run_dir: Path) -> None:
     """Delete the staging folders in ``run_dir`` that killed saves left: a ``.saving.*.tmp``
     folder whose ``STAGING_LOCK`` a non-blocking ``flock`` takes has no live owner (the kernel
     drops a lock with its process, in every PID namespace; over NFS Linux emulates flock with
-    POSIX locks, which the server keeps). The lock is held while the folder is deleted. A folder
-    with no lock file (a save of a textcls before the lock, or on Windows) is left: nothing tells
-    whether its save is still going on."""
+    POSIX locks, which the server keeps). The lock is held while the folder is emptied
+    (``_delete_staging``). An empty one goes too: a live save's holds its lock file from before
+    it has the ``.saving.`` name until it is emptied, so an empty one is what a delete that NFS
+    kept the lock file of left. A folder with files and no lock file (a save of a textcls before
+    the lock) is left: nothing tells whether its save is still going on. Where flock fails (the
+    filesystem takes no locks) a folder counts as locked, and is left."""
     if _fcntl is None:
         return
     with contextlib.suppress(OSError):
@@ -571,16 +597,15 @@ def _remove_dead_stagings(run_dir: Path) -> None:
             try:
                 fd = os.open(path / STAGING_LOCK, os.O_RDWR | os.O_NOFOLLOW)
             except OSError:
-                continue  # no lock file (or not a folder): not one to judge
+                with contextlib.suppress(OSError):
+                    path.rmdir()  # only if empty; else (or not a folder) not one to judge
+                continue
             try:
                 _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
                 continue  # locked: a live save's
-            try:
-                shutil.rmtree(path, ignore_errors=True)
-            finally:
-                os.close(fd)
+            _delete_staging(path, fd)
 
 
 def read_weights(run_dir: Path, config: dict, allow_inf: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
