@@ -601,6 +601,20 @@ def test_a_nul_character_from_an_escape_or_a_table_is_refused_at_its_record(tmp_
     assert "\x00" not in "".join(skipped.label_names)
 
 
+def test_the_nul_check_names_the_first_field_that_holds_one():
+    """RecordBuffer.add scans a record whole and looks for the field only on a hit (every record of
+    every load passes there): the field and character named are still the first ones."""
+    from textcls.data.readers import RecordBuffer
+
+    buffer = RecordBuffer("skip")
+    assert not buffer.add("w:1", "clean", ["a", "bb\x00"])
+    assert not buffer.add("w:2", "tex\x00t", ["a\x00"])
+    assert not buffer.add("w:3", "text", "\x00b")
+    assert buffer.add("w:4", "text", ["a", "b"]) and buffer.texts == ["text"]
+    assert buffer.skipped == [f"w:1: {NUL_CHARACTER.format(3, 'label')}", f"w:2: {NUL_CHARACTER.format(4, 'text')}",
+                              f"w:3: {NUL_CHARACTER.format(1, 'label')}"]
+
+
 def test_a_nul_byte_exits_2_with_one_line(tmp_path, capsys):
     from textcls.cli import main
 
