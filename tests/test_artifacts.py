@@ -369,6 +369,22 @@ def test_a_staging_folder_loses_its_lock_file_last_and_only_once_it_is_closed(tm
     assert sorted(os.listdir(run)) == ["config.json"]
 
 
+def test_a_staging_folder_is_the_processs_own_before_it_has_its_saving_name(tmp_path, monkeypatch):
+    """Over NFS flock is a POSIX lock, which a sibling thread's cleanup would take too (and drop
+    with its close): a folder must be in _OWN_STAGINGS before any thread can see its .saving. name."""
+    seen, rename = [], os.rename
+
+    def recording_rename(src, dst, *args, **kwargs):
+        if os.path.basename(dst).startswith(".saving."):
+            seen.append(os.path.realpath(dst) in artifacts._OWN_STAGINGS)
+        return rename(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", recording_rename)
+    with artifacts.staged_run(tmp_path / "run") as staging:
+        assert os.path.realpath(staging) in artifacts._OWN_STAGINGS
+    assert seen == [True] and not artifacts._OWN_STAGINGS
+
+
 def test_the_cleanup_deletes_an_empty_saving_folder_and_keeps_one_with_files_and_no_lock(tmp_path):
     """An empty .saving.*.tmp folder has no live owner: a live save's holds its lock file from
     before it gets the name until it is emptied (what an NFS delete of an open lock file left, see

@@ -533,12 +533,11 @@ def _claim_staging(run_dir: Path) -> tuple[Path, int | None]:
                 os.unlink(claim / STAGING_LOCK)  # closed first: NFS would keep an open file as .nfsXXXX
         if fd is None:
             return claim, None
-        os.rename(claim, staging)  # os.rename, not replace: a folder there by that name makes it fail
-        _OWN_STAGINGS.add(os.path.realpath(staging))
+        _OWN_STAGINGS.add(os.path.realpath(staging))  # before a sibling thread can see the name
+        os.rename(claim, staging)
     except BaseException:
-        if fd is not None:
-            os.close(fd)
-        shutil.rmtree(claim, ignore_errors=True)
+        _OWN_STAGINGS.discard(os.path.realpath(staging))
+        _delete_staging(claim if os.path.lexists(claim) else staging, fd)
         raise
     return staging, fd
 
