@@ -87,8 +87,10 @@ def load_hub(
     spec: HubSpec,
     options: ReadOptions,
     why: str,
+    as_published: bool = False,
 ) -> TextDataset:
-    """Records from a hub dataset (or its ``$TEXTCLS_HUB_DIR`` copy) following ``spec``."""
+    """Records from a hub dataset (or its ``$TEXTCLS_HUB_DIR`` copy) following ``spec``;
+    ``as_published`` for a catalogue corpus (``RecordBuffer``'s)."""
     hub = load_hub_dict(spec.hub_id, spec.config, why)
     available = list(hub.keys())
     text_fields = options.text_columns or spec.text_fields
@@ -117,7 +119,8 @@ def load_hub(
     for ours, theirs in spec.splits:
         if theirs not in hub:
             continue
-        buf = buffers[ours] = RecordBuffer(options.on_bad_record, skip_empty_text=spec.published_empty)
+        buf = buffers[ours] = RecordBuffer(options.on_bad_record, skip_empty_text=spec.published_empty,
+                                            as_published=as_published)
         names, left_out = readers.read_table(
             hub[theirs],
             buf,

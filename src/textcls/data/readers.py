@@ -42,7 +42,8 @@ record like any other.
 Bad records (empty text, missing or empty label, undecodable line, a NUL byte, a U+0000 in
 a text or label however it got there (a JSON ``\\u0000`` escape, a parquet string), unknown
 label, malformed row) raise a one-line ``DataError`` naming the file and line, or with
-``on_bad_record="skip"`` are skipped and listed in ``TextDataset.skipped``.
+``on_bad_record="skip"`` are skipped and listed in ``TextDataset.skipped``. A catalogue corpus
+keeps a U+0000 in its strings as published (``RecordBuffer``'s ``as_published``).
 """
 
 from __future__ import annotations
@@ -170,11 +171,16 @@ class RecordBuffer:
     else (a blank line a user inserted) is a bad record like in any other file. With
     ``published_empty_key`` (a JSON field, reuters' ``"id"``) the mapping holds that field's
     values instead of lines: a rebuild that orders the records otherwise keeps them.
+
+    ``as_published``: the records are a catalogue corpus (a local copy or the hub's), whose
+    strings are kept as published, a U+0000 in a text or label included (see ``add``).
     """
 
     def __init__(self, on_bad_record: str = "error", skip_empty_text: bool | Mapping[str, Collection[Any]] = False,
-                 known_labels: Sequence[str] | None = None, published_empty_key: str | None = None):
+                 known_labels: Sequence[str] | None = None, published_empty_key: str | None = None,
+                 as_published: bool = False):
         self.on_bad_record = on_bad_record
+        self.as_published = as_published
         self.skip_empty_text = skip_empty_text
         self.published_empty_key = published_empty_key
         # A published corpus's classes (imdb's two, reuters' ten topics): a label outside them is
@@ -228,7 +234,14 @@ class RecordBuffer:
         # Text files refuse a NUL byte line by line; this catches the U+0000 that reaches a record
         # otherwise (a JSON \u0000 escape, a parquet or hub string), whatever the format. Every
         # record passes here, so the clean case is two substring scans; only a hit looks for where.
-        if "\x00" in text or "\x00" in ("".join(label) if is_list else label):
+        # A catalogue corpus is read as published instead: its user cannot fix it (a hub copy, all
+        # there is of dbpedia, yelp, amazon... without a local one, cannot even be scanned before
+        # it is loaded), so a refusal would end every default load of it; skipping would drop
+        # records every other user of the corpus trains and tests on and move its splits off their
+        # published sizes (catalog.py's split_sizes). A U+0000 there is a character of the corpus,
+        # which the tokenizers read like any other; a NUL byte in a local copy's text file is
+        # still refused at its line, as a broken copy.
+        if not self.as_published and ("\x00" in text or "\x00" in ("".join(label) if is_list else label)):
             self._reject_nul_character(where, text, label if is_list else [label])
             return False
         if self.known_labels is not None:
