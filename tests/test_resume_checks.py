@@ -3,6 +3,7 @@ is kept: a model that writes no checkpoints (tfidf-lr, an ensemble), another pre
 changed number of epochs under a schedule that decays over them (fasttext-bag's linear-decay)."""
 
 import hashlib
+import shutil
 
 import pytest
 
@@ -106,6 +107,20 @@ def test_fit_into_a_finished_run_without_resume_is_refused_before_training(finis
     assert message.startswith(f"{finished}: holds a finished run already") and "\n" not in message
     assert "pass another run_dir" in message and "save_pretrained" in message
     assert _digest(finished) == before
+
+
+def test_a_model_fitted_with_resume_into_another_models_saved_run_cannot_save_over_it(finished, trec_small):
+    """A fit with resume into a saved run of another model whose checkpoint/ was deleted: tfidf-lr
+    writes no checkpoint and no epochs.csv, so it never trained there, and the run's epochs.csv is
+    that model's record. It was taken for the fit's own log (the folder counted as the one the fit
+    trained in), and tfidf-lr saved over the fasttext-bag run, epochs.csv then describing it."""
+    shutil.rmtree(finished / "checkpoint")
+    before = _digest(finished)
+    other = Classifier("tfidf-lr").fit_dataset(trec_small, run_dir=finished, resume=True)
+    with pytest.raises(ConfigError, match=f"^cannot save to {finished}: it holds the run of another model, whose "
+                                          "epochs.csv would then describe this one"):
+        other.save_pretrained(finished)
+    assert _digest(finished) == before and Classifier.from_pretrained(finished).model == "fasttext-bag"
 
 
 def test_the_engine_refuses_a_finished_run_too(finished, trec_small):

@@ -135,7 +135,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
         estimator = estimator_for(preset).fit(dataset, run_dir=run_dir, resume=resume, progress=self.progress,
                                               device=self.device)
         self._adopt(estimator, np.array(dataset.label_names), dataset.multi_label, dataset.task_names, dataset.name)
-        self._trained_in = os.path.realpath(run_dir) if run_dir is not None else None  # save_pretrained's check
+        # save_pretrained's check: only a training that wrote its epochs.csv there (the engine's)
+        # trained in run_dir; a classic model's resume into another model's run trained nowhere.
+        self._trained_in = os.path.realpath(run_dir) if run_dir is not None and estimator.resumable else None
         return self
 
     def _adopt(self, estimator: Estimator, classes, multi_label, task_names, dataset_name) -> None:

@@ -426,10 +426,12 @@ def check_same_model(run_dir: Path, staging: Path, trained_here: bool = False) -
     ``epochs.csv``: a save leaves the files it does not write, and those would then describe the
     new model. A run without them is replaced as before (a folder saved to again and again).
 
-    ``trained_here``: the saving model's own fit trained in ``run_dir``, so its ``epochs.csv`` is
-    that fit's log, not another model's record. Why this matters: a fit into a folder holding a
-    saved run needs ``resume`` (``refuse_finished_run``), so the run there is this training's
-    earlier save, and ``textcls train --resume`` with more epochs saves over it in its work folder."""
+    ``trained_here``: the saving model's own fit trained in ``run_dir`` (the engine's training,
+    which writes ``epochs.csv`` there; a classic model or an ensemble never trains there), so its
+    ``epochs.csv`` is that fit's log, not another model's record. Why this matters: a training into
+    a folder holding a saved run needs ``resume`` (``refuse_finished_run``) and that folder's
+    checkpoint, so the run there is this training's earlier save, and ``textcls train --resume``
+    with more epochs saves over it in its work folder."""
     run_dir = Path(run_dir)
     records = [name for name in (METRICS, EPOCHS_CSV)
                if os.path.lexists(run_dir / name) and not (trained_here and name == EPOCHS_CSV)]
