@@ -73,6 +73,20 @@ def test_a_nul_byte_is_named_by_line_and_character_in_the_readers_words(capsys, 
         "copy, or in another encoding (UTF-16, for one); restore the file from a good copy, or remove the byte\n")
 
 
+@pytest.mark.parametrize("fmt", ["text", "jsonl"])
+def test_a_nul_byte_on_stdin_is_worded_for_a_stream(capsys, monkeypatch, fmt):
+    """Until the review of stop 65 `printf 'a\\nb\\0c\\n' | textcls predict RUN --input -` said
+    "stdin:2: ... the file is binary, a broken copy ...; restore the file from a good copy": stdin
+    has no file to restore."""
+    line = '{"text": "b\x00c"}' if fmt == "jsonl" else "b\x00c"
+    data = (("{\"text\": \"a\"}" if fmt == "jsonl" else "a") + "\n" + line + "\n").encode()
+    code, rows, err = _predict(capsys, monkeypatch, "--input", "-", "--format", fmt, stdin=data, block=1 << 20)
+    at = line.index("\x00") + 1
+    assert code == 2 and len(rows) == 0 and err == (
+        f"error: stdin:2: a NUL byte (0x00) at character {at}, which no text holds: the input is binary or in another "
+        "encoding (UTF-16, for one); fix what pipes into it, or remove the byte there\n")
+
+
 @pytest.mark.parametrize("source", ["file", "stdin"])
 def test_a_json_escaped_nul_is_refused_at_its_line_as_training_refuses_it(capsys, monkeypatch, tmp_path, source):
     """{"text": "a\\u0000b"} holds no NUL byte, so the line check passed it and, until the review

@@ -757,7 +757,7 @@ def read_texts(data: bytes, where: str, first_line: int = 1) -> List[str]:
         if "\x00" in line:
             from .data.readers import nul_byte_problem  # only here: it imports datasets (a second)
 
-            reason, fix = nul_byte_problem(line.index("\x00") + 1)
+            reason, fix = nul_byte_problem(line.index("\x00") + 1, stream=where == "stdin")
             raise DataError(f"{where}:{number}: {reason}; {fix}")
         if not line.strip():
             raise DataError(f"{where}:{number}: blank line; a model cannot classify an empty text: remove the line")

@@ -625,9 +625,13 @@ def _reject_nul(where: str, character: int, buffer: RecordBuffer, raw: bytes | N
     buffer.reject(where, *nul_byte_problem(character))
 
 
-def nul_byte_problem(character: int) -> tuple[str, str]:
+def nul_byte_problem(character: int, stream: bool = False) -> tuple[str, str]:
     """What a NUL byte at ``character`` of a line means, and what to do; ``textcls predict
-    --input`` says the same of its files."""
+    --input`` says the same of its files and, with ``stream``, of stdin, which has no file to
+    restore: what pipes into it is at fault."""
+    if stream:
+        return (f"a NUL byte (0x00) at character {character}, which no text holds: the input is binary or in "
+                "another encoding (UTF-16, for one)", "fix what pipes into it, or remove the byte there")
     return (f"a NUL byte (0x00) at character {character}, which no text holds: the file is binary, a broken copy, "
             "or in another encoding (UTF-16, for one)", "restore the file from a good copy, or remove the byte")
 
