@@ -449,7 +449,7 @@ overrides = {overrides}
                                          ([1], 100), (1, -1), (1, 2.0), (1, "x"), (1, None), (1.5, 2.5)])
 def test_the_peers_logistic_regression_values_are_checked_without_scikit_learns_private_method(
         monkeypatch, C, max_iter):
-    """``LogisticRegression._validate_params`` is private and missing before scikit-learn 1.2:
+    """``LogisticRegression._validate_params`` is private, so a later scikit-learn may drop it:
     without it the peers refuse the same values in the same words."""
     from sklearn.base import BaseEstimator
 

@@ -126,7 +126,8 @@ def _check_logistic_regression(peer: str, C, max_iter, seed) -> None:
                               "not true or false")
     model = LogisticRegression(C=C, max_iter=max_iter, random_state=seed)
     try:
-        # Private, and missing before scikit-learn 1.2, which checks its values in fit alone.
+        # Private: every scikit-learn that pyproject allows (>= 1.3) has it, but no release promises
+        # to keep it, and without it the values would be checked in fit alone, after the encoder.
         if hasattr(model, "_validate_params"):
             model._validate_params()
         else:
@@ -136,7 +137,8 @@ def _check_logistic_regression(peer: str, C, max_iter, seed) -> None:
 
 
 def _check_logistic_regression_values(C, max_iter) -> None:
-    """scikit-learn's rules for ``C`` and ``max_iter`` (those of 1.2 on), in its words."""
+    """scikit-learn's rules for ``C`` and ``max_iter``, in its words (a test holds them to the
+    installed release's), for a release without the private ``_validate_params``."""
     if not is_number(C) or not C > 0:  # NaN too
         raise ValueError("The 'C' parameter of LogisticRegression must be a float in the range (0.0, inf]. "
                          f"Got {C!r} instead.")
