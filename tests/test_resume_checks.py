@@ -96,16 +96,33 @@ def finished(interrupted, trec_small):
     return run_dir
 
 
-@pytest.mark.parametrize("model", ["fasttext-bag", "tfidf-lr"])
-def test_fit_into_a_finished_run_without_resume_is_refused_before_training(finished, trec_small, model):
+def test_fit_into_a_finished_run_without_resume_is_refused_before_training(finished, trec_small):
     # Was: the training rewrote the saved run's epochs.csv (and its checkpoint) from its first epoch.
     before = _digest(finished)
     with pytest.raises(ConfigError) as info:
-        Classifier(model, epochs=1, params=SMALL if model == "fasttext-bag" else None).fit_dataset(
-            trec_small, run_dir=finished)
+        Classifier("fasttext-bag", epochs=1, params=SMALL).fit_dataset(trec_small, run_dir=finished)
     message = str(info.value)
     assert message.startswith(f"{finished}: holds a finished run already") and "\n" not in message
     assert "pass another run_dir" in message and "save_pretrained" in message
+    assert _digest(finished) == before
+
+
+@pytest.mark.parametrize("model", ["tfidf-lr", "ensemble"])
+def test_a_model_that_writes_nothing_into_run_dir_fits_into_a_saved_run_as_before(finished, trec_small, model):
+    """tfidf-lr and the ensemble write neither epochs.csv nor checkpoint/ into run_dir, so a fit
+    with run_dir=R leaves a saved run in R as it was: a daily retrain, fit_dataset(run_dir=R) then
+    save_pretrained(R), goes on working (it was refused after its first day, as a training that
+    would rewrite R's files). Its save over another model's run is still refused, by its records."""
+    daily = finished.with_name("daily")
+    for _ in range(2):
+        Classifier(model).fit_dataset(trec_small, run_dir=daily).save_pretrained(daily)
+        assert sorted(p.name for p in daily.iterdir()) == ["config.json", "model.safetensors"]
+    before = _digest(finished)
+    other = Classifier(model).fit_dataset(trec_small, run_dir=finished)
+    assert _digest(finished) == before
+    with pytest.raises(ConfigError, match=f"^cannot save to {finished}: it holds the run of another model, whose "
+                                          "epochs.csv would then describe this one"):
+        other.save_pretrained(finished)
     assert _digest(finished) == before
 
 

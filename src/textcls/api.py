@@ -122,18 +122,19 @@ class Classifier(ClassifierMixin, BaseEstimator):
     def fit_dataset(self, dataset: TextDataset, *, run_dir: str | Path | None = None,
                     resume: bool = False) -> "Classifier":
         """Train on ``dataset``'s train split (and dev, for epoch selection); with ``run_dir``
-        the training writes its epoch log and checkpoint there (``resume`` continues it); a folder
-        holding a saved run is refused unless ``resume``."""
+        a neural model's training writes its epoch log and checkpoint there (``resume`` continues
+        it), and refuses a folder holding a saved run unless ``resume``; a classic model or an
+        ensemble writes nothing there."""
         if not isinstance(dataset, TextDataset):
             raise ConfigError(f"fit_dataset takes a TextDataset (textcls.data.load_dataset), not a "
                               f"{type(dataset).__name__}; for texts and labels call fit(X, y)")
         if run_dir is not None:
             check_folder_path("run_dir", check_path("run_dir", run_dir))
-            # The engine refuses too, but after preparing the data, and classic models never reach it.
-            artifacts.refuse_finished_run(run_dir, resume)
         preset = get_preset(self.model).with_overrides(**self._overrides())
-        estimator = estimator_for(preset).fit(dataset, run_dir=run_dir, resume=resume, progress=self.progress,
-                                              device=self.device)
+        estimator = estimator_for(preset)
+        if estimator.resumable:  # the engine refuses too, but only after preparing the data
+            artifacts.refuse_finished_run(run_dir, resume)
+        estimator.fit(dataset, run_dir=run_dir, resume=resume, progress=self.progress, device=self.device)
         self._adopt(estimator, np.array(dataset.label_names), dataset.multi_label, dataset.task_names, dataset.name)
         # save_pretrained's check: only a training that wrote its epochs.csv there (the engine's)
         # trained in run_dir; a classic model's resume into another model's run trained nowhere.

@@ -813,12 +813,15 @@ def _remove_empty(folders: list) -> None:
 
 
 def refuse_finished_run(run_dir, resume: bool) -> None:
-    """Refuse a Python fit without ``resume`` into ``run_dir`` when it holds a saved run.
+    """Refuse a Python training without ``resume`` into ``run_dir`` when it holds a saved run; for
+    a training that writes there (the engine's: ``Estimator.resumable``).
 
     The training would rewrite the run's epochs.csv and checkpoint/ from its first epoch, so the
     run's files would no longer describe its model. ``check_run_dir`` refuses any folder that is
     there for ``textcls train``; a Python fit takes a folder that is not a run yet, as the usual
-    ``fit_dataset(run_dir=R)`` then ``save_pretrained(R)`` trains into R before saving there."""
+    ``fit_dataset(run_dir=R)`` then ``save_pretrained(R)`` trains into R before saving there. A
+    fit that writes nothing there (a classic model, an ensemble) leaves the run as it was, and its
+    save over it is ``check_same_model``'s to judge."""
     if run_dir is not None and not resume and is_saved_run(run_dir):
         raise ConfigError(f"{run_dir}: holds a finished run already (its model is saved there), whose {EPOCHS_CSV} "
                           f"and {CHECKPOINT_DIR}/ this training would rewrite; pass another run_dir (a folder with "
