@@ -530,8 +530,8 @@ def _claim_staging(run_dir: Path) -> tuple[Path, int | None]:
             except OSError as err:
                 if err.errno not in _NO_LOCKS:
                     raise
-                os.close(fd)
-                fd = None
+                closing, fd = fd, None  # a Ctrl-C between close and reset would close it twice
+                os.close(closing)
                 os.unlink(claim / STAGING_LOCK)  # closed first: NFS would keep an open file as .nfsXXXX
         if fd is None:
             return claim, None
