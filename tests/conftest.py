@@ -63,3 +63,19 @@ def run_ways_script(tmp_path, name: str, entry: str, batches: int = 2):
     assert f"| `{entry}` | {batches} / " in (tmp_path / f"{name}.md").read_text()
     assert result["command"].startswith(f"OMP_NUM_THREADS=1 python benchmarks/{name}.py --suite")
     return script, result, row
+
+
+def open_lock_files():
+    """The paths of the staging lock files this process has open (as /proc/self/fd reads them; a
+    deleted one ends in ' (deleted)')."""
+    from textcls.artifacts import STAGING_LOCK
+
+    paths = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the fd listdir itself used, closed by now
+        if f"/{STAGING_LOCK}" in target:
+            paths.append(target)
+    return paths

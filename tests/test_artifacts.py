@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from conftest import open_lock_files
 from textcls import artifacts
 from textcls.errors import CheckpointError, ConfigError
 
@@ -310,10 +311,10 @@ def test_staged_run_holds_its_lock_for_the_whole_save_and_never_moves_it_in(tmp_
     run = tmp_path / "run"
     with artifacts.staged_run(run) as staging:
         assert staging.name.startswith(".saving.") and lock_is_held(staging)
-        assert _open_lock_files() == [str(staging / artifacts.STAGING_LOCK)]
+        assert open_lock_files() == [str(staging / artifacts.STAGING_LOCK)]
         artifacts.atomic_write_bytes(staging / "config.json", b"{}")
     # The lock file's own fd, not a count of all fds: other tests' objects close theirs at any time.
-    assert sorted(p.name for p in run.iterdir()) == ["config.json"] and _open_lock_files() == []
+    assert sorted(p.name for p in run.iterdir()) == ["config.json"] and open_lock_files() == []
     with pytest.raises(OSError, match="disk full"):
         with artifacts.staged_run(run) as staging:
             raise OSError(errno.ENOSPC, "disk full")
@@ -321,20 +322,7 @@ def test_staged_run_holds_its_lock_for_the_whole_save_and_never_moves_it_in(tmp_
     with pytest.raises(artifacts.DataError, match="is a folder where the file model.safetensors goes"):
         with artifacts.staged_run(run) as staging:
             artifacts.atomic_write_bytes(staging / "model.safetensors", b"w")
-    assert sorted(p.name for p in run.iterdir()) == ["config.json", "model.safetensors"] and _open_lock_files() == []
-
-
-def _open_lock_files():
-    """The paths of the lock files this process has open (as /proc/self/fd reads them)."""
-    paths = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue  # the fd listdir itself used, closed by now
-        if f"/{artifacts.STAGING_LOCK}" in target:
-            paths.append(target)
-    return paths
+    assert sorted(p.name for p in run.iterdir()) == ["config.json", "model.safetensors"] and open_lock_files() == []
 
 
 def test_a_staging_folder_loses_its_lock_file_last_and_only_once_it_is_closed(tmp_path, monkeypatch):
@@ -353,7 +341,7 @@ def test_a_staging_folder_loses_its_lock_file_last_and_only_once_it_is_closed(tm
     def recording_unlink(path, *, dir_fd=None):
         if os.path.basename(path) == artifacts.STAGING_LOCK:
             folder = os.path.dirname(path) if dir_fd is None else dir_fd
-            seen.append((_open_lock_files(), sorted(os.listdir(folder))))
+            seen.append((open_lock_files(), sorted(os.listdir(folder))))
         return unlink(path, dir_fd=dir_fd)
 
     monkeypatch.setattr(os, "unlink", recording_unlink)
