@@ -88,20 +88,20 @@ def test_a_nul_byte_on_stdin_is_worded_for_a_stream(capsys, monkeypatch, fmt):
 
 
 @pytest.mark.parametrize("source", ["file", "stdin"])
-def test_a_json_escaped_nul_is_refused_at_its_line_as_training_refuses_it(capsys, monkeypatch, tmp_path, source):
-    """{"text": "a\\u0000b"} holds no NUL byte, so the line check passed it and, until the review
-    of stop 65, it was classified (exit 0) where the dataset readers refuse the same record."""
-    lines = [json.dumps({"text": t}) for t in ("Who wrote Hamlet ?", "What is an\x00 atom ?", "Why ?")]
-    data = ("\n".join(lines) + "\n").encode()
+def test_a_json_escaped_nul_is_classified_as_the_python_api_classifies_it(capsys, monkeypatch, tmp_path, source):
+    """{"text": "a\\u0000b"} holds no NUL byte (a damaged file would): the model reads U+0000 like
+    any character, and Classifier.predict and POST /predict take it, so predict --input does too."""
+    texts = ["Who wrote Hamlet ?", "What is an\x00 atom ?", "Why ?"]
+    data = ("\n".join(json.dumps({"text": t}) for t in texts) + "\n").encode()
     assert b"\x00" not in data
     path = tmp_path / "texts.jsonl"
     path.write_bytes(data)
     args = ("--input", str(path)) if source == "file" else ("--input", "-", "--format", "jsonl")
     code, rows, err = _predict(capsys, monkeypatch, *args, stdin=data if source == "stdin" else None, block=1 << 20)
-    where = path if source == "file" else "stdin"
-    assert code == 2 and rows == [] and err == (
-        f"error: {where}:2: a NUL character (U+0000: a JSON \\u0000 escape, or a string holding it) at character 11 "
-        "of the text, which no text holds; remove it from the record\n")
+    probabilities = Predictor.load(RUN).predict_proba(texts)
+    got = np.array([[r["probabilities"][n] for n in sorted(r["probabilities"])] for r in rows])
+    assert code == 0 and err == "" and [r["text"] for r in rows] == texts
+    np.testing.assert_allclose(got, probabilities, **KERNEL)
 
 
 def test_json_lines_input(capsys, monkeypatch, tmp_path):

@@ -646,7 +646,7 @@ def nul_in_record_problem(character: int, of: str = "text") -> tuple[str, str]:
     """A U+0000 in a record's ``of`` ("text", "label") that no NUL byte carried: a JSON ``\\u0000``
     escape, or a parquet or hub string holding it. The file around it is sound (its bytes passed the
     line checks), and a hub record has no file to restore, so the advice is about the record alone.
-    ``textcls predict --input`` says the same of a JSON Lines text."""
+    Only training data is held to it: prediction classifies such a text as it is."""
     return (f"a NUL character (U+0000: a JSON \\u0000 escape, or a string holding it) at character {character} of "
             f"the {of}, which no text holds", "remove it from the record")
 
