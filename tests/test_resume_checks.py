@@ -96,11 +96,18 @@ def finished(interrupted, trec_small):
     return run_dir
 
 
-def test_fit_into_a_finished_run_without_resume_is_refused_before_training(finished, trec_small):
+def test_fit_into_a_finished_run_without_resume_is_refused_before_training(finished, trec_small, monkeypatch):
     # Was: the training rewrote the saved run's epochs.csv (and its checkpoint) from its first epoch.
+    # fit_dataset refuses before the estimator prepares any data (the engine's own refusal comes
+    # only after that), so the estimator's fit must not even be called.
+    from textcls.estimators import NeuralEstimator
+
+    fits = []
+    monkeypatch.setattr(NeuralEstimator, "fit", lambda self, *args, **kwargs: fits.append(args))
     before = _digest(finished)
     with pytest.raises(ConfigError) as info:
         Classifier("fasttext-bag", epochs=1, params=SMALL).fit_dataset(trec_small, run_dir=finished)
+    assert fits == []
     message = str(info.value)
     assert message.startswith(f"{finished}: holds a finished run already") and "\n" not in message
     assert "pass another run_dir" in message and "save_pretrained" in message
