@@ -326,7 +326,7 @@ def test_staged_run_holds_its_lock_for_the_whole_save_and_never_moves_it_in(tmp_
 
 
 def test_a_staging_folder_loses_its_lock_file_last_and_only_once_it_is_closed(tmp_path, monkeypatch):
-    """On NFS, deleting a file that is still open renames it .nfsXXXX, and the folder's rmdir then
+    """On NFS, deleting a file that is still open renames it .nfs<hex id>, and the folder's rmdir then
     fails: an empty .saving.*.tmp would stay for ever. So a save's own staging folder (on success
     and on failure) and a killed save's (the cleanup) are emptied but for the lock file, the lock is
     closed, and only then is the lock file unlinked, the folder last."""

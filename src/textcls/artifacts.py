@@ -532,7 +532,7 @@ def _claim_staging(run_dir: Path) -> tuple[Path, int | None]:
                     raise
                 closing, fd = fd, None  # a Ctrl-C between close and reset would close it twice
                 os.close(closing)
-                os.unlink(claim / STAGING_LOCK)  # closed first: NFS would keep an open file as .nfsXXXX
+                os.unlink(claim / STAGING_LOCK)  # closed first: NFS would keep an open file as .nfs<hex id>
         if fd is None:
             return claim, None
         _OWN_STAGINGS.add(os.path.realpath(staging))  # before a sibling thread can see the name
@@ -555,7 +555,7 @@ def _delete_staging(folder: Path, lock: int | None) -> None:
     """Delete a staging folder whose lock ``lock`` this process holds (or an unlocked one), closing
     the lock: everything but ``STAGING_LOCK`` first, while still locked (a save that would clean
     the folder up meanwhile finds it busy), then the lock closed, its file unlinked, the folder
-    removed. Why this order: on NFS, deleting a file that is still open renames it ``.nfsXXXX``
+    removed. Why this order: on NFS, deleting a file that is still open renames it ``.nfs<hex id>``
     instead, and the folder, no longer empty, would stay. What is gone already (another save's
     cleanup once the lock was closed) is no error."""
     try:
