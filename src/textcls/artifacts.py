@@ -843,7 +843,7 @@ def check_run_dir(run_dir: Path, resume: bool, note=None) -> bool:
         raise ConfigError(f"{run_dir}: is {what}, not a folder; --run-dir names the new folder the run is saved "
                           "to: choose a path where nothing exists yet, or move that away")
     if run_dir.exists():
-        raise _existing_run_dir(run_dir, resume)
+        raise _existing_run_dir(run_dir, partial, resume)
     if partial.is_dir() and not is_resumable(partial):
         (note or _note)(f"note: {partial} holds no checkpoint (its training stopped before the first one); "
                         "removing it and starting the run from the beginning")
@@ -857,9 +857,9 @@ def check_run_dir(run_dir: Path, resume: bool, note=None) -> bool:
     return resume
 
 
-def _existing_run_dir(run_dir: Path, resume: bool) -> ConfigError:
-    """Why ``check_run_dir`` refuses the folder ``run_dir`` that is there already, by what it holds."""
-    partial = partial_of(run_dir)
+def _existing_run_dir(run_dir: Path, partial: Path, resume: bool) -> ConfigError:
+    """Why ``check_run_dir`` refuses the folder ``run_dir`` that is there already (its work folder
+    ``partial``), by what it holds."""
     if is_saved_run(run_dir):
         if resume:
             return ConfigError(f"{run_dir}: holds a finished run (its model is saved there), so there is nothing to "

@@ -108,7 +108,7 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
                           f"{SIDECAR_FILE} and tokenizer.json)")
     check_folder_path("output", out_dir)
     _check_targets(out_dir)
-    if os.path.realpath(out_dir) == os.path.realpath(run_dir):  # not Path.resolve(): 3.11's raises on a loop
+    if _real(out_dir) == _real(run_dir):
         raise ConfigError(f"output {out_dir} is the run folder itself; pass another folder")
     if artifacts.is_saved_run(out_dir):
         # Its tokenizer.json would be replaced by this run's: that run would then read texts with the
@@ -195,6 +195,7 @@ def _write_error(exc: OSError, out_dir: Path) -> RunFolderError:
 
 
 def _real(path) -> Path:
+    """The path with its symlinks followed; not Path.resolve(), whose 3.11 raises on a loop."""
     return Path(os.path.realpath(path))
 
 

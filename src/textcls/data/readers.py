@@ -241,11 +241,12 @@ class RecordBuffer:
         # published sizes (catalog.py's split_sizes). A U+0000 there is a character of the corpus,
         # which the tokenizers read like any other; a NUL byte in a local copy's text file is
         # still refused at its line, as a broken copy.
-        if not self.as_published and ("\x00" in text or "\x00" in ("".join(label) if is_list else label)):
-            self._reject_nul_character(where, text, label if is_list else [label])
+        names = label if is_list else [label]
+        if not self.as_published and ("\x00" in text or any("\x00" in name for name in names)):
+            self._reject_nul_character(where, text, names)
             return False
         if self.known_labels is not None:
-            unknown = next((name for name in (label if is_list else [label]) if name not in self.known_labels), None)
+            unknown = next((name for name in names if name not in self.known_labels), None)
             if unknown is not None:
                 self.reject(where, f"label {unknown!r} is not one of the corpus's classes ({self._known_shown})",
                             "restore the file (the published corpus has only these classes)")
