@@ -133,3 +133,23 @@ def test_an_option_of_the_other_mode_is_refused_not_ignored(tmp_path, capsys, mo
     err = capsys.readouterr().err.strip()
     assert exit_info.value.code == 2 and len(err.splitlines()) == 1 and not list(tmp_path.iterdir())
     assert err.startswith(f"error: {flag} applies {mode} (") and "--predict" in err.split(";")[1]
+
+
+def test_the_table_names_its_time_ratio_and_its_memory_ratio_apart():
+    # Both ratio columns were headed "x first"; the second is the ratio of added memory.
+    from textcls.benchmark.speed import format_speed_markdown
+
+    def row(model, ms, added):
+        return {"model": model, "length": 16, "status": "ok", "train_ms_per_batch": ms, "train_docs_per_second": 1.0,
+                "infer_ms_per_batch": 1.0, "peak_rss_mb": 100.0, "training_peak_added_mb": added,
+                "trainable_parameters": 10, "parameters": 10}
+
+    result = {"settings": {"models": ["a", "b"], "batch_size": 4, "steps": 1, "warmup": 1, "threads": 1,
+                           "vocab_size": 100, "num_classes": 2, "lengths": [16]},
+              "machine": {}, "git": {}, "rows": [row("a", 10.0, 20.0), row("b", 30.0, 80.0)]}
+    lines = format_speed_markdown(result).splitlines()
+    header = next(line for line in lines if line.startswith("| model |"))
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    assert len(cells) == len(set(cells)), cells
+    b = [c.strip() for c in next(line for line in lines if line.startswith("| b |")).strip("|").split("|")]
+    assert b[cells.index("train x first")] == "3.00" and b[cells.index("added MB x first")] == "4.00"

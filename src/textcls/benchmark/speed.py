@@ -236,7 +236,8 @@ def interleaved_best(repeats: int, predictors: dict, texts: list) -> tuple[dict,
 
 
 def format_speed_markdown(result: dict, command: str | None = None) -> str:
-    """A table per length: ms per training batch, docs/s, ratio to the first model, memory."""
+    """A table per length: ms per training batch and its ratio to the first model's (train x first),
+    docs/s, memory and the ratio of the memory added to the first model's (added MB x first)."""
     settings = result["settings"]
     lines = [f"# Speed: {', '.join(settings['models'])}", ""]
     if command:
@@ -247,16 +248,17 @@ def format_speed_markdown(result: dict, command: str | None = None) -> str:
               f"position real), vocabulary {settings['vocab_size']}, {settings['num_classes']} classes. "
               f"Machine: {machine.get('cpu_model')} ({', '.join(machine.get('cpu_simd') or []) or 'SIMD flags not recorded'}), "
               f"{machine.get('cpus_available')} CPUs. "
-              f"Commit {(result['git'].get('commit') or 'unknown')[:10]}. Ratios are to the first model at "
-              "the same length; peak memory is the child process's ru_maxrss, 'added' is the peak minus the "
-              "memory held before the first step.", ""]
+              f"Commit {(result['git'].get('commit') or 'unknown')[:10]}. Ratios ('x first') are to the first model at "
+              "the same length: 'train x first' of training time, 'added MB x first' of added memory; peak memory "
+              "is the child process's ru_maxrss, 'added' is the peak minus the memory held before the first step.",
+              ""]
     by_length: dict[int, list[dict]] = {}
     for row in result["rows"]:
         by_length.setdefault(row["length"], []).append(row)
     for length, rows in by_length.items():
         lines += [f"## Length {length}", "",
-                  "| model | train ms/batch | x first | train docs/s | infer ms/batch | peak MB | added MB | x first "
-                  "| params trainable / total |",
+                  "| model | train ms/batch | train x first | train docs/s | infer ms/batch | peak MB | added MB "
+                  "| added MB x first | params trainable / total |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         base = next((r for r in rows if r["status"] == "ok"), None)
         for r in rows:
