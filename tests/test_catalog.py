@@ -712,7 +712,7 @@ def test_list_datasets_refuses_a_data_dir_that_is_a_file_and_lists_partial_fdu_d
     monkeypatch.setenv("TEXTCLS_DATA_DIR", str(tmp_path / "afile"))
     with pytest.raises(SystemExit):
         main(["list-datasets"])
-    assert "afile: the data directory (TEXTCLS_DATA_DIR or data_dir=) is a file" in capsys.readouterr().err
+    assert "afile: the data directory (TEXTCLS_DATA_DIR or data_dir=; CLI: --data-dir) is a file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name, folder, file, change, message", [

@@ -206,7 +206,7 @@ def test_wrong_column_name_lists_columns(tmp_path):
     path = write(tmp_path / "d.csv", "sentence,label\nhi,a\n")
     with pytest.raises(DataError) as err:
         load_dataset(str(path), text_columns=["txt"])
-    assert one_line(err).endswith("d.csv: no column 'txt'; the columns are: sentence, label; pass text_columns= with one of them")
+    assert one_line(err).endswith("d.csv: no column 'txt'; the columns are: sentence, label; pass text_columns= (CLI: --text-column) with one of them")
     jpath = write(tmp_path / "d.jsonl", '{"body": "x", "y": "a"}\n')
     with pytest.raises(DataError, match=r"d.jsonl:1: no field 'label'; the fields are: body, y"):
         load_dataset(str(jpath), text_columns=["body"], label_column="label")

@@ -134,7 +134,7 @@ def _resolve_path(source: str, root: Path) -> Path:
     hint = close_names(source, CATALOG)
     raise DataError(
         f"'{source}' is neither a catalogue dataset nor an existing file or folder (looked in {Path.cwd()} and "
-        f"in the data directory {root}; set {DATA_DIR_ENV} or pass data_dir= to change it); {hint}"
+        f"in the data directory {root}; set {DATA_DIR_ENV} or pass data_dir= (CLI: --data-dir) to change it); {hint}"
     )
 
 
@@ -162,13 +162,13 @@ def _load_entry(entry: CatalogEntry, root: Path, options: ReadOptions, split_see
     _refuse_a_broken_local_copy(entry, root)
     where = f"{root}/{entry.folders[0]}" if entry.folders else str(root)
     why = (
-        f"no local copy either: put it in {where} (set {DATA_DIR_ENV} or pass data_dir= to search elsewhere), "
+        f"no local copy either: put it in {where} (set {DATA_DIR_ENV} or pass data_dir= (CLI: --data-dir) to search elsewhere), "
         f"or set {HUB_DIR_ENV} to a local copy of the hub repo"
     )
     if entry.hub is None:
         raise DataError(
             f"dataset '{entry.name}' has no local copy in {where} and no Hugging Face hub source; "
-            f"download it there (the data directory is {root}; set {DATA_DIR_ENV} or pass data_dir= to change it)"
+            f"download it there (the data directory is {root}; set {DATA_DIR_ENV} or pass data_dir= (CLI: --data-dir) to change it)"
         )
     spec = entry.hub
     ds = load_hub(entry.name, spec, options, why, as_published=True)

@@ -60,7 +60,7 @@ def refuse_a_file_as_data_dir(root: Path) -> None:
     """A data directory that is a file holds no dataset: say so (``load_dataset`` before it would
     try the hub, ``list_datasets`` before it would list every dataset as not local)."""
     if root.exists() and not root.is_dir():
-        raise DataError(f"{root}: the data directory ({DATA_DIR_ENV} or data_dir=) is a file, not a folder; point it at "
+        raise DataError(f"{root}: the data directory ({DATA_DIR_ENV} or data_dir=; CLI: --data-dir) is a file, not a folder; point it at "
                         "the folder that holds the datasets")
 
 
@@ -158,12 +158,12 @@ def _need(path: Path, root: Path) -> Path:
         found = path.is_file()
     except PermissionError:  # a folder on the way cannot be searched
         raise DataError(f"{path}: cannot be reached (permission denied on a folder of the data directory "
-                        f"{root.parent}); let this user read it (chmod a+rx), or point {DATA_DIR_ENV} (or data_dir=) "
+                        f"{root.parent}); let this user read it (chmod a+rx), or point {DATA_DIR_ENV} (or data_dir=; CLI: --data-dir) "
                         "at a readable copy") from None
     if not found:
         raise DataError(
             f"{path}: missing file of the local copy in {root.parent} (the data directory); restore it, "
-            f"or point {DATA_DIR_ENV} (or data_dir=) at a complete copy"
+            f"or point {DATA_DIR_ENV} (or data_dir=; CLI: --data-dir) at a complete copy"
         )
     return path
 

@@ -1126,7 +1126,7 @@ def _resolve_columns(path, columns, text_columns, label_column) -> tuple[list[in
             return columns.index(spec)
         raise DataError(
             f"{path}: no column {spec!r}; the columns are: {', '.join(columns)}; "
-            + _option_advice(f"pass {role}= with one of them")
+            + _option_advice(f"pass {role}= {_cli_of(role)} with one of them")
         )
 
     if text_columns is None:
@@ -1259,7 +1259,7 @@ def _pick_fields(path, lineno, keys, wanted, candidates, role) -> list[str]:
                 raise DataError(f"{path}: {role} must name JSON fields, not index {w}; the fields are: {', '.join(keys)}")
             if w not in keys:
                 raise DataError(f"{path}:{lineno}: no field {w!r}; the fields are: {', '.join(keys)}; "
-                                + _option_advice(f"pass {role}= with one of them"))
+                                + _option_advice(f"pass {role}= {_cli_of(role)} with one of them"))
         return list(wanted)
     hit = next((c for c in candidates if c in keys), None)
     if hit is None:
@@ -1417,12 +1417,12 @@ def read_table(
     if not text_cols:
         hit = next((c for c in TEXT_CANDIDATES if c in columns), None)
         if hit is None:
-            raise DataError(f"{where}: no text column among: {', '.join(columns)}; pass text_columns=")
+            raise DataError(f"{where}: no text column among: {', '.join(columns)}; pass text_columns= (CLI: --text-column NAME)")
         text_cols = [hit]
     if label_column is None:
         label_col = next((c for c in LABEL_CANDIDATES if c in columns), None)
         if label_col is None:
-            raise DataError(f"{where}: no label column among: {', '.join(columns)}; pass label_column=")
+            raise DataError(f"{where}: no label column among: {', '.join(columns)}; pass label_column= (CLI: --label-column NAME)")
     else:
         label_col = _table_column(where, columns, label_column, "label_column")
     feature = table.features[label_col]
@@ -1468,7 +1468,7 @@ def _table_column(where, columns, spec, role) -> str:
             return columns[spec]
         raise DataError(f"{where}: {role} index {spec} is out of range; the columns are: {', '.join(columns)}")
     if spec not in columns:
-        raise DataError(f"{where}: no column {spec!r}; the columns are: {', '.join(columns)}; pass {role}= with one of them")
+        raise DataError(f"{where}: no column {spec!r}; the columns are: {', '.join(columns)}; pass {role}= {_cli_of(role)} with one of them")
     return spec
 
 
@@ -1630,10 +1630,17 @@ _CLI_FLAG = {"delimiter": "--delimiter", "header": "--header/--no-header", "text
              "label_column": "--label-column"}
 
 
+def _cli_of(role: str) -> str:
+    """"(CLI: --label-column)": the command-line option of a reader keyword, for advice that names both."""
+    return f"(CLI: {_CLI_FLAG[role]})" if role in _CLI_FLAG else ""
+
+
 def _refuse_options_of_other_formats(path: Path, fmt: str, options: ReadOptions) -> None:
     for name, flag in _CLI_FLAG.items():
         if getattr(options, name) is not None and name not in _OPTIONS_OF_FORMAT.get(fmt, ()):
-            raise ConfigError(f"{path}: parameter '{name}' (CLI: {flag}) does not apply to a {fmt} file; leave it out")
+            # Not worded "parameter 'x'": the CLI adds the option's name after that phrase, which
+            # named it twice ("parameter 'delimiter' (--delimiter) (CLI: --delimiter)").
+            raise ConfigError(f"{path}: the option {name}= (CLI: {flag}) does not apply to a {fmt} file; leave it out")
 
 
 def read_file(path: Path, buffer: RecordBuffer, options: ReadOptions, fmt: str | None = None) -> list[str] | None:
