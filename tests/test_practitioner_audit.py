@@ -63,3 +63,36 @@ def test_option_of_another_format_is_named_once_on_the_command_line(tmp_path, ca
     assert status == 2
     assert err.count("--delimiter") == 1, err
     assert "does not apply to a jsonl file" in err and not (tmp_path / "run").exists()
+
+
+# -- 6: a public model card never carries a local path ---------------------------------------------
+CARD_CONFIG = {"model": "tfidf-lr", "family": "tfidf", "kind": "classic", "label_names": ["a", "b"],
+               "multi_label": False, "recipe": {}}
+
+
+def _card(dataset: str) -> tuple[dict, str]:
+    import yaml
+
+    from textcls.model_hub import model_card
+
+    metrics = {"test": {"accuracy": 0.75, "n": 8},
+               "dataset": {"name": dataset, "splits": {"train": 72, "test": 8},
+                           "split_notes": {"test": "seeded stratified 10% of train"}}}
+    card = model_card({**CARD_CONFIG, "dataset": dataset}, metrics, "me/news")
+    return yaml.safe_load(card.split("---\n")[1]), card.split("---\n", 2)[2]
+
+
+def test_model_card_of_a_local_file_names_the_file_without_its_folder():
+    meta, body = _card("/tmp/audit_prac/news.csv")
+    card = f"{meta}\n{body}"
+    assert "/tmp" not in card and "audit_prac" not in card, card
+    assert "datasets" not in meta
+    assert meta["model-index"][0]["results"][0]["dataset"]["name"] == "news.csv"
+    assert "a local file, `news.csv`" in body and "list-datasets" not in body
+
+
+def test_model_card_of_a_catalogue_or_hub_dataset_lists_it():
+    meta, body = _card("trec")
+    assert meta["datasets"] == ["trec"] and "`trec` (`textcls list-datasets`)" in body
+    meta, body = _card("hf:someone/news:default")
+    assert meta["datasets"] == ["someone/news"] and "list-datasets" not in body

@@ -126,20 +126,20 @@ def model_card(config: dict, metrics: dict | None, repo_id: str) -> str:
     ``metrics``: the run's metrics.json (its ``test`` scores fill the card), or None."""
     from huggingface_hub import EvalResult, ModelCardData
 
-    dataset = config.get("dataset")
+    public, dataset = _card_dataset(config.get("dataset"))
     test = (metrics or {}).get("test") or {}
     shown = [key for key in CARD_METRICS if isinstance(test.get(key), (int, float))]
     tags = ["textcls", "text-classification", str(config.get("family"))]
     tags += ["multi-label"] if config.get("multi_label") else []
     tags += ["multi-task"] if config.get("task_names") else []
     subset = bool(config.get("multi_label"))  # multi-label accuracy is subset accuracy (every label right)
-    results = [EvalResult(task_type="text-classification", dataset_type=str(dataset), dataset_name=str(dataset),
+    results = [EvalResult(task_type="text-classification", dataset_type=public or "local", dataset_name=dataset,
                           dataset_split="test", metric_type=_HF_METRIC[key][0],
                           metric_name="Subset accuracy" if subset and key == "accuracy" else _HF_METRIC[key][1],
                           metric_value=round(float(test[key]), 4))
                for key in shown] if dataset else None
     data = ModelCardData(library_name="textcls", pipeline_tag="text-classification", tags=tags,
-                         datasets=[str(dataset)] if dataset else None,
+                         datasets=[public] if public else None,
                          metrics=sorted({_HF_METRIC[key][0] for key in shown}) or None,
                          model_name=repo_id.split("/")[-1] if results else None, eval_results=results)
     return f"---\n{data.to_yaml()}\n---\n\n{_card_body(config, metrics or {}, repo_id, shown)}"
@@ -184,10 +184,36 @@ def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> s
     return "\n".join(lines)
 
 
+def _card_dataset(name) -> tuple[str | None, str | None]:
+    """(the id a public card may list under ``datasets:``, the name it shows) of a run's data.
+
+    A catalogue name (``trec``, ``fdu_mtl/books``) and a hub id (``hf:owner/name``) are public;
+    a local file or folder is not: its folder path (a user's home, a temporary folder) never goes
+    into a card that ``push`` publishes, only its own name, and it is listed under no ``datasets:``."""
+    if not name:
+        return None, None
+    name = str(name)
+    from .data.catalog import find_entry
+
+    if find_entry(name) is not None:
+        return name, name
+    if name.startswith("hf:"):
+        hub_id = name[3:].partition(":")[0].strip()
+        return (hub_id or None), name
+    return None, re.split(r"[\\/]", name.rstrip("/\\"))[-1] or name
+
+
 def _data_lines(config: dict, metrics: dict) -> list[str]:
     info = metrics.get("dataset") or {}
-    name = info.get("name", config.get("dataset"))
-    lines = [f"- Dataset: `{name}`" + (" (`textcls list-datasets`)" if name else "")]
+    public, shown = _card_dataset(info.get("name", config.get("dataset")))
+    if not shown:
+        lines = ["- Dataset: not recorded in the run"]
+    elif public is None:
+        what = "folder" if not Path(shown).suffix else "file"
+        lines = [f"- Dataset: a local {what}, `{shown}` (not published with the model)"]
+    else:
+        lines = [f"- Dataset: `{shown}`" + (" (Hugging Face hub)" if shown.startswith("hf:")
+                                             else " (`textcls list-datasets`)")]
     for split, size in (info.get("splits") or {}).items():
         note = (info.get("split_notes") or {}).get(split)
         size = f"{size:,}" if isinstance(size, int) else size
