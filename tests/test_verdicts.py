@@ -721,3 +721,120 @@ def test_verdicts_without_claims_beside_say_which_claims_they_tested(tmp_path, c
     assert "fcsr" in page
     # The page names the claims it tested, not a claims.toml beside it that is not there.
     assert f"Generated from `{CLAIMS.resolve()}` and" in page
+
+
+# ------------------------------------------------------------------ the audit of the verdicts
+
+
+def test_a_pair_is_tested_on_its_planned_seeds_only_not_on_seeds_run_later_for_another_claim(tmp_path):
+    out = tmp_path / "results"
+    a = [0.801, 0.815, 0.797, 0.808, 0.812, 0.820, 0.818, 0.816, 0.830, 0.826, 0.829]
+    b = [0.806, 0.802, 0.804, 0.801, 0.809, 0.803, 0.805, 0.802, 0.800, 0.801, 0.799]
+    _write_suite(out, "toy", [_entry("model-a", "mr", a), _entry("model-b", "mr", b),
+                              _entry("model-a", "trec", a), _entry("model-b", "trec", b)])
+    pct = lambda xs: [100 * x for x in xs]  # noqa: E731
+
+    # No second stage: the first 5 seeds (the full suites' plan), though 11 ran.
+    plain = _one(out, _claim(pairs=[["model-a", "model-b"]], also=["trec"]))
+    assert plain.n == 5 and "n=5" in plain.test
+    assert plain.p == pytest.approx(stats.ttest_rel(pct(a[:5]), pct(b[:5]), alternative="greater").pvalue, rel=1e-6)
+    assert plain.secondary[0]["ours"].endswith("(n=5 seeds)")
+    # `seeds` declares another planned count
+    assert _one(out, _claim(pairs=[["model-a", "model-b"]], seeds=8)).n == 8
+
+    # A second stage planned to 8 seeds: its 8, not the 11 that ran; its beside rows: the first 5.
+    extended = _one(out, _claim(pairs=[["model-a", "model-b"]], also=["trec"],
+                                extension={"first_seeds": 5, "planned_seeds": [8]}))
+    assert extended.n == 8
+    assert extended.p == pytest.approx(stats.ttest_rel(pct(a[:8]), pct(b[:8]), alternative="greater").pvalue,
+                                       rel=1e-6)
+    assert extended.secondary[0]["ours"].endswith("(n=5 seeds)")
+
+    # An ordering of several pairs cuts each to its own plan; a trend, each model to the plan.
+    chain = _one(out, _claim(pairs=[["model-a", "model-b"], ["model-a", "model-b"]],
+                             extension={"first_seeds": 5, "planned_seeds": [7, 10]}))
+    assert "(n=7 seeds); Δ" in chain.ours and chain.ours.endswith("(n=10 seeds)")
+    trend = _one(out, _claim(kind="trend", models=["model-b", "model-a"], pairs=[]))
+    assert trend.n == 10
+    with pytest.raises(ValueError, match="seeds"):
+        _claim(pairs=[["model-a", "model-b"]], seeds=1)
+
+
+def test_a_contradicted_ordering_says_its_p_is_bonferroni_adjusted(results):
+    broken = _one(results, _claim(pairs=[["model-a", "model-c"], ["model-d", "model-c"]]))
+    assert broken.verdict == CONTRADICTED and "Bonferroni ×2" in broken.test
+    reversed_p = stats.ttest_rel([75.1, 74.8, 75.2, 74.9, 75.0], [80.1, 80.3, 79.9, 80.2, 80.0],
+                                 alternative="less").pvalue
+    assert broken.p == pytest.approx(min(1.0, 2 * reversed_p), rel=1e-6)
+    # one pair, or an ordering that holds: nothing is adjusted
+    assert "Bonferroni" not in _one(results, _claim(pairs=[["model-b", "model-a"]])).test
+    assert "Bonferroni" not in _one(results, _claim(pairs=[["model-a", "model-c"], ["model-c", "model-d"]])).test
+
+
+def test_a_claim_that_repeats_another_is_shown_and_not_counted(results, tmp_path):
+    from textcls.benchmark.verdicts import format_paper_summary
+
+    claims = [_claim(id="toy.fast", pairs=[["model-a", "model-b"]]),
+              _claim(id="toy.fast.again", pairs=[["model-a", "model-b"]], repeats="toy.fast"),
+              _claim(id="toy.other", pairs=[["model-b", "model-a"]])]
+    verdicts = evaluate_claims(results, claims)
+    assert [v.verdict for v in verdicts] == [SUPPORTED, SUPPORTED, CONTRADICTED]
+    assert format_paper_summary(verdicts).splitlines()[-1] == "| **all papers** | 2 | 1 | 1 | 0 | 0 |"
+    text = format_reproduction(verdicts)
+    assert "2 claims: 1 supported, 1 contradicted, 0 inconclusive, 0 untestable here." in text
+    row = next(line for line in text.splitlines() if line.startswith("| `toy.fast.again` |"))
+    assert "(repeats `toy.fast`: not counted)" in row
+    bad = tmp_path / "claims.toml"
+    bad.write_text('[[claim]]\nid = "x"\npaper = "fcsr"\nsource = "T"\nclaim = "c"\nkind = "untestable"\n'
+                   'reason = "r"\nrepeats = "nowhere"\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="repeats 'nowhere'"):
+        load_claims(bad)
+
+
+def test_each_p_is_holm_adjusted_within_its_paper_and_the_rule_says_why(results):
+    claims = [_claim(id="toy.a", pairs=[["model-a", "model-b"]]),
+              _claim(id="toy.c", pairs=[["model-c", "model-d"]]),
+              _claim(id="toy.within", kind="within", model="model-c", pairs=[], paper_figure=80.5),
+              _claim(id="toy.again", pairs=[["model-a", "model-b"]], repeats="toy.a"),
+              _claim(id="other.a", paper="dasa", pairs=[["model-a", "model-b"]])]
+    verdicts = {v.claim.id: v for v in evaluate_claims(results, claims)}
+    family = sorted(verdicts[i].p for i in ("toy.a", "toy.c", "toy.within"))
+    expected, running = [], 0.0
+    for i, p in enumerate(family):  # Holm's step-down over the paper's 3 counted claims with a p
+        running = max(running, min(1.0, (3 - i) * p))
+        expected.append(running)
+    assert sorted(verdicts[i].holm for i in ("toy.a", "toy.c", "toy.within")) == pytest.approx(expected)
+    assert verdicts["other.a"].holm == pytest.approx(verdicts["other.a"].p)  # alone in its paper
+    assert verdicts["toy.again"].holm is None  # not counted, not in the family
+    text = format_reproduction(list(verdicts.values()))
+    assert "| p (Holm, within the paper) |" in text and "Multiplicity:" in text and "Holm's step-down" in text
+
+
+def test_the_claims_the_audit_found_wanting_are_stated_as_planned():
+    claims = {c.id: c for c in load_claims(CLAIMS)}
+    # SPE over static: all six Table-3 sets paired over datasets, not a set chosen after the results
+    spe = claims["spe_cnn.t3.spe-adds-to-frozen"]
+    assert spe.unit == "dataset" and not spe.also
+    assert set(spe.datasets) == {"imdb", "mr", "mpqa", "trec", "reuters-single", "20news"}
+    assert "post-hoc" in spe.note
+    # speed timed on a CPU where the paper timed a GPU: said in the claim; one paper claim counted once
+    for cid in ("hcan.speed-vs-han", "fcsr.epoch-faster", "fcsr.epoch-faster.intel", "dasa.speed-vs-disan"):
+        assert "one CPU thread" in claims[cid].claim and "GPU" in claims[cid].claim, cid
+    assert claims["fcsr.epoch-faster.intel"].repeats == "fcsr.epoch-faster"
+    # CSPAN's (b) ≈ (a) ≈ (c): a margin below the smallest Table-5 gain the paper calls one (0.65)
+    position = claims["cspan.t5.position-adds-little"]
+    assert position.margin < 0.65 and "within 0.5 points" in position.claim
+    # DASA's speed: the paper's factor, as HCAN's is
+    dasa, hcan = claims["dasa.speed-vs-disan"], claims["hcan.speed-vs-han"]
+    assert dasa.min_ratio == 17.0 and "17x" in dasa.claim and hcan.min_ratio == 2.0 and "2x" in hcan.claim
+    # the context-window trend counts each distinct model once
+    assert claims["fcsr.f3.context-window"].models == ["fcsr-window-1", "fcsr-window-3", "fcsr-window-5",
+                                                       "fcsr-window-9"]
+
+
+def test_the_committed_page_shows_spe_cnns_word2vec_twin(monkeypatch):
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(repo)
+    claims = [c for c in load_claims(CLAIMS) if c.id in ("spe_cnn.t3.spe-cnn.mr", "spe_cnn.t3.spe-cnn.trec")]
+    for v in evaluate_claims(Path("benchmarks/results"), claims):
+        assert v.twin.endswith("(spe_cnn)") and "n=" in v.twin, (v.claim.id, v.twin)

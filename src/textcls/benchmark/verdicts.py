@@ -127,6 +127,12 @@ class Claim:
     # A second stage of seeds, planned after the first left the claim inconclusive:
     # {first_seeds = 5, planned_seeds = [11]} (one count per pair; see _two_stage).
     extension: dict = field(default_factory=dict)
+    # A claim over seeds tests seeds 0 .. seeds-1 of each pair, the count planned before its results
+    # (the full suites' 5); a pair of a second stage, its planned count (see _seed_limit).
+    seeds: int = 5
+    # The id of the claim this one measures again (another machine, say): shown with its verdict,
+    # not counted in the totals, since the paper made one claim.
+    repeats: str | None = None
     reason: str | None = None
     note: str | None = None
 
@@ -153,6 +159,8 @@ class Claim:
             raise ValueError(f"claim {self.id}: no pairs")
         if self.kind in ("speed", "scaling", "count") and not self.speed:
             raise ValueError(f"claim {self.id}: a {self.kind} claim reads a `textcls speed` JSON (speed = ...)")
+        if not isinstance(self.seeds, int) or isinstance(self.seeds, bool) or self.seeds < 2:
+            raise ValueError(f"claim {self.id}: seeds (the planned seeds a pair) must be an integer >= 2")
         if self.extension:
             first, planned = self.extension.get("first_seeds"), self.extension.get("planned_seeds")
             if (self.kind != "greater" or self.unit != "seed" or self.log or self.combine != "all"
@@ -223,6 +231,10 @@ def load_claims(path: str | Path | None = None) -> list[Claim]:
         if claim.id in seen:
             raise ValueError(f"{path}: claim id {claim.id} appears twice")
         seen.add(claim.id)
+    for claim in claims:
+        if claim.repeats is not None and (claim.repeats not in seen or claim.repeats == claim.id):
+            raise ValueError(f"{path}: claim {claim.id} repeats {claim.repeats!r}, "
+                             "which is not another claim of the file")
     return claims
 
 
@@ -482,6 +494,8 @@ class Verdict:
     twin: str = DASH
     delta: str = DASH
     n: int | None = None
+    # p Holm-adjusted over the counted claims of the paper that have a p (see holm_within_papers)
+    holm: float | None = None
 
 
 def suites_dir_for(results_dir: str | Path, suites_dir: str | Path | None = None) -> Path:
@@ -690,7 +704,28 @@ def evaluate_claims(results_dir: str | Path = Path("benchmarks/results"),
     if claims is None or isinstance(claims, (str, Path)):
         claims = load_claims(claims)
     ctx = _Context(Path(results_dir), Path(suites_dir) if suites_dir is not None else None)
-    return [_evaluate(ctx, claim) for claim in claims]
+    verdicts = [_evaluate(ctx, claim) for claim in claims]
+    holm_within_papers(verdicts)
+    return verdicts
+
+
+def counted(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """The verdicts the totals count: a claim that ``repeats`` another is shown, not counted."""
+    return [v for v in verdicts if v.claim.repeats is None]
+
+
+def holm_within_papers(verdicts: Sequence[Verdict]) -> None:
+    """Set each verdict's ``holm``: its p adjusted by Holm's step-down method over the counted
+    claims of its paper that have a p (the paper's family of tests), so that a reader can see
+    which verdicts survive a familywise error rate of ALPHA within a paper. The verdicts stay
+    those of each claim's own test at ALPHA."""
+    for paper in dict.fromkeys(v.claim.paper for v in verdicts):
+        family = sorted((v for v in counted(verdicts) if v.claim.paper == paper and v.p is not None),
+                        key=lambda v: v.p)
+        m, running = len(family), 0.0
+        for i, v in enumerate(family):
+            running = max(running, min(1.0, (m - i) * v.p))
+            v.holm = running
 
 
 def _evaluate(ctx: _Context, claim: Claim) -> Verdict:
@@ -838,16 +873,37 @@ def _score(claim: Claim, value: float) -> float:
     return math.log(value) if claim.log else value
 
 
-def _pair_values(claim: Claim, result: dict, a: str, b: str, datasets: Sequence[str]):
-    """Per-unit differences A - B (in the claimed direction), or the two samples unpaired."""
+def _seed_limit(claim: Claim, k: int, deciding: bool) -> int:
+    """The seeds pair ``k`` of a claim over seeds is tested on: 0 .. limit-1, planned before its
+    results. A pair of a second stage (on the deciding dataset): its planned count; else the
+    claim's ``seeds`` (an extended claim's first stage). Seeds added later for another claim on
+    the same entries would otherwise give this one another look at the data each time."""
+    if claim.extension and deciding:
+        return claim.extension["planned_seeds"][k]
+    if claim.extension:
+        return claim.extension["first_seeds"]
+    return claim.seeds
+
+
+def _cut(series: _Series | None, limit: int | None) -> _Series | None:
+    """``series`` with its seeds below ``limit`` only (all of them when ``limit`` is None)."""
+    if series is None or limit is None:
+        return series
+    return _Series(series.name, series.dataset, {s: v for s, v in series.values.items() if s < limit},
+                   series.entry, series.per_task)
+
+
+def _pair_values(claim: Claim, result: dict, a: str, b: str, datasets: Sequence[str], limit: int | None = None):
+    """Per-unit differences A - B (in the claimed direction), or the two samples unpaired; over
+    seeds, of the seeds below ``limit`` (``_seed_limit``)."""
     sign = 1.0 if claim.better == "higher" else -1.0
     if claim.unit == "dataset":
         sa = [_series(result, a, d, claim.metric) for d in datasets]
         sb = [_series(result, b, d, claim.metric) for d in datasets]
         diffs = {d: sign * (_score(claim, x.mean) - _score(claim, y.mean)) for d, x, y in zip(datasets, sa, sb)}
         return diffs, None, sa, sb
-    x = _series(result, a, datasets[0], claim.metric)
-    y = _series(result, b, datasets[0], claim.metric)
+    x = _cut(_series(result, a, datasets[0], claim.metric), limit)
+    y = _cut(_series(result, b, datasets[0], claim.metric), limit)
     common = sorted(set(x.values) & set(y.values))
     if x.splits == y.splits and len(common) >= 2:
         diffs = {s: sign * (_score(claim, x.values[s]) - _score(claim, y.values[s])) for s in common}
@@ -858,8 +914,8 @@ def _pair_values(claim: Claim, result: dict, a: str, b: str, datasets: Sequence[
     return None, (samples, why), [x], [y]
 
 
-def _pair_test(claim: Claim, result: dict, a: str, b: str, datasets: Sequence[str]):
-    diffs, unpaired, sa, sb = _pair_values(claim, result, a, b, datasets)
+def _pair_test(claim: Claim, result: dict, a: str, b: str, datasets: Sequence[str], limit: int | None = None):
+    diffs, unpaired, sa, sb = _pair_values(claim, result, a, b, datasets, limit)
     unit = "datasets" if claim.unit == "dataset" else "seeds"
     if diffs is not None:
         if len(diffs) < 2:
@@ -885,8 +941,8 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
     per_pair_diffs = []
     waiting = []  # tests of pairs whose planned second stage is not complete
     deciding = datasets[0] == claim.datasets[0]
-    for a, b in claim.pairs:
-        t, problem, sa, sb, diffs = _pair_test(claim, result, a, b, datasets)
+    for k_pair, (a, b) in enumerate(claim.pairs):
+        t, problem, sa, sb, diffs = _pair_test(claim, result, a, b, datasets, _seed_limit(claim, k_pair, deciding))
         for name, ss in ((a, sa), (b, sb)):
             if len(ss) == 1:
                 shown_models.setdefault(name, _fmt_series(ss[0], metric))
@@ -903,7 +959,7 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
         else:
             p_for, p_against = t.p_greater(delta), t.p_less(delta)
         if claim.extension and deciding and diffs is not None:
-            pending = _stage_pending(claim, claim.pairs.index((a, b)), diffs)
+            pending = _stage_pending(claim, k_pair, diffs)
             if pending:
                 waiting.append(t)
                 problems.append((f"{a} vs {b}", pending))
@@ -913,6 +969,8 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
         tests.append((t, p_for, p_against))
         rows.append((a, b, _diff_text(claim, t), p_for, p_against))
     v.details += _pair_tables(claim, shown_models, rows)
+    if claim.unit == "dataset":
+        v.details += _per_dataset_table(claim, result, datasets)
     k = len(claim.pairs)
     if claim.combine == "mean" and k > 1:
         return _compare_mean(claim, v, per_pair_diffs, problems, shown_models, deciding)
@@ -926,6 +984,8 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
     first = tested[0][0] if tested else (waiting[0] if waiting else None)
     v.n = first.n if first else None
     v.test = _test_label(claim, first, k)
+    if v.verdict == CONTRADICTED and k > 1:
+        v.test += f"; p of the most reversed pair, Bonferroni ×{k}"
     if claim.extension and deciding:
         e = claim.extension
         v.test += (f" (a second stage: seeds {e['first_seeds']} on, planned after seeds 0-{e['first_seeds'] - 1} "
@@ -959,6 +1019,29 @@ def _pair_tables(claim: Claim, shown_models: dict[str, str], rows) -> list[str]:
     lines += [f"| {a} {direction} {b} | {diff} | {_fmt_p(p_for)} | {_fmt_p(p_against)} |"
               for a, b, diff, p_for, p_against in rows]
     return lines
+
+
+def _per_dataset_table(claim: Claim, result: dict, datasets: Sequence[str]) -> list[str]:
+    """A claim paired over datasets, each dataset on its own (shown, not deciding): both means and,
+    where the two ran on the same seeds and splits, the paired t over its planned seeds (one-sided,
+    in the claimed direction)."""
+    lines = ["", "Per dataset (not deciding; one-sided paired t over the seeds of each, where both ran them):",
+             "",
+             "| dataset | pair | A | B | Δ | p (claim) | p (opposite) |", "|---|---|---|---|---|---|---|"]
+    any_paired = False
+    seed_claim = Claim(**{**{f.name: getattr(claim, f.name) for f in fields(Claim)},
+                          "unit": "seed", "log": False, "extension": {}})
+    for dataset in datasets:
+        for a, b in claim.pairs:
+            x, y = (_cut(_series(result, n, dataset, claim.metric), claim.seeds) for n in (a, b))
+            t, _, _, _, diffs = _pair_test(seed_claim, result, a, b, [dataset], claim.seeds)
+            paired = t is not None and diffs is not None
+            any_paired = any_paired or paired
+            cells = ([f"{_fmt(t.est, claim.metric, signed=True)} ± {_fmt(t.se, claim.metric)}",
+                      _fmt_p(t.p_greater()), _fmt_p(t.p_less())] if paired else [DASH] * 3)
+            lines.append("| " + " | ".join([dataset, f"{a} vs {b}", _fmt_series(x, claim.metric),
+                                            _fmt_series(y, claim.metric)] + cells) + " |")
+    return lines if any_paired else []
 
 
 def _paper_delta(claim: Claim, pairs) -> float | None:
@@ -1001,12 +1084,13 @@ def _planned(claim: Claim, paper_delta: float | None, t: _T) -> str:
 
 def _stage_pending(claim: Claim, k: int, diffs: dict) -> str | None:
     """Why pair ``k`` of a claim extended by a second stage of seeds (``claim.extension``) has no
-    verdict yet, or None once every planned seed has run; the test is then the paired t over all
-    of them. A verdict read while the second stage fills in would be one more look at the data
-    each time a seed lands; one look when it is complete keeps the rate at which a claim that
-    came out inconclusive at the first stage is then called supported under the null below α
-    (0.036 at 5 then 11 seeds, by simulation: tests/test_verdicts.py), though over both looks
-    a null claim is called supported more often than α (about 0.08), the price of the first."""
+    verdict yet, or None once every planned seed has run; the test is then the paired t over
+    the planned seeds only (``_seed_limit``). A verdict read while the second stage fills in
+    would be one more look at the data each time a seed lands; one look when it is complete
+    keeps the rate at which a claim that came out inconclusive at the first stage is then called
+    supported under the null below α (0.036 at 5 then 11 seeds, by simulation:
+    tests/test_verdicts.py), though over both looks a null claim is called supported more often
+    than α (about 0.08), the price of the first."""
     first, planned = claim.extension["first_seeds"], claim.extension["planned_seeds"][k]
     stage1 = sum(1 for seed in diffs if seed < first)
     stage2 = sum(1 for seed in diffs if seed >= first)
@@ -1084,7 +1168,7 @@ def _compare_mean(claim: Claim, v: Verdict, per_pair_diffs, problems, shown_mode
 
 
 def _trend(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
-    series = [_series(result, m, datasets[0], claim.metric) for m in claim.models]
+    series = [_cut(_series(result, m, datasets[0], claim.metric), claim.seeds) for m in claim.models]
     v = Verdict(claim, INCONCLUSIVE)
     v.ours = " → ".join(_fmt(s.mean, claim.metric) for s in series)
     v.details.append("| rank | model | ours |")
@@ -1186,7 +1270,9 @@ def _speed(claim: Claim, result: dict) -> Verdict:
     v.p = p_against if v.verdict == CONTRADICTED else p_for
     v.n = min((x[0].n for x in tested), default=None)
     v.test = (f"one-sided Welch t on log step times (ratio > {claim.min_ratio:g}x)"
-              + (f"; all {k} pair-lengths (intersection-union)" if k > 1 else "") + (f", n={v.n} steps" if v.n else ""))
+              + (f"; all {k} pair-lengths (intersection-union)" if k > 1 else "") + (f", n={v.n} steps" if v.n else "")
+              + (f"; p of the most reversed pair-length, Bonferroni ×{k}"
+                 if v.verdict == CONTRADICTED and k > 1 else ""))
     v.ours = "; ".join(f"{r[5]} ({r[0]} vs {r[1]}, {r[2]} tokens)" for r in rows if r[5] != DASH) or DASH
     if claim.paper_figures:
         parts = [f"{claim.paper_figures[s] / claim.paper_figures[f]:.2f}x ({claim.paper_figures[f]:g} vs "
@@ -1301,7 +1387,8 @@ Tests (scipy.stats' t distribution):
   one value per dataset (its mean over seeds), a paired t-test over datasets.
 - several pairs (an ordering e > d > b): every pair must hold, p = the largest p
   (an intersection-union test); contradicted when one pair is reversed with p < α / pairs
-  (Bonferroni). An ablation factor over matched variants (HCAN): the mean of the pairs'
+  (Bonferroni): the p shown is then that pair's p times the number of pairs, and the test says
+  "Bonferroni ×k". An ablation factor over matched variants (HCAN): the mean of the pairs'
   differences per seed.
 - speed: Welch's t-test on the logarithms of the timed training steps of `textcls speed`
   (ratio above the claimed factor); O(m): the exponent of step time between two lengths,
@@ -1310,12 +1397,18 @@ Tests (scipy.stats' t distribution):
   And only runs timed on one CPU model, since a merged suite holds runs of several machines:
   the model on which every entry it needs has a run (the most runs if several), an entry's
   missing seeds there filled by another entry of the same configuration (the preset run again);
-  a run that names no CPU and may come from more than one machine is not compared. Nor is a
+  a run that names no CPU and may come from more than one machine is not compared. Every time
+  here is of one CPU (one thread unless said); where the paper timed a GPU (HCAN, FCSR, DASA),
+  the claim says so, and its verdict is about the CPU, not the paper's hardware. Nor is a
   run that shared its cores with more jobs than the machine has: CPU seconds of its fit over
   wall seconds x threads below {MIN_CPU_SHARE} (`report.cpu_share`; runs beside one other worker on 2 cores
   get 0.92-1.00); a run older than the CPU seconds' record counts as alone.
 - Seeds vary initialisation, dropout and the dev split; the test split is fixed, so the
   spread shown is training noise, not test-set sampling error.
+- A claim over seeds is tested on seeds 0-4 of each pair (the full suites' plan, fixed before
+  the results; `seeds` in the claims file where another count was planned), a pair given a
+  second stage on seeds below its planned count: seeds run later for another claim on the
+  same entries give it no further look at the data.
 - An ordering left inconclusive over paired seeds says how many seeds would settle it: the
   fewest with which the one-sided paired t-test at α detects the paper's own difference with
   80 % power, given our standard deviation of the differences between seeds (noncentral t,
@@ -1323,10 +1416,17 @@ Tests (scipy.stats' t distribution):
   planning figure, not a test; with 5 seeds that standard deviation is itself rough. Where
   fewer seeds than ran would do, a difference of the paper's size would likely have shown.
 - A claim given more seeds that way (`extension` in the claims file) gets no verdict until every
-  planned seed has run, then the same paired t over all of them: one more look, not one a seed.
+  planned seed has run, then the same paired t over the planned seeds: one more look, not one a seed.
   Under the null, a claim that was inconclusive at the first stage is then called supported at a
   rate below α (0.036 at 5 then 11 seeds, by simulation); over both looks a null claim is called
   supported about 0.08 of the time instead of α, the price of having looked at the first stage.
+
+Multiplicity: each claim is tested on its own at α; with about 60 tested claims, a few
+verdicts would come out supported or contradicted by chance even if every claim were null.
+The summary's "p (Holm, within the paper)" adjusts each p by Holm's step-down method over
+the counted claims of its paper that have a p: a supported or contradicted verdict whose Holm p
+is not below α does not survive a familywise error rate of α within its paper. The verdicts
+themselves stay those of each claim's own test.
 
 A claim's verdict is decided on one dataset, declared in the claims file (the paper's own
 when offline, else the one its suite runs with the most seeds); the others are shown beside
@@ -1353,7 +1453,7 @@ def format_paper_summary(verdicts: Sequence[Verdict]) -> str:
             papers.append(v.claim.paper)
     lines = ["| paper | claims | " + " | ".join(VERDICTS) + " |", "|---|---|" + "---|" * len(VERDICTS)]
     for paper in papers + ["all"]:
-        mine = [v for v in verdicts if paper == "all" or v.claim.paper == paper]
+        mine = [v for v in counted(verdicts) if paper == "all" or v.claim.paper == paper]
         name = "**all papers**" if paper == "all" else f"{paper}: {PAPERS.get(paper, paper)}"
         lines.append(f"| {name} | {len(mine)} | "
                      + " | ".join(str(sum(1 for v in mine if v.verdict == k)) for k in VERDICTS) + " |")
@@ -1384,22 +1484,26 @@ def format_reproduction(verdicts: Sequence[Verdict], gaps: Sequence[str] = (), p
     lines) right after the summary table and ending with ``gaps`` (``gaps.format_gaps``' lines)
     when given. ``claims_source``: the claims file the header names (the page beside the
     results says which claims it tested when they are not the ones beside it)."""
-    counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in VERDICTS}
+    counts = {k: sum(1 for v in counted(verdicts) if v.verdict == k) for k in VERDICTS}
+    repeats = [v for v in verdicts if v.claim.repeats is not None]
     lines = ["# Reproduction: a verdict for every claim", "",
              f"Generated from `{claims_source}` and `benchmarks/results/*.json` by "
              "`textcls.benchmark.reproduction.write_reproduction()`; do not edit by hand. To regenerate:",
              "", "```", "textcls benchmark --verdicts   # from the repository root",
              "```", "",
-             f"{len(verdicts)} claims: " + ", ".join(f"{counts[k]} {k}" for k in VERDICTS) + ".", "",
+             f"{len(counted(verdicts))} claims: " + ", ".join(f"{counts[k]} {k}" for k in VERDICTS) + "."
+             + "".join(f" `{v.claim.id}` measures `{v.claim.repeats}` again and is shown, not counted: the paper made "
+                       "one claim." for v in repeats), "",
              format_paper_summary(verdicts), "",
              RULE, "## Summary", "",
              "Figures in % accuracy unless stated; ours = mean ± sample std over n seeds. "
              "\"rerun\" rebuilds the evidence.", "",
-             "| claim id | claim | verdict | p | test | ours | paper | suite | rerun |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| claim id | claim | verdict | p | p (Holm, within the paper) | test | ours | paper | suite | rerun |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for v in verdicts:
+        shown = f"**{v.verdict}**" + (f" (repeats `{v.claim.repeats}`: not counted)" if v.claim.repeats else "")
         lines.append("| " + " | ".join(_cell(c) for c in (
-            f"`{v.claim.id}`", v.claim.claim, f"**{v.verdict}**", _fmt_p(v.p), v.test, v.ours, v.paper,
+            f"`{v.claim.id}`", v.claim.claim, shown, _fmt_p(v.p), _fmt_p(v.holm), v.test, v.ours, v.paper,
             f"`{v.suite}`" if v.suite else DASH, f"`{v.command}`" if v.command else DASH)) + " |")
     if progress:
         lines += [""] + list(progress)
@@ -1478,7 +1582,9 @@ def _claim_section(v: Verdict) -> list[str]:
     c = v.claim
     lines = [f"### `{c.id}`", "", f"{_cell(c.claim)} ({c.source}).", "",
              f"**{v.verdict}**" + (f", {_p_is(v.p)}" if v.p is not None else "")
-             + (f"; {v.test}." if v.test != DASH else "."), ""]
+             + (f" (Holm-adjusted within the paper: {_fmt_p(v.holm)})" if v.holm is not None else "")
+             + (f"; {v.test}." if v.test != DASH else ".")
+             + (f" A second measurement of `{c.repeats}`: shown, not counted in the totals." if c.repeats else ""), ""]
     facts = [f"ours: {v.ours}", f"paper: {v.paper}" + (f" ({c.paper_dataset})" if c.paper_dataset else "")]
     if c.kind != "within" or c.unit == "dataset":
         scope = ", ".join(c.datasets[:1] if c.unit == "seed" else c.datasets) if c.datasets else ""
