@@ -96,3 +96,70 @@ def test_model_card_of_a_catalogue_or_hub_dataset_lists_it():
     assert meta["datasets"] == ["trec"] and "`trec` (`textcls list-datasets`)" in body
     meta, body = _card("hf:someone/news:default")
     assert meta["datasets"] == ["someone/news"] and "list-datasets" not in body
+
+
+# -- 5: offline, a named dataset fails at once in one line ----------------------------------------
+@pytest.fixture
+def no_network(tmp_path, monkeypatch):
+    """No TEXTCLS_DATA_DIR, an empty home (so no default data folder), empty hub caches, no socket
+    that connects, and datasets.load_dataset allowed to run only in offline mode: the internet is
+    never touched, whatever the code under test does."""
+    import socket
+
+    import datasets
+    import huggingface_hub.constants as hub_constants
+
+    for var in ("TEXTCLS_DATA_DIR", "TEXTCLS_HUB_DIR", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
+                "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HF_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hf-hub"))
+    probes = []
+
+    def refuse(address, *args, **kwargs):
+        probes.append(address)
+        raise OSError(-2, "Name or service not known")
+
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    real = datasets.load_dataset
+    calls = []
+
+    def offline_only(*args, **kwargs):
+        calls.append(bool(datasets.config.HF_HUB_OFFLINE and hub_constants.HF_HUB_OFFLINE))
+        if not calls[-1]:
+            raise AssertionError("datasets.load_dataset called online")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(datasets, "load_dataset", offline_only)
+    return probes, calls
+
+
+def test_unreachable_hub_fails_fast_in_one_line_naming_the_default_data_folder(no_network, capfd):
+    import time
+
+    import datasets
+
+    probes, calls = no_network
+    start = time.perf_counter()
+    with pytest.raises(DataError) as err:
+        load_dataset("trec")
+    assert time.perf_counter() - start < 5
+    message = str(err.value)
+    assert "\n" not in message
+    assert "the Hugging Face hub is unreachable (cannot connect to huggingface.co:443" in message
+    assert "(the default data folder; TEXTCLS_DATA_DIR is not set)" in message
+    assert "set TEXTCLS_DATA_DIR (CLI: --data-dir) to the folder that holds 'trec'" in message
+    assert probes and calls == [True]
+    out, logged = capfd.readouterr()
+    assert "Retry" not in logged and "thrown while requesting" not in logged, logged
+    assert datasets.config.HF_HUB_OFFLINE is False  # the offline switch is put back
+
+
+@pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"])
+def test_offline_variable_skips_the_network_check(no_network, monkeypatch, variable):
+    probes, calls = no_network
+    monkeypatch.setenv(variable, "1")
+    with pytest.raises(DataError, match=rf"the Hugging Face hub is unreachable \({variable} is set\)"):
+        load_dataset("trec")
+    assert probes == [] and calls == [True]

@@ -25,7 +25,7 @@ from ..validate import MAX_SEED, check_int, range_check
 from . import readers
 from .catalog import CATALOG, find_entry, local_root
 from .hub import HUB_DIR_ENV, load_hub, parse_hf
-from .loaders import DATA_DIR_ENV, CatalogEntry, refuse_a_file_as_data_dir
+from .loaders import DATA_DIR_ENV, DEFAULT_DATA_DIR, CatalogEntry, refuse_a_file_as_data_dir
 from .loaders import data_dir as _data_dir  # load_dataset's keyword argument shadows the name
 from .readers import ReadOptions
 from .records import TextDataset
@@ -161,9 +161,11 @@ def _load_entry(entry: CatalogEntry, root: Path, options: ReadOptions, split_see
         return entry.load_local(entry, local, options)
     _refuse_a_broken_local_copy(entry, root)
     where = f"{root}/{entry.folders[0]}" if entry.folders else str(root)
+    default = f" (the default data folder; {DATA_DIR_ENV} is not set)" if root == DEFAULT_DATA_DIR.expanduser() else ""
     why = (
-        f"no local copy either: put it in {where} (set {DATA_DIR_ENV} or pass data_dir= (CLI: --data-dir) to search elsewhere), "
-        f"or set {HUB_DIR_ENV} to a local copy of the hub repo"
+        f"no local copy either under {root}{default}: put it in {where}, or set {DATA_DIR_ENV} (CLI: --data-dir) "
+        f"to the folder that holds '{entry.folders[0] if entry.folders else entry.name}', or set {HUB_DIR_ENV} to a "
+        "local copy of the hub repo"
     )
     if entry.hub is None:
         raise DataError(
