@@ -163,3 +163,50 @@ def test_offline_variable_skips_the_network_check(no_network, monkeypatch, varia
     with pytest.raises(DataError, match=rf"the Hugging Face hub is unreachable \({variable} is set\)"):
         load_dataset("trec")
     assert probes == [] and calls == [True]
+
+
+# -- 1: a numeric score column is refused, numeric class ids load ---------------------------------
+def _numeric_csv(path, labels):
+    lines = ["text,score"] + [f"document number {i} with some words,{label}" for i, label in enumerate(labels)]
+    return write(path, "\n".join(lines) + "\n")
+
+
+def test_a_score_column_is_refused_as_a_regression_target(tmp_path):
+    import random
+
+    rng = random.Random(0)
+    path = _numeric_csv(tmp_path / "score.csv", [f"{rng.random():.3f}" for _ in range(300)])
+    with pytest.raises(DataError) as err:
+        load_dataset(str(path))
+    message = str(err.value)
+    assert message.startswith(f"{path}: the label column 'score' holds numbers, ")
+    assert "textcls classifies: bin the scores into a few classes" in message
+    assert "label_column= (CLI: --label-column NAME)" in message and "\n" not in message
+    # Two decimals: fewer distinct values (about 100 of 300), still a score.
+    two = _numeric_csv(tmp_path / "two.csv", [f"{rng.random():.2f}" for _ in range(300)])
+    with pytest.raises(DataError, match="holds numbers"):
+        load_dataset(str(two))
+    # Integers nearly all distinct (a count, a price): a regression target too.
+    ints = _numeric_csv(tmp_path / "ints.csv", [str(rng.randrange(10_000)) for _ in range(300)])
+    with pytest.raises(DataError, match="holds numbers"):
+        load_dataset(str(ints))
+
+
+def test_a_score_column_exits_2_on_the_command_line(tmp_path, capsys):
+    path = _numeric_csv(tmp_path / "score.csv", [f"{i / 300:.4f}" for i in range(300)])
+    status, _, err = run_cli(["train", "-m", "tfidf-lr", "-d", str(path), "--run-dir", str(tmp_path / "run")], capsys)
+    assert status == 2 and "holds numbers" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("labels", [
+    [str(1 + i % 5) for i in range(500)],                      # yelp-style 1..5 stars
+    [str(i % 20) for i in range(400)],                         # 20 integer class ids
+    [str(i % 2) for i in range(300)],                          # fdu_mtl-style 0/1
+    [f"{1 + (i % 9) / 2:.1f}" for i in range(300)],            # half-star ratings 1.0 .. 5.0
+    [str(i % 100) for i in range(3000)],                       # a hundred integer ids
+    [f"{i % 2}.0" for i in range(300)],                        # ids written as floats
+], ids=["stars", "20-ids", "binary", "half-stars", "100-ids", "float-ids"])
+def test_numeric_class_ids_still_load(tmp_path, labels):
+    ds = load_dataset(str(_numeric_csv(tmp_path / "ids.csv", labels)))
+    assert set(ds.label_names) == set(labels)

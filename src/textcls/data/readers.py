@@ -54,6 +54,7 @@ import contextvars
 import csv
 import gzip
 import json
+import math
 import re
 import stat
 import sys
@@ -1049,6 +1050,8 @@ def _check_label_column(path, buffer: RecordBuffer, before: int, desc: str, advi
     if not names:
         return
     distinct = len(set(names))
+    if _check_numeric_labels(path, names, distinct, desc):
+        return
     lengths = sorted(len(x) for x in names)
     words = sorted(len(x.split()) for x in names)
     texts = sorted(len(t) for t in buffer.texts[before:])
@@ -1066,6 +1069,45 @@ def _check_label_column(path, buffer: RecordBuffer, before: int, desc: str, advi
     example = example if len(example) <= 50 else example[:47] + "..."
     raise DataError(
         f"{path}: the label column {desc} looks like text, not class names: {why} (e.g. {example!r}); {advice}"
+    )
+
+
+def _as_numbers(names: Sequence[str]) -> list[float] | None:
+    """Every class name as a finite number, or None when one is not a number."""
+    out = []
+    for name in names:
+        try:
+            value = float(name)
+        except ValueError:
+            return None
+        if not math.isfinite(value):
+            return None
+        out.append(value)
+    return out
+
+
+def _check_numeric_labels(path, names: list[str], distinct: int, desc: str) -> bool:
+    """Refuse a numeric label column that is a score to regress on, not class ids; returns
+    whether the labels are numbers (then the text-likeness rules do not apply).
+
+    Class ids stay: 20news's or fdu_mtl's 0/1, yelp's 1..5 stars, half-star ratings, even a
+    hundred integer ids over thousands of records. A score is refused: fractional values with at
+    least 20 distinct ones that make up a fifth of the records or more (0..1 probabilities,
+    regression targets), or integers nearly all distinct (at least 50, half the records). Read as
+    classes, such a column trained a model with hundreds of one-record classes and 0 accuracy."""
+    values = _as_numbers(names)
+    if values is None:
+        return False
+    n = len(values)
+    fractional = any(v != int(v) for v in values)
+    if not ((fractional and distinct >= 20 and distinct >= 0.2 * n) or (distinct >= 50 and distinct >= 0.5 * n)):
+        return True
+    low, high = min(values), max(values)
+    raise DataError(
+        f"{path}: the label column {desc} holds numbers, {distinct} distinct values among {n} records "
+        f"(from {low:g} to {high:g}), a score to regress on rather than class names; textcls classifies: "
+        + _option_advice("bin the scores into a few classes (e.g. low, mid, high) in a column of their own and "
+                         "name it with label_column= (CLI: --label-column NAME)")
     )
 
 
