@@ -318,3 +318,18 @@ def test_load_refuses_threads_that_are_not_a_positive_integer(threads):
 def test_load_refuses_a_run_dir_that_is_not_a_path(run_dir):
     with pytest.raises(ConfigError, match="^parameter 'run_dir' = .* must be a file or folder path"):
         Predictor.load(run_dir)
+
+
+def test_textcls_predict_writes_int_labels_as_the_python_api_returns_them(tmp_path, capsys):
+    # A run fitted with int labels predicted 3 in Python and "3" (a string) on the command line.
+    import json
+
+    from textcls import cli
+
+    X = ["good film great", "bad film awful", "great acting good", "awful plot bad"] * 10
+    clf = Classifier("tfidf-lr").fit(X, [3, 1, 3, 1] * 10)
+    clf.save_pretrained(tmp_path / "run")
+    assert cli._run(["predict", str(tmp_path / "run"), "good film", "awful plot"]) == 0
+    labels = [json.loads(line)["label"] for line in capsys.readouterr().out.splitlines()]
+    python = clf.predict(["good film", "awful plot"]).tolist()
+    assert labels == python == [3, 1] and all(type(label) is int for label in labels)

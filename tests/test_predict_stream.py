@@ -182,7 +182,13 @@ def test_tasks_reach_a_run_with_one_head_per_task(capsys, monkeypatch, tmp_path)
     (("x", "--task", "books"), "--task books: "),
     (("x", "--threshold", "0.3"), "--threshold applies to multi-label runs"),
     (("x", "--threads", "0"), "--threads 0: must be at least 1"),
-    (("x", "--format", "csv"), "--format 'csv' is not one of text, jsonl"),
+    (("x", "--format", "parquet"), "--format 'parquet' is not one of text, jsonl, csv, tsv; textcls predict reads"),
+    (("x", "--format", "csv"), "--format csv applies to --input files; texts given as arguments are one text each"),
+    (("x", "--text-column", "body"), "--text-column applies to --input files"),
+    (("--format", "csv"), "--format csv reads a file (it is read twice: checked, then predicted); pass --input"),
+    (("--input", "-", "--text-column", "body"), "--text-column applies to csv, tsv, jsonl input, and stdin is read "
+                                                "as text: drop --text-column, or pass --format csv"),
+    (("--input", "-", "--format", "jsonl", "--delimiter", ";"), "--delimiter applies to csv, tsv input"),
     (("x", "--input", "-"), "give texts as arguments or --input FILE, not both"),
 ])
 def test_option_errors_are_one_line(capsys, monkeypatch, args, expected):
@@ -197,3 +203,89 @@ def test_a_json_escape_of_a_lone_surrogate_is_named_by_its_line(capsys, monkeypa
     # It once said "text 0" (the index in its block) after the line; and nothing is written.
     assert code == 2 and rows == [] and len(err.strip().splitlines()) == 1
     assert f"{path}:2: holds a lone surrogate '\\udce9' at character 4" in err
+
+
+def test_a_csv_file_is_read_as_records_and_its_label_column_is_not_classified(capsys, monkeypatch, tmp_path):
+    # The file was read as lines: the header "text,label" was classified, then every line with its
+    # true label pasted into the text ('"Who wrote Hamlet ?",HUM'), with exit 0.
+    texts = EXPECTED["texts"][:6]
+    path = tmp_path / "news_test.csv"
+    rows_in = [f'"{t}",{label}' for t, label in zip(texts, EXPECTED["labels"])]
+    rows_in[2] = f'"{texts[2][:5]}\n{texts[2][5:]}",x'  # a quoted field over two lines is one record
+    path.write_text("text,label\n" + "\n".join(rows_in[:4]) + "\n\n" + "\n".join(rows_in[4:]) + "\n")
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path), block=40)
+    assert code == 0, err
+    expected = texts[:2] + [texts[2][:5] + "\n" + texts[2][5:]] + texts[3:]
+    assert [r["text"] for r in rows] == expected
+    got = np.array([[r["probabilities"][n] for n in sorted(r["probabilities"])] for r in rows])
+    np.testing.assert_allclose(got, Predictor.load(RUN).predict_proba(expected), **KERNEL)
+    # --format csv reads a file of another name; an error names the record by its file and first line.
+    other = tmp_path / "news.txt"
+    other.write_text(path.read_text() + '"",HUM\n')
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(other), "--format", "csv", block=40)
+    assert code == 2 and rows == [] and err == (f"error: {other}:10: the text is empty; a model cannot classify it, "
+                                                "drop it or give it content\n")
+
+
+def test_a_tsv_file_and_a_json_lines_file_take_their_text_from_text_column(capsys, monkeypatch, tmp_path):
+    texts = EXPECTED["texts"][:3]
+    path = tmp_path / "q.tsv"
+    path.write_text("id\tquestion\tlabel\n" + "".join(f"{i}\t{t}\tHUM\n" for i, t in enumerate(texts)))
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path), "--text-column", "question")
+    assert code == 0 and [r["text"] for r in rows] == texts, err
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path))
+    assert code == 2 and rows == [] and len(err.strip().splitlines()) == 1
+    assert f"{path}:1: no column 'text' in the header row ('id', 'question', 'label'); name the text column with " \
+           "--text-column NAME" in err
+    # Several columns are joined with a space, as train joins them.
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path), "--text-column", "id",
+                               "--text-column", "question")
+    assert code == 0 and [r["text"] for r in rows] == [f"{i} {t}" for i, t in enumerate(texts)], err
+    jsonl = tmp_path / "q.jsonl"
+    jsonl.write_text("".join(json.dumps({"question": t, "label": "HUM"}) + "\n" for t in texts))
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(jsonl), "--text-column", "question")
+    assert code == 0 and [r["text"] for r in rows] == texts, err
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(jsonl))
+    assert code == 2 and f'{jsonl}:1: a JSON line needs a string field "text" (its fields: question, label)' in err
+
+
+@pytest.mark.parametrize("name, args, problem", [
+    ("texts.parquet", (), "is a parquet file by its name"),
+    ("texts.txt", (), "is a parquet file, not text"),  # by its first bytes, whatever its name
+    ("texts.parquet", ("--format", "text"), "is a parquet file, not text"),
+    ("texts.parquet", ("--format", "csv"), "is a parquet file, not text"),
+])
+def test_a_parquet_file_is_refused_not_read_as_lines_of_text(capsys, monkeypatch, tmp_path, name, args, problem):
+    path = tmp_path / name
+    path.write_bytes(b"PAR1\x15\x04\x15\x10\nWho wrote Hamlet ?\nPAR1")
+    code, rows, err = _predict(capsys, monkeypatch, "--input", str(path), *args)
+    assert code == 2 and rows == [] and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: {path}: {problem}") and "reads plain text (one text a line), JSON Lines, CSV or " \
+                                                          "TSV" in err
+
+
+def test_a_terminal_on_stdin_gets_a_hint_before_the_read_waits(capsys, monkeypatch):
+    class Terminal(io.TextIOWrapper):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal(io.BytesIO(b"Who wrote Hamlet ?\n"), encoding="utf-8"))
+    code, rows, err = _predict(capsys, monkeypatch)
+    assert code == 0 and len(rows) == 1
+    assert err == "reading texts from stdin, one per line; end with Ctrl-D\n"
+    code, rows, err = _predict(capsys, monkeypatch, "--input", "-", stdin=b"Who wrote Hamlet ?\n")
+    assert code == 0 and err == ""  # a pipe gets no hint
+
+
+def test_labels_fitted_as_ints_are_written_as_numbers(capsys, monkeypatch, tmp_path):
+    # config.json keeps the class values a run was fitted with ("label_values"); predict wrote "3" for 3.
+    def fake_predict(texts, task_ids):
+        return np.tile(np.array([[0.25, 0.75]], dtype=np.float32), (len(texts), 1))
+
+    for values, expected in (([1, 3], 3), (["neg", "pos"], "pos"), (None, "3")):
+        config = {"model": "fasttext-bag", "label_names": ["1", "3"] if values != ["neg", "pos"] else values,
+                  **({"label_values": values} if values else {})}
+        fake = Predictor(tmp_path, config, fake_predict, uses_tasks=False, backend="estimator")
+        monkeypatch.setattr(Predictor, "load", classmethod(lambda cls, *a, **k: fake))
+        code, rows, err = _predict(capsys, monkeypatch, "a fine read")
+        assert code == 0 and rows[0]["label"] == expected and type(rows[0]["label"]) is type(expected), err

@@ -514,6 +514,23 @@ def _load_run(run_dir: Path, device: Optional[str]):
 
 
 PREDICT_BLOCK_BYTES = 1 << 20  # input read, predicted and written this much at a time
+PREDICT_FORMATS = ("text", "jsonl", "csv", "tsv")
+_FORMAT_OF_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
+# What a file's name says it is, where that is no format predict reads: refused, never read as text lines.
+_UNREAD_SUFFIXES = {
+    ".parquet": "a parquet file", ".pq": "a parquet file", ".arrow": "an Arrow file", ".feather": "a Feather file",
+    ".json": "a JSON document (not JSON Lines)", ".xlsx": "an Excel workbook", ".xls": "an Excel workbook",
+    ".ods": "a spreadsheet", ".pkl": "a pickle", ".pickle": "a pickle", ".npy": "a NumPy array",
+    ".npz": "a NumPy archive", ".zip": "a zip archive", ".gz": "a gzip-compressed file",
+    ".bz2": "a bzip2-compressed file", ".xz": "an xz-compressed file", ".zst": "a zstd-compressed file",
+    ".7z": "a 7-zip archive", ".tar": "a tar archive", ".pdf": "a PDF", ".docx": "a Word document",
+}  # fmt: skip
+_UNREAD_MAGIC = ((b"PAR1", "a parquet file"), (b"PK\x03\x04", "a zip archive (or an Excel workbook)"),
+                 (b"\x1f\x8b", "a gzip-compressed file"), (b"BZh", "a bzip2-compressed file"),
+                 (b"\xfd7zXZ\x00", "an xz-compressed file"), (b"%PDF-", "a PDF"))
+_READ_ADVICE = ("textcls predict reads plain text (one text a line), JSON Lines, CSV or TSV (--format text, jsonl, "
+                "csv, tsv): convert it to one of them")
+STDIN_HINT = "reading texts from stdin, {what}; end with Ctrl-D"
 
 
 @app.command()
@@ -525,8 +542,15 @@ def predict(
         help="A file of texts ('-' = stdin), read, predicted and written in 1 MiB chunks (bounded memory); "
              "a file is checked whole before the first prediction is written, stdin as it comes."),
     input_format: Optional[str] = typer.Option(
-        None, "--format", help="text (one text per line) or jsonl (one {\"text\": ..., \"task\": ...} per line). "
-                               "Default: jsonl for a .jsonl file, else text."),
+        None, "--format", help="text (one text per line), jsonl (one {\"text\": ..., \"task\": ...} per line), "
+                               "csv or tsv (a header row, one record per row; CSV quoting as train reads it). "
+                               "Default: from the suffix (.jsonl, .csv, .tsv), else text."),
+    text_columns: List[str] = typer.Option(
+        [], "--text-column", help="CSV/TSV column or JSON Lines field holding the text (repeatable: joined with a "
+                                  "space, as train joins them). Default: text."),
+    delimiter: Optional[str] = typer.Option(None, "--delimiter", help="Field delimiter of a CSV/TSV file (default: , "
+                                                                      "for csv, tab for tsv)."),
+    encoding: Optional[str] = typer.Option(None, "--encoding", help="Text encoding of a CSV/TSV file (default utf-8)."),
     task: Optional[str] = typer.Option(None, "--task", help="The task of every text, for a run with one head per "
                                                             "task (e.g. fcsr-mtl on fdu_mtl); a JSON line's 'task' wins."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Multi-label runs: the probability from which a "
@@ -541,17 +565,11 @@ def predict(
     _limit_threads(threads)  # before numpy, torch or tokenizers start their thread pools
     if device is not None:
         check_device(device)
-    if input_format not in (None, "text", "jsonl"):
-        raise ConfigError(f"--format {input_format!r} is not one of text, jsonl")
     if texts and input_path is not None:
         raise ConfigError("give texts as arguments or --input FILE, not both")
+    source = _PredictInput.of(input_path, input_format, text_columns, delimiter, encoding, task, given=bool(texts))
     if texts:
         texts = _argument_texts(texts)  # before the run loads
-    if input_path is not None and str(input_path) != "-":
-        if input_path.is_dir():
-            raise DataError(f"{input_path}: is a folder; pass a text file with one text per line")
-        if not input_path.is_file():
-            raise DataError(f"{input_path}: no such file; pass a text file with one text per line")
     from .predictor import Predictor, check_threshold
 
     predictor = Predictor.load(run_dir, device=device, threads=threads, note=_note)
@@ -565,14 +583,216 @@ def predict(
     if texts:
         _write_predictions(predictor, texts, [task] * len(texts), threshold)
         return
-    fmt = input_format or ("jsonl" if input_path is not None and input_path.suffix == ".jsonl" else "text")
-    if input_path is not None and str(input_path) != "-":
-        # A bad line found half-way would leave the predictions before it written: check first.
-        for block, first, where in _input_blocks(input_path):
-            _check_tasks(predictor, _block_items(block, first, where, fmt, task)[1], _text_namer(where, first))
-    for block, first, where in _input_blocks(input_path):
-        items, tasks = _block_items(block, first, where, fmt, task)
-        _write_predictions(predictor, items, tasks, threshold, where, first)
+    if source.where == "stdin" and _is_terminal(sys.stdin):
+        _note(STDIN_HINT.format(what="one JSON object per line" if source.fmt == "jsonl" else "one per line"))
+    if source.where != "stdin":
+        # A bad record found half-way would leave the predictions before it written: check first.
+        for items, tasks, where_of in source.blocks():
+            _check_tasks(predictor, tasks, where_of)
+    for items, tasks, where_of in source.blocks():
+        _write_predictions(predictor, items, tasks, threshold, where_of)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a closed or replaced stdin
+        return False
+
+
+@dataclass(frozen=True)
+class _PredictInput:
+    """Where ``textcls predict`` reads its texts (a file, or stdin) and how: ``blocks()`` yields
+    ``(texts, tasks, where_of)`` about PREDICT_BLOCK_BYTES at a time, ``where_of(i)`` naming the
+    i-th text of a block by its file and line (``f.csv:12``)."""
+
+    path: Optional[Path]
+    fmt: str
+    text_columns: tuple
+    delimiter: Optional[str]
+    encoding: Optional[str]
+    task: Optional[str]
+
+    @property
+    def where(self) -> str:
+        return "stdin" if self.path is None or str(self.path) == "-" else str(self.path)
+
+    @classmethod
+    def of(cls, path, fmt, text_columns, delimiter, encoding, task, given: bool) -> "_PredictInput":
+        """The input options checked before the run loads: a format predict reads, and options it uses."""
+        stdin = path is None or str(path) == "-"
+        if fmt is not None and fmt not in PREDICT_FORMATS:
+            raise ConfigError(f"--format {fmt!r} is not one of {', '.join(PREDICT_FORMATS)}; {_READ_ADVICE}")
+        if not stdin:
+            _check_input_file(path)
+        fmt = fmt or ("text" if stdin else _format_of_name(path))
+        source = cls(None if stdin else path, fmt, tuple(text_columns or ()), delimiter, encoding, task)
+        source._check_options(given)
+        if not stdin:
+            _refuse_unread_content(path, _file_head(path), fmt)
+        return source
+
+    def _check_options(self, given: bool) -> None:
+        used = {"--text-column": self.text_columns, "--delimiter": self.delimiter, "--encoding": self.encoding,
+                "--format": self.fmt in ("csv", "tsv")}
+        for flag, value in used.items():
+            if value and given:
+                raise ConfigError(f"{flag}{' ' + self.fmt if flag == '--format' else ''} applies to --input files; "
+                                  f"texts given as arguments are one text each: drop {flag}")
+        for flag, value in list(used.items())[:3]:
+            if not value:
+                continue
+            takes = ("csv", "tsv", "jsonl") if flag == "--text-column" else ("csv", "tsv")
+            if self.fmt not in takes:
+                raise ConfigError(f"{flag} applies to {', '.join(takes)} input, and {self.where} is read as "
+                                  f"{self.fmt}: drop {flag}, or pass --format {takes[0]}")
+        if self.fmt in ("csv", "tsv") and self.where == "stdin":
+            raise ConfigError(f"--format {self.fmt} reads a file (it is read twice: checked, then predicted); "
+                              f"pass --input FILE.{self.fmt}")
+        if self.delimiter is not None or self.encoding is not None:
+            from .data.readers import ReadOptions  # its checks of a delimiter and an encoding
+
+            try:
+                ReadOptions(delimiter=self.delimiter, encoding=self.encoding)
+            except ConfigError as exc:
+                raise ConfigError(str(exc).replace("parameter 'delimiter' = ", "--delimiter ")
+                                  .replace("parameter 'encoding' = ", "--encoding ")) from None
+
+    def blocks(self):
+        if self.fmt in ("csv", "tsv"):
+            yield from _delimited_blocks(self)
+            return
+        for block, first, where in _input_blocks(self.path):
+            if first == 1:
+                _refuse_unread_content(where, block[:8], self.fmt)
+            items, tasks = _block_items(block, first, where, self.fmt, self.task, self.text_columns or ("text",))
+            yield items, tasks, _text_namer(where, first)
+
+
+def _check_input_file(path: Path) -> None:
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder; pass a file of texts (one text per line, JSON Lines, CSV or TSV)")
+    if not path.is_file():
+        raise DataError(f"{path}: no such file; pass a file of texts (one text per line, JSON Lines, CSV or TSV)")
+
+
+def _format_of_name(path: Path) -> str:
+    """The format a file's suffix names (``.csv.gz`` is a CSV file: the CSV reader decompresses it);
+    a suffix of a format predict does not read is refused; any other suffix is one text a line."""
+    suffixes = [s.lower() for s in path.suffixes]
+    inner = suffixes[-2] if len(suffixes) >= 2 and suffixes[-1] == ".gz" else None
+    if inner in (".csv", ".tsv", ".tab"):
+        return _FORMAT_OF_SUFFIX[inner]
+    suffix = suffixes[-1] if suffixes else ""
+    if suffix in _UNREAD_SUFFIXES:
+        raise DataError(f"{path}: is {_UNREAD_SUFFIXES[suffix]} by its name; {_READ_ADVICE} (or pass --format if "
+                        "it is one of them in spite of its name)")
+    return _FORMAT_OF_SUFFIX.get(suffix, "text")
+
+
+def _file_head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(8)
+    except OSError as exc:
+        raise DataError(describe_os_error(exc, path)) from None
+
+
+def _refuse_unread_content(where, head: bytes, fmt: str) -> None:
+    """A parquet, zip or compressed file (by its first bytes), whatever its name or --format says:
+    read as lines of text it would be classified as garbage, or refused at some line as not UTF-8."""
+    kind = next((kind for magic, kind in _UNREAD_MAGIC if head.startswith(magic)), None)
+    if kind == "a gzip-compressed file" and fmt in ("csv", "tsv"):
+        return  # the CSV reader decompresses it
+    if kind is not None:
+        raise DataError(f"{where}: is {kind}, not text; {_READ_ADVICE}")
+
+
+def _delimited_blocks(source: _PredictInput):
+    """The records of a CSV/TSV file with a header row, PREDICT_BLOCK_BYTES of text at a time:
+    ``(texts, tasks, where_of)``. The file's lines are read, and its quoting checked and its errors
+    worded, by the training reader's own code (data/readers.py); the text is the ``--text-column``
+    column(s), stripped and joined with a space as train joins them; other columns (a label) are left."""
+    batch, lines, size = [], [], 0
+    for lineno, text in _delimited_records(source):
+        batch.append(text)
+        lines.append(lineno)
+        size += len(text)
+        if size >= PREDICT_BLOCK_BYTES:
+            yield batch, [source.task] * len(batch), _line_namer(source.where, lines)
+            batch, lines, size = [], [], 0
+    if batch:
+        yield batch, [source.task] * len(batch), _line_namer(source.where, lines)
+
+
+def _line_namer(where: str, lines: list):
+    return lambda i: f"{where}:{lines[i]}"
+
+
+def _delimited_records(source: _PredictInput):
+    """``(first line, text)`` of every record of a CSV/TSV file (a blank line is no record)."""
+    import csv
+
+    from .data import readers
+    from .inputs import check_texts
+
+    fmt, path = source.fmt, source.path
+    delimiter = readers.ReadOptions(delimiter=source.delimiter).delimiter or ("\t" if fmt == "tsv" else ",")
+    quoted = fmt == "csv"  # TSV is read without quote handling, as train reads it
+    lines = readers._RecordLines(path, _strict_record_buffer(), source.encoding or "utf-8", "strict", keep_text=quoted)
+    reader = csv.reader(lines.feed(), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE,
+                        strict=quoted)
+    header, columns = None, []
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise readers._csv_error(path, err, lines.state, delimiter) from None
+        lineno, _ = lines.take()
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if header is None:
+            header = [cell.strip() for cell in row]
+            columns = _header_columns(path, lineno, header, source.text_columns or ("text",), fmt)
+            continue
+        if len(readers._trim(row)) > len(header):
+            raise DataError(f"{path}:{lineno}: row has {len(row)} fields, the header has {len(header)} "
+                            f"({', '.join(header)}); quote the field that holds a "
+                            f"{readers._delimiter_name(delimiter)} or fix the row")
+        if len(row) <= max(columns):
+            raise DataError(f"{path}:{lineno}: row has {len(row)} field(s) and no column "
+                            f"{header[max(columns)]!r} (field {max(columns) + 1}); complete the row")
+        text = " ".join(row[i].strip() for i in columns if row[i].strip())
+        check_texts([text], f"{path}:{lineno}", first=None)
+        yield lineno, text
+
+
+def _header_columns(path: Path, lineno: int, header: list, names: tuple, fmt: str) -> list:
+    """The positions of the text columns ``names`` in a CSV/TSV ``header`` row."""
+    twice = next((name for name in names if header.count(name) > 1), None)
+    if twice is not None:
+        raise DataError(f"{path}:{lineno}: the header names the column {twice!r} twice; rename or remove one of them")
+    missing = next((name for name in names if name not in header), None)
+    if missing is not None:
+        shown = ", ".join(repr(c if len(c) <= 30 else c[:27] + "...") for c in header[:12])
+        shown += ", ..." if len(header) > 12 else ""
+        raise DataError(f"{path}:{lineno}: no column {missing!r} in the header row ({shown}); name the text column "
+                        f"with --text-column NAME (a {fmt} file needs a header row naming its columns)")
+    return [header.index(name) for name in names]
+
+
+def _strict_record_buffer():
+    """data/readers' RecordBuffer, whose ``reject`` raises without its advice to skip the record:
+    predict writes one prediction per record, so it skips none."""
+    from .data.readers import RecordBuffer
+
+    class StrictRecords(RecordBuffer):
+        def reject(self, where: str, reason: str, fix: str, skippable: bool = True) -> None:
+            raise DataError(f"{where}: {reason}; {fix}")
+
+    return StrictRecords("error")
 
 
 def _argument_texts(texts: List[str]) -> List[str]:
@@ -610,13 +830,14 @@ def _check_task_option(task: Optional[str], task_names, run_dir: Path) -> None:
                           f"{', '.join(task_names)}")
 
 
-def _block_items(block: bytes, first: int, where: str, fmt: str, task: Optional[str]) -> tuple[list, list]:
-    """The texts (or JSON Lines items) of one block of the input and their tasks: a line's own, else
-    ``task`` (--task; None: not given)."""
+def _block_items(block: bytes, first: int, where: str, fmt: str, task: Optional[str],
+                 fields: tuple = ("text",)) -> tuple[list, list]:
+    """The texts (or JSON Lines items, their text in ``fields``) of one block of the input and their
+    tasks: a line's own, else ``task`` (--task; None: not given)."""
     lines = read_texts(block, where, first_line=first)
     if fmt != "jsonl":
         return lines, [task] * len(lines)
-    texts, tasks = _jsonl_items(lines, where, first)
+    texts, tasks = _jsonl_items(lines, where, first, fields)
     _refuse_unencodable(texts, _text_namer(where, first), from_argv=False)  # a JSON escape of a lone surrogate ("\\udc80")
     return texts, [t if t is not None else task for t in tasks]
 
@@ -680,8 +901,10 @@ def _input_blocks(path: Optional[Path]):
             yield carry, first, where
 
 
-def _jsonl_items(lines: List[str], where: str, first: int) -> tuple[list, list]:
-    """The texts and tasks (None where a line has none) of JSON Lines ``{"text": ..., "task": ...}``."""
+def _jsonl_items(lines: List[str], where: str, first: int, fields: tuple = ("text",)) -> tuple[list, list]:
+    """The texts and tasks (None where a line has none) of JSON Lines ``{"text": ..., "task": ...}``; the
+    text is the string field ``fields`` names (--text-column), or those of them a line has, joined
+    with a space as train joins them."""
     from .inputs import check_texts
 
     texts, tasks = [], []
@@ -691,12 +914,9 @@ def _jsonl_items(lines: List[str], where: str, first: int) -> tuple[list, list]:
         except json.JSONDecodeError as exc:
             raise DataError(f"{where}:{number}: not valid JSON ({exc.msg}); write one JSON object per line, "
                             "e.g. {\"text\": \"...\"}") from None
-        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-            raise DataError(f"{where}:{number}: a JSON line needs a string field \"text\"; write one "
-                            "{\"text\": \"...\", \"task\": \"...\"} object per line")
+        text = _jsonl_text(record, fields, f"{where}:{number}")
         if not isinstance(record.get("task", ""), (str, type(None))):
             raise DataError(f"{where}:{number}: field \"task\" is {type(record['task']).__name__}, not a task name")
-        text = record["text"]
         check_texts([text], f"{where}:{number}", first=None)  # the line names it: no "text N" besides
         # A \u0000 escape is a character the model reads like any other, as Classifier.predict and
         # POST /predict take it (a NUL *byte* in the file is refused by read_texts: a damaged file).
@@ -705,28 +925,46 @@ def _jsonl_items(lines: List[str], where: str, first: int) -> tuple[list, list]:
     return texts, tasks
 
 
-def _write_predictions(predictor, texts: list, tasks: list, threshold, where: Optional[str] = None,
-                       first: int = 1) -> None:
-    """Predict ``texts`` and write one JSON line each. An error about one text names it by its number
-    counted from ``first``: its position among the arguments (``where`` None, from 1), or its line
-    in the file or stdin ``where`` (one text a line)."""
+def _jsonl_text(record, fields: tuple, where: str) -> str:
+    """A JSON line's text: its string field ``fields[0]``, or the fields of ``fields`` it has joined."""
+    present = [record.get(f) for f in fields] if isinstance(record, dict) else []
+    bad = next((f for f, v in zip(fields, present) if v is not None and not isinstance(v, str)), None)
+    if bad is not None:
+        raise DataError(f"{where}: field {bad!r} is {type(record[bad]).__name__}, not text; make it a string, or "
+                        "name the text field with --text-column NAME")
+    if not any(isinstance(v, str) for v in present):
+        named = " or ".join(f'"{f}"' for f in fields)
+        fields_shown = f" (its fields: {', '.join(map(str, record)) or 'none'})" if isinstance(record, dict) else ""
+        raise DataError(f"{where}: a JSON line needs a string field {named}{fields_shown}; write one "
+                        f"{{\"{fields[0]}\": \"...\", \"task\": \"...\"}} object per line, or name the text "
+                        "field with --text-column NAME")
+    return " ".join(v for v in present if isinstance(v, str) and v.strip()) if len(fields) > 1 else present[0]
+
+
+def _write_predictions(predictor, texts: list, tasks: list, threshold, where_of=None) -> None:
+    """Predict ``texts`` and write one JSON line each. An error about one text names it by
+    ``where_of(i)``, its place in the input (``f.txt:3``); None: the texts are the arguments, named
+    by their number among them (from 1). A label is written as the run's class value: a number for a
+    run fitted in Python with int labels (Classifier.predict's 3, not "3")."""
     if not texts:
         return
-    texts_are_arguments = where is None
-    where_of = _text_namer(where, first)
+    texts_are_arguments = where_of is None
+    where_of = where_of or _text_namer(None, 1)
     _check_tasks(predictor, tasks, where_of)
     try:
         # A line of a file is one text: its message gives no number of its own, the line names it.
         probs = predictor.predict_proba(texts, tasks if predictor.uses_tasks else None,
-                                        first=first if texts_are_arguments else None)
+                                        first=1 if texts_are_arguments else None)
     except TextclsError as exc:
         if exc.index is None or texts_are_arguments:
             raise  # its message already says "text i"
         raise type(exc)(f"{where_of(exc.index)}: {exc}") from None
     names, labels = predictor.label_names, predictor.labels(probs, threshold)
+    value = dict(zip(names, predictor.config.get("label_values") or names))  # config.json: one value per name
     key = "labels" if predictor.multi_label else "label"
     out = []
     for text, task, label, row in zip(texts, tasks, labels, probs.tolist()):
+        label = [value[n] for n in label] if predictor.multi_label else value[label]
         record = {"text": text, **({"task": task} if task is not None else {}), key: label,
                   "probabilities": {n: round(p, 6) for n, p in zip(names, row)}}
         out.append(json.dumps(record, ensure_ascii=False))
