@@ -210,3 +210,58 @@ def test_a_score_column_exits_2_on_the_command_line(tmp_path, capsys):
 def test_numeric_class_ids_still_load(tmp_path, labels):
     ds = load_dataset(str(_numeric_csv(tmp_path / "ids.csv", labels)))
     assert set(ds.label_names) == set(labels)
+
+
+# -- 2: a class only dev or test holds is warned about where the label set is learned -------------
+CLASSES = ["Sports", "Tech", "Arts", "Food", "Travel"]
+
+
+def _split_folder(root, extra_test: str = "politics vote election,Politics\n"):
+    words = "alpha beta gamma delta epsilon zeta eta theta".split()
+    rows = lambda n: "".join(f"{CLASSES[i % 5].lower()} {words[i % 8]} {words[(i * 3) % 8]},{CLASSES[i % 5]}\n"
+                             for i in range(n))
+    write(root / "train.csv", "text,label\n" + rows(100))
+    write(root / "test.csv", "text,label\n" + rows(20) + extra_test)
+    return root
+
+
+def test_a_class_only_the_test_split_holds_is_warned_about_in_python(tmp_path, caplog):
+    from textcls import Classifier
+
+    ds = load_dataset(str(_split_folder(tmp_path / "split2")))
+    with caplog.at_level("WARNING", logger="textcls"):
+        clf = Classifier("tfidf-lr").fit_dataset(ds)
+    lines = [r.getMessage() for r in caplog.records if "no training record" in r.getMessage()]
+    assert lines == [f"{ds.name}: class 'Politics' has 1 test record and no training record; the model cannot learn "
+                     "it (add training records of it, or leave it out of the evaluation data)"]
+    assert clf.estimator_.untrained_classes_ == {"Politics": {"test": 1}}
+
+
+def test_several_untrained_classes_are_one_line_and_a_clean_split_says_nothing(tmp_path, caplog):
+    from textcls import Classifier
+
+    ds = load_dataset(str(_split_folder(tmp_path / "two", "a vote,Politics\nb vote,Politics\nlaw court,Law\n")))
+    with caplog.at_level("WARNING", logger="textcls"):
+        Classifier("tfidf-lr").fit_dataset(ds)
+    lines = [r.getMessage() for r in caplog.records if "no training record" in r.getMessage()]
+    assert len(lines) == 1
+    assert "classes 'Law' (1 test record), 'Politics' (2 test records) have no training record" in lines[0]
+    caplog.clear()
+    clean = load_dataset(str(_split_folder(tmp_path / "clean", "")))
+    with caplog.at_level("WARNING", logger="textcls"):
+        Classifier("tfidf-lr").fit_dataset(clean)
+    assert not [r for r in caplog.records if "no training record" in r.getMessage()]
+
+
+def test_the_cli_prints_the_untrained_class_warning_once(tmp_path):
+    """In a process of its own: pytest's log capture would take the line from stderr."""
+    import os
+    import subprocess
+
+    folder = _split_folder(tmp_path / "split2")
+    done = subprocess.run([sys.executable, "-c", "from textcls.cli import main; main()", "train", "-m", "tfidf-lr",
+                           "-d", str(folder), "--run-dir", str(tmp_path / "run")],
+                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    err = done.stderr
+    assert err.count("class 'Politics' has 1 test record and no training record; the model cannot learn it") == 1, err

@@ -23,6 +23,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import contextlib
+import contextvars
+import logging
 import math
 import time
 from dataclasses import replace
@@ -178,6 +180,63 @@ class Estimator(ABC):
                                 "a multi-label classifier needs records whose label lists differ")
         self.num_classes_ = len(dataset.label_names)
         self.multi_label_ = bool(dataset.multi_label)
+        self.untrained_classes_ = untrained_classes(dataset)
+        if self.untrained_classes_ and not _MEMBER_FIT.get():
+            log.warning("%s", untrained_classes_line(dataset.name, self.untrained_classes_))
+
+
+log = logging.getLogger("textcls")
+# True while an ensemble fits its members: the ensemble has said it once for them all.
+_MEMBER_FIT = contextvars.ContextVar("textcls_member_fit", default=False)
+
+
+def untrained_classes(dataset: "TextDataset") -> dict[str, dict[str, int]]:
+    """The classes that dev or test hold and train does not, each with its record count by split.
+
+    Decision (practitioner audit): such a class is warned about, in one line on the ``textcls``
+    logger (so the CLI prints it as it is, and Python callers can route or silence it), and
+    training goes on with the class kept in ``label_names``. It is not refused: scoring a
+    held-out class on purpose is a user's choice, and the test metrics stay honest (its records
+    count, its recall is 0). It is not dropped either: leaving its test records out would raise
+    the score silently, and the data layer never drops or merges records without saying so.
+    Until this check, the only trace was a metrics note that the class is never predicted."""
+    if "train" not in dataset.splits:
+        return {}
+    from .data.prepare import column_values
+
+    def counts(split: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for value in column_values(dataset[split], dataset.label_column):
+            for name in value if isinstance(value, list) else [value]:
+                out[name] = out.get(name, 0) + 1
+        return out
+
+    trained = counts("train")
+    found: dict[str, dict[str, int]] = {}
+    for split in dataset.splits:
+        if split == "train":
+            continue
+        for name, n in counts(split).items():
+            if name not in trained:
+                found.setdefault(name, {})[split] = n
+    order = {name: i for i, name in enumerate(dataset.label_names)}
+    return dict(sorted(found.items(), key=lambda item: order.get(item[0], len(order))))
+
+
+def untrained_classes_line(name: str, untrained: dict[str, dict[str, int]]) -> str:
+    """"news.csv: class 'Politics' has 1 test record and no training record; the model cannot learn it"."""
+    def records(by_split: dict[str, int]) -> str:
+        parts = [f"{n} {split} record{'s' if n != 1 else ''}" for split, n in by_split.items()]
+        return " and ".join(parts)
+
+    if len(untrained) == 1:
+        (cls, by_split), = untrained.items()
+        return (f"{name}: class {cls!r} has {records(by_split)} and no training record; the model cannot learn it "
+                "(add training records of it, or leave it out of the evaluation data)")
+    shown = ", ".join(f"{cls!r} ({records(by_split)})" for cls, by_split in list(untrained.items())[:10])
+    more = f" and {len(untrained) - 10} more" if len(untrained) > 10 else ""
+    return (f"{name}: classes {shown}{more} have no training record; the model cannot learn them "
+            "(add training records of them, or leave them out of the evaluation data)")
 
 
 class PresetEstimator(Estimator):
@@ -538,7 +597,11 @@ class EnsembleEstimator(PresetEstimator):
         dev_texts, dev_probabilities = column_values(dataset["dev"], "text"), []
         for member in members:
             with _member_errors(member.preset.name):
-                member.fit(dataset, progress=progress, device=device)
+                quiet = _MEMBER_FIT.set(True)
+                try:
+                    member.fit(dataset, progress=progress, device=device)
+                finally:
+                    _MEMBER_FIT.reset(quiet)
                 dev_tasks = dataset.task_ids("dev") if member.uses_tasks else None
                 dev_probabilities.append(member.predict_proba(dev_texts, dev_tasks, device=device))
         self.members_ = members
