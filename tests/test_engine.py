@@ -645,6 +645,151 @@ def test_torn_writes_are_invisible_and_a_changed_loader_is_refused_mid_epoch(tmp
     assert not [p.name for p in ckpt.iterdir() if "tmp" in p.name or "step" in p.name]
 
 
+# ----------------------------------------------------------------------------- how often epochs checkpoint
+
+
+class FakeClock:
+    """``engine.time`` with a ``monotonic`` that moves only when an epoch runs: 30 s an epoch."""
+
+    def __init__(self, monkeypatch, seconds_per_epoch=30.0):
+        import time as real
+
+        self.now, self.perf_counter, self.process_time = 1000.0, real.perf_counter, real.process_time
+        monkeypatch.setattr(engine, "time", self)
+        run_epoch = engine._run_epoch
+
+        def timed_epoch(*args, **kwargs):
+            row = run_epoch(*args, **kwargs)
+            self.now += seconds_per_epoch
+            return row
+
+        monkeypatch.setattr(engine, "_run_epoch", timed_epoch)
+
+    def monotonic(self):
+        return self.now
+
+
+def _checkpointed_epochs(monkeypatch):
+    """The epochs after which ``fit`` writes a checkpoint (its ``len(history)`` at each write)."""
+    written = []
+    save = engine.save_checkpoint
+
+    def recording_save(ckpt_dir, model, optimizer, scheduler, recipe, task, progress, position=None, **kwargs):
+        written.append(len(progress.history))
+        return save(ckpt_dir, model, optimizer, scheduler, recipe, task, progress, position, **kwargs)
+
+    monkeypatch.setattr(engine, "save_checkpoint", recording_save)
+    return written
+
+
+@pytest.mark.parametrize("seconds, max_epochs, expected", [
+    (0.0, None, [1, 2, 3, 4]),  # every epoch, as before checkpoint_seconds
+    (60.0, None, [2, 4]),  # 30 s epochs: every second one, and the last
+    (25.0, None, [1, 2, 3, 4]),  # epochs longer than the interval: every one
+    (1e9, None, [4]),  # the last epoch of the call only
+    (1e9, 3, [3]),  # ... also where max_epochs_this_call ends the call
+])
+def test_epoch_checkpoints_wait_for_checkpoint_seconds_and_the_calls_last_epoch_is_always_written(
+        tmp_path, monkeypatch, seconds, max_epochs, expected):
+    train, dev, names, vocab_size, recipe = _resume_setup()
+    FakeClock(monkeypatch)
+    written = _checkpointed_epochs(monkeypatch)
+    torch.manual_seed(0)
+    result = fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32),
+                 recipe.with_overrides(patience=None, checkpoint_seconds=seconds), run_dir=tmp_path,
+                 max_epochs_this_call=max_epochs, num_classes=len(names), label_names=names, progress=False)
+    assert written == expected
+    assert _state(tmp_path)["epoch"] == result.epochs_run == expected[-1]
+    with open(tmp_path / "epochs.csv", newline="") as f:  # the log has every epoch run, checkpointed or not
+        assert [int(r["epoch"]) for r in csv.DictReader(f)] == list(range(1, result.epochs_run + 1))
+    with pytest.raises(ConfigError, match="checkpoint_seconds"):
+        Recipe(checkpoint_seconds=-1)
+
+
+class BiasOnly(nn.Module):
+    """Logits from a bias alone: every document gets the same class, so dev accuracy stops
+    improving after the first epoch and the best epoch stays 1. It counts its optimiser steps
+    in a buffer, so that its state differs after every epoch; ``crash_at``: as CrashingBagOfWords."""
+
+    def __init__(self, num_classes, crash_at=None):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(num_classes))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+        self.crash_at, self.calls = crash_at, 0
+
+    def forward(self, batch):
+        if self.training:
+            self.calls += 1
+            if self.calls == self.crash_at:
+                raise Crash(f"training step {self.calls}")
+        return Output(self.bias.expand(batch["input_ids"].shape[0], -1))
+
+    def after_optimizer_step(self):
+        self.steps += 1
+
+
+def test_a_resume_from_an_older_checkpoint_redoes_the_later_epochs_and_keeps_the_best_epochs_weights(
+        tmp_path, monkeypatch):
+    # 256 documents in batches of 32: 8 steps an epoch. Epochs "take" 30 s; checkpoints every 60 s.
+    train, dev, names, vocab_size, recipe = _resume_setup()
+    recipe = recipe.with_overrides(patience=None, checkpoint_seconds=60.0)
+    kwargs = dict(num_classes=len(names), label_names=names, progress=False)
+    FakeClock(monkeypatch)
+    straight = BiasOnly(len(names))
+    full = fit(straight, *loaders(train, dev, 32), recipe.with_overrides(checkpoint_seconds=0.0),
+               run_dir=tmp_path / "a", **kwargs)
+    assert full.best_epoch == 1 and int(straight.steps) == 8  # the best state is epoch 1's
+
+    # Killed in epoch 4: epochs 2 and 4 were due a checkpoint, but only epoch 2's was written.
+    with pytest.raises(Crash):
+        fit(BiasOnly(len(names), crash_at=3 * 8 + 2), *loaders(train, dev, 32), recipe, run_dir=tmp_path / "b",
+            **kwargs)
+    with open(tmp_path / "b" / "epochs.csv", newline="") as f:
+        assert [r["epoch"] for r in csv.DictReader(f)] == ["1", "2", "3"]
+    state = _state(tmp_path / "b")
+    assert state["epoch"] == 2 and state["progress"]["best_epoch"] == 1
+    # Epoch 1 was never checkpointed itself: its weights were written from the kept best state.
+    assert state["files"]["best_model"]["name"] == "model-epoch0001.safetensors"
+    from safetensors.torch import load_file
+
+    assert int(load_file(str(tmp_path / "b" / "checkpoint" / "model-epoch0001.safetensors"))["steps"]) == 8
+    assert int(load_file(str(tmp_path / "b" / "checkpoint" / state["files"]["model"]["name"]))["steps"]) == 16
+
+    # The resume starts after epoch 2 and trains epochs 3 and 4 again: the same run as unbroken.
+    resumed_model = BiasOnly(len(names))
+    resumed = fit(resumed_model, *loaders(train, dev, 32), recipe, run_dir=tmp_path / "b", resume=True, **kwargs)
+    assert without_seconds(resumed.history) == without_seconds(full.history)
+    assert resumed.best_epoch == 1 and int(resumed_model.steps) == 8
+    for key, value in straight.state_dict().items():
+        assert torch.equal(value, resumed_model.state_dict()[key]), key
+    with open(tmp_path / "b" / "epochs.csv", newline="") as f:
+        assert [r["epoch"] for r in csv.DictReader(f)] == ["1", "2", "3", "4"]
+    state = _state(tmp_path / "b")
+    assert state["epoch"] == 4 and state["files"]["best_model"]["name"] == "model-epoch0001.safetensors"
+    kept = {entry["name"] for entry in state["files"].values()} | {"state.json"}
+    assert {p.name for p in (tmp_path / "b" / "checkpoint").iterdir()} == kept
+
+
+def test_a_step_checkpoint_after_a_skipped_epoch_checkpoint_holds_the_best_epochs_weights(tmp_path, monkeypatch):
+    train, dev, names, vocab_size, recipe = _resume_setup()
+    recipe = recipe.with_overrides(patience=None, checkpoint_seconds=1e9, checkpoint_steps=11)
+    kwargs = dict(num_classes=len(names), label_names=names, progress=False)
+    with pytest.raises(Crash):  # in epoch 2 (steps 9-16), after its step checkpoint at step 11 of the run
+        fit(BiasOnly(len(names), crash_at=14), *loaders(train, dev, 32), recipe, run_dir=tmp_path, **kwargs)
+    state = _state(tmp_path)
+    assert (state["epoch"], state["step"]) == (1, 3) and state["progress"]["best_epoch"] == 1
+    assert state["files"]["best_model"]["name"] == "model-epoch0001.safetensors"
+    from safetensors.torch import load_file
+
+    assert int(load_file(str(tmp_path / "checkpoint" / "model-epoch0001.safetensors"))["steps"]) == 8
+    straight = BiasOnly(len(names))
+    fit(straight, *loaders(train, dev, 32), recipe, **kwargs)
+    resumed = BiasOnly(len(names))
+    fit(resumed, *loaders(train, dev, 32), recipe, run_dir=tmp_path, resume=True, **kwargs)
+    for key, value in straight.state_dict().items():
+        assert torch.equal(value, resumed.state_dict()[key]), key
+
+
 def test_resume_refuses_a_changed_recipe_and_a_missing_checkpoint(tmp_path):
     train, dev, names, vocab_size, recipe = _resume_setup()
     kwargs = dict(num_classes=len(names), label_names=names, progress=False)

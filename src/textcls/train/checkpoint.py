@@ -8,7 +8,10 @@ Layout of ``<run dir>/checkpoint/``: ``model-epochNNNN.safetensors`` (weights af
 fsynced, renamed into place, the folder synced), and ``state.json`` is written last: it is the
 commit point, so a crash at any moment (SIGKILL included) leaves the previous complete
 checkpoint, and a tensor file that does not match its SHA-256 is refused. The best state is
-not copied: ``state.json`` points at the model file of the best epoch, which is kept.
+not copied: ``state.json`` points at the model file of the best epoch, which is kept. An
+epoch's checkpoint may be skipped (``recipe.checkpoint_seconds``); when the best epoch's was,
+the next checkpoint writes that epoch's model file from the engine's copy of the best state,
+so that the best file always holds the best epoch's weights.
 
 Because the engine re-derives every generator's seed from (seed, epoch, step), a checkpoint
 needs no generator state: the model, optimiser, scheduler, best state, history, epoch counter
@@ -40,7 +43,7 @@ STATE_FILE = artifacts.CHECKPOINT_STATE
 CHECKPOINT_FORMAT = "textcls-checkpoint/2"  # /2 adds mid-epoch positions
 _READABLE_FORMATS = ("textcls-checkpoint/1", CHECKPOINT_FORMAT)
 # Recipe fields a resumed run may change: more epochs, a different patience, how often to checkpoint.
-RESUMABLE_CHANGES = ("epochs", "patience", "checkpoint_steps")
+RESUMABLE_CHANGES = ("epochs", "patience", "checkpoint_steps", "checkpoint_seconds")
 _TENSOR_FILE = re.compile(r"^(model|optimizer)-epoch\d{4,}(-step\d{6,})?\.safetensors$")
 
 
@@ -108,8 +111,11 @@ def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
 
 
 def save_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe, task: dict, progress: Progress,
-                     position: Position | None = None) -> None:
-    """Write the checkpoint after the last epoch of ``progress`` or, given ``position``, mid-epoch."""
+                     position: Position | None = None, *, best_state: dict[str, torch.Tensor] | None = None) -> None:
+    """Write the checkpoint after the last epoch of ``progress`` or, given ``position``, mid-epoch.
+
+    ``best_state``: the weights of ``progress.best_epoch``, written to that epoch's model file
+    when no checkpoint of that epoch wrote it (``_best_file``)."""
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     epoch = len(progress.history)
     step = position.step if position is not None else 0
@@ -122,9 +128,7 @@ def save_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe,
         opt_tensors, opt_meta = _flatten_optimizer(optimizer)
         opt_name = f"optimizer-{tag}.safetensors"
         files["optimizer"] = {"name": opt_name, "sha256": _save_tensors(ckpt_dir / opt_name, opt_tensors)}
-    # Mid-epoch weights are never the best state; before the first epoch ends there is none.
-    if not step and (progress.best_epoch == epoch or progress.best_file is None):
-        progress.best_file = dict(files["model"])
+    progress.best_file = _best_file(ckpt_dir, progress, epoch, step, files["model"], best_state)
     files["best_model"] = progress.best_file
     sched = {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
     partial = None
@@ -161,6 +165,26 @@ def save_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe,
         if (_TENSOR_FILE.match(path.name) and path.name not in keep) or artifacts.is_temporary(path.name):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+
+
+def _best_file(ckpt_dir: Path, progress: Progress, epoch: int, step: int, model_file: dict,
+               best_state: dict[str, torch.Tensor] | None) -> dict | None:
+    """The ``{"name", "sha256"}`` of the file holding the best epoch's weights, ``model-epochNNNN``
+    of that epoch: this checkpoint's model file when it is the best epoch's (mid-epoch weights
+    never are), the file an earlier checkpoint wrote for it, or, when the best epoch's own
+    checkpoint was skipped, one written now from ``best_state``. None before a first epoch ends."""
+    best = progress.best_epoch
+    if best == 0:
+        return None
+    if not step and best == epoch:
+        return dict(model_file)
+    name = f"model-epoch{best:04d}.safetensors"
+    if progress.best_file is not None and progress.best_file.get("name") == name:
+        return progress.best_file
+    if best_state is None:
+        raise ValueError(f"the checkpoint of epoch {epoch} needs the best state of epoch {best}, whose own "
+                         "checkpoint was not written")
+    return {"name": name, "sha256": _save_tensors(ckpt_dir / name, best_state)}
 
 
 def checkpointed_epochs(ckpt_dir: Path) -> tuple[int, float]:
