@@ -645,6 +645,31 @@ def test_torn_writes_are_invisible_and_a_changed_loader_is_refused_mid_epoch(tmp
     assert not [p.name for p in ckpt.iterdir() if "tmp" in p.name or "step" in p.name]
 
 
+def _postfix_steps(monkeypatch, refresh_s):
+    """Train 2 epochs of 8 batches with progress on; the (bar, step) of every loss shown."""
+    import tqdm.auto
+
+    shown = []
+
+    class Recording(tqdm.auto.tqdm):
+        def set_postfix(self, *args, **kwargs):
+            shown.append((self.desc, self.n))
+            return super().set_postfix(*args, **kwargs)
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
+    monkeypatch.setattr(engine, "LOSS_REFRESH_S", refresh_s, raising=False)
+    train, dev, names, vocab_size, recipe = _resume_setup()
+    fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe.with_overrides(epochs=2),
+        num_classes=len(names), label_names=names, progress=True)
+    return shown
+
+
+def test_the_bars_loss_is_shown_after_an_epochs_last_batch_and_at_most_every_refresh_interval(monkeypatch):
+    # Was: every 20 steps from the first, so an epoch of 8 batches showed its first batch's loss.
+    assert _postfix_steps(monkeypatch, 1e9) == [("epoch 1/2", 1), ("epoch 1/2", 8), ("epoch 2/2", 1), ("epoch 2/2", 8)]
+    assert _postfix_steps(monkeypatch, 0.0) == [(f"epoch {e}/2", n) for e in (1, 2) for n in range(1, 9)]
+
+
 # ----------------------------------------------------------------------------- how often epochs checkpoint
 
 

@@ -90,6 +90,8 @@ log = logging.getLogger("textcls.train")
 EPOCHS_CSV = artifacts.EPOCHS_CSV
 CSV_COLUMNS = ("epoch", "lr", "train_loss", "dev_loss", "dev_accuracy", "dev_macro_f1", "seconds")
 _MASK64 = (1 << 64) - 1
+# The least seconds between two refreshes of the training bar's loss (besides an epoch's last step).
+LOSS_REFRESH_S = 0.5
 
 
 @dataclass
@@ -492,6 +494,7 @@ def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, 
     every = recipe.checkpoint_steps if on_checkpoint is not None else None
     bar = tqdm(total=n_batches, initial=position.step, desc=desc, leave=False, disable=not show, dynamic_ncols=True)
     start = time.perf_counter()
+    shown = -math.inf  # when the bar's loss was last set
     batches = _skip_trained(iter(loader), position.step)
     step = position.step
     try:
@@ -506,8 +509,11 @@ def _train_one_epoch(train_model, loader, criterion, optimizer, recipe, device, 
             count += n
             step += 1
             bar.update(1)
-            if show and step % 20 == 1:
+            # loss.item() waits for the device, so not every step: the first, then every
+            # LOSS_REFRESH_S, and the epoch's last (a short epoch would show its first batch's).
+            if show and (step == n_batches or time.perf_counter() - shown >= LOSS_REFRESH_S):
                 bar.set_postfix(loss=f"{loss.item():.4f}")
+                shown = time.perf_counter()
             if every is not None and (step_offset + step) % every == 0:
                 on_checkpoint(step, total, count, position.train_seconds + time.perf_counter() - start, n_batches)
     finally:
