@@ -265,3 +265,74 @@ def test_the_cli_prints_the_untrained_class_warning_once(tmp_path):
     assert done.returncode == 0, done.stderr
     err = done.stderr
     assert err.count("class 'Politics' has 1 test record and no training record; the model cannot learn it") == 1, err
+
+
+# -- 3: an unknown label at evaluate is named by file and line, and is a bad record ---------------
+@pytest.fixture(scope="module")
+def five_class_run(tmp_path_factory):
+    from textcls import Classifier
+
+    root = tmp_path_factory.mktemp("clean")
+    _split_folder(root / "clean", "")
+    clf = Classifier("tfidf-lr").fit_dataset(load_dataset(str(root / "clean")))
+    clf.save_pretrained(root / "run")
+    return clf, root / "run"
+
+
+def _unknown_csv(path):
+    rows = "".join(f"{c.lower()} alpha beta,{c}\n" for c in CLASSES * 2)
+    return write(path, "text,label\nvote politics,Politics\n" + rows)
+
+
+def test_an_unknown_label_at_evaluate_names_the_file_and_line(five_class_run, tmp_path):
+    from textcls.data import ReadOptions, read_path
+
+    clf, _ = five_class_run
+    path = _unknown_csv(tmp_path / "unk1.csv")
+    records = read_path(path, ReadOptions())["train"]
+    with pytest.raises(DataError) as err:
+        clf.evaluate(records, where="unk1.csv")
+    assert str(err.value).startswith(f"{path}:2: label 'Politics' is not one the model knows (known: ")
+    assert 'on_bad_record="skip" (CLI: --on-bad-record skip)' in str(err.value)
+
+
+def test_records_keep_their_lines_through_carved_and_subsampled_splits(tmp_path):
+    from textcls.data import subsample
+    from textcls.data.records import record_place
+
+    path = write(tmp_path / "lines.csv", "text,label\n" + "".join(f"line {i + 2},{'ab'[i % 2]}\n" for i in range(40)))
+    ds = subsample(load_dataset(str(path)), 10, 0)
+    for split in ds.splits.values():
+        for row, text in enumerate(split["text"]):
+            assert record_place(split, row) == f"{path}:{text.split()[1]}"
+    # A split changed by hand (datasets' own select) has no places: never a stale line.
+    assert record_place(ds["train"].select([0]), 0) is None
+
+
+def test_skip_leaves_out_and_counts_records_with_unknown_labels(five_class_run, tmp_path):
+    from textcls.data import ReadOptions, read_path
+
+    clf, _ = five_class_run
+    path = _unknown_csv(tmp_path / "unk1.csv")
+    metrics = clf.evaluate(read_path(path, ReadOptions())["train"], where="unk1.csv", on_bad_record="skip")
+    assert metrics["skipped"] == 1 and metrics["n"] == 10
+    assert metrics["notes"][0].startswith(f"skipped 1 record with a label the model does not know (first: {path}:2: ")
+    # The records' own policy, as --on-bad-record skip reads them, is followed too.
+    skipping = read_path(path, ReadOptions(on_bad_record="skip"))["train"]
+    assert clf.evaluate(skipping, where="unk1.csv")["skipped"] == 1
+    with pytest.raises(DataError, match="is not one the model knows"):
+        clf.evaluate(skipping, where="unk1.csv", on_bad_record="error")
+    with pytest.raises(ConfigError, match="on_bad_record"):
+        clf.evaluate(skipping, on_bad_record="drop")
+
+
+def test_evaluate_on_the_command_line_names_the_line_and_skips_with_a_count(five_class_run, tmp_path, capsys,
+                                                                           monkeypatch):
+    _, run = five_class_run
+    monkeypatch.chdir(tmp_path)
+    _unknown_csv(tmp_path / "unk1.csv")
+    status, _, err = run_cli(["evaluate", str(run), "--data", "unk1.csv"], capsys)
+    assert status == 2 and err.startswith("error: unk1.csv:2: label 'Politics' is not one the model knows"), err
+    status, out, err = run_cli(["evaluate", str(run), "--data", "unk1.csv", "--on-bad-record", "skip"], capsys)
+    assert status == 0, err
+    assert "skipped 1 record with a label the model does not know (first: unk1.csv:2: " in out + err

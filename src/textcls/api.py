@@ -27,14 +27,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from . import artifacts, model_hub
-from .data.prepare import column_values, label_targets, target_array
-from .data.records import TextDataset
+from .data.prepare import column_values, label_targets, target_array, unknown_label_problem, unknown_labels
+from .data.records import TextDataset, read_policy, select_records
 from .errors import CheckpointError, ConfigError, DataError, ModelError, close_names
 from .estimators import Estimator, check_device, estimator_for
 from .eval.metrics import compute_metrics
 from .inputs import as_list, check_finite_probabilities, check_texts, short, task_indices
 from .models.registry import Preset, get_family, get_preset
-from .validate import check_flag, check_folder_path, check_path
+from .validate import check_choice, check_flag, check_folder_path, check_path
 
 __all__ = ["Classifier", "DEFAULT_MODEL", "check_device", "dataset_from_lists"]
 
@@ -262,22 +262,56 @@ class Classifier(ClassifierMixin, BaseEstimator):
                              classes=self.classes_, probabilities=self._proba(texts, tasks),
                              predicted=self.predict(texts, tasks), tasks=tasks)
 
-    def evaluate(self, split: datasets.Dataset, *, where: str = "evaluation data") -> dict:
-        """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns."""
+    def evaluate(self, split: datasets.Dataset, *, where: str = "evaluation data",
+                 on_bad_record: str | None = None) -> dict:
+        """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns.
+
+        A record whose label the model does not know is a bad record: an error naming its file
+        and line (where the records came from textcls's readers), or, with
+        ``on_bad_record="skip"``, left out, counted in ``metrics["skipped"]`` and said in the
+        first note. ``None`` follows the policy the records were read with
+        (``load_dataset(..., on_bad_record=)``, the CLI's ``--on-bad-record``), else "error"."""
         self._check_fitted("evaluate")
         if not isinstance(split, datasets.Dataset):
             raise DataError(f"Classifier.evaluate takes one split, a datasets.Dataset (e.g. "
                             f"load_dataset(...)['test']), not a {type(split).__name__}; for lists of texts and "
                             "labels call score(X, y)")
+        if on_bad_record is not None:
+            check_choice("on_bad_record", on_bad_record, ("error", "skip"))
+        policy = on_bad_record or read_policy(split) or "error"
         if "text" not in split.column_names:
             raise DataError(f"{where}: no 'text' column (its columns: {', '.join(split.column_names)}); "
                             "name the text column 'text', e.g. split.rename_column(<name>, 'text')")
-        targets = label_targets(split, [str(c) for c in self.classes_], self.multi_label_, where)
+        names = [str(c) for c in self.classes_]
+        split, skipped = self._without_unknown_labels(split, names, where) if policy == "skip" else (split, None)
+        targets = label_targets(split, names, self.multi_label_, where, fix=(
+            'relabel the record or train on data with this class, or pass on_bad_record="skip" '
+            "(CLI: --on-bad-record skip) to skip and count it"))
         tasks = column_values(split, "task") if self.uses_tasks and "task" in split.column_names else None
         texts = check_texts(column_values(split, "text"), where)
         probs = self._proba(texts, tasks, where=where)
         y = target_array(targets, len(self.classes_), self.multi_label_)
-        return compute_metrics(y, probs, [str(c) for c in self.classes_], multi_label=self.multi_label_)
+        metrics = compute_metrics(y, probs, names, multi_label=self.multi_label_)
+        if skipped:
+            metrics["skipped"] = len(skipped[0])
+            metrics["notes"].insert(0, skipped[1])
+        return metrics
+
+    def _without_unknown_labels(self, split, names: list[str], where: str):
+        """``split`` less its records with a label the model does not know, and (their rows, the
+        note that counts them), or None when there are none."""
+        bad = unknown_labels(split, names, self.multi_label_, where)
+        if not bad:
+            return split, None
+        first = unknown_label_problem(split, *bad[0], names, where)
+        if len(bad) == len(split):
+            raise DataError(f"{where}: every record has a label the model does not know (first: {first}); "
+                            "score the model on data labelled with its classes")
+        rows = {row for row, _ in bad}
+        kept = select_records(split, [i for i in range(len(split)) if i not in rows])
+        what = "record" if len(bad) == 1 else "records"
+        return kept, (sorted(rows), f"skipped {len(bad)} {what} with a label the model does not know "
+                                     f"(first: {first}); the metrics are over the other {len(kept)}")
 
     # ------------------------------------------------------------------ persistence
     def num_parameters(self) -> dict:

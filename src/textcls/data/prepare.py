@@ -20,7 +20,7 @@ from ..text.embeddings import EmbeddingResult, build_embeddings
 from ..text.pipeline import TextPipeline
 from ..validate import check_choice
 from .batching import EncodedDataset, make_loader
-from .records import TextDataset
+from .records import TextDataset, record_place
 
 # Keys of a preset's `inputs` that are not TextPipeline settings.
 NON_PIPELINE_INPUTS = ("shape", "embeddings", "embedding_dim", "vocab_splits")
@@ -46,9 +46,7 @@ def column_values(split, column: str) -> list:
     return list(split[column])
 
 
-def label_targets(split, label_names: list[str], multi_label: bool, where: str):
-    """Class names -> ints (or lists of ints); an unknown name is a DataError naming the record."""
-    index = {name: i for i, name in enumerate(label_names)}
+def _label_values(split, multi_label: bool, where: str) -> list:
     column = "labels" if multi_label else "label"
     if column not in split.column_names:
         held = ("a list of labels a record" if "labels" in split.column_names
@@ -56,16 +54,43 @@ def label_targets(split, label_names: list[str], multi_label: bool, where: str):
         model = "multi-label (a list of labels a record)" if multi_label else "single-label (one label a record)"
         raise DataError(f"{where}: the model is {model}, but this data has {held}; "
                         "score it on data labelled as its training data was")
-    values = column_values(split, column)
+    return column_values(split, column)
+
+
+def record_at(split, row: int, where: str) -> str:
+    """"news.csv:59" where the record's file and line are known, else "<where>: record <row>" (0-based)."""
+    return record_place(split, row) or f"{where}: record {row}"
+
+
+def unknown_labels(split, label_names: list[str], multi_label: bool, where: str) -> list[tuple[int, str]]:
+    """(row, first unknown class name) of every record with a label outside ``label_names``."""
+    known = set(label_names)
+    out = []
+    for row, value in enumerate(_label_values(split, multi_label, where)):
+        unknown = next((name for name in (value if multi_label else [value]) if name not in known), None)
+        if unknown is not None:
+            out.append((row, unknown))
+    return out
+
+
+def unknown_label_problem(split, row: int, name: str, label_names: list[str], where: str) -> str:
+    """"news.csv:2: label 'Politics' is not one the model knows (known: ...)"."""
+    return (f"{record_at(split, row, where)}: label {name!r} is not one the model knows "
+            f"(known: {', '.join(label_names[:20])}{', ...' if len(label_names) > 20 else ''})")
+
+
+def label_targets(split, label_names: list[str], multi_label: bool, where: str, fix: str | None = None):
+    """Class names -> ints (or lists of ints); an unknown name is a DataError naming the record
+    by file and line where the records carry them (``record_place``), else by split and index."""
+    index = {name: i for i, name in enumerate(label_names)}
+    values = _label_values(split, multi_label, where)
     targets = []
     for row, value in enumerate(values):
         names = value if multi_label else [value]
         for name in names:
             if name not in index:
-                raise DataError(
-                    f"{where}: record {row} has label '{name}', which the model does not know "
-                    f"(known: {', '.join(label_names[:20])}); relabel it or train on data with this class"
-                )
+                raise DataError(f"{unknown_label_problem(split, row, name, label_names, where)}; "
+                                f"{fix or 'relabel the record or train on data with this class'}")
         targets.append([index[n] for n in names] if multi_label else index[value])
     return targets
 

@@ -68,7 +68,7 @@ import datasets
 
 from ..errors import ConfigError, DataError
 from ..validate import RepeatedJSONKey, check_flag, json_object_with_unique_keys
-from .records import TextDataset
+from .records import RecordPlaces, TextDataset, attach_places
 
 SPLIT_ORDER = ("train", "dev", "test")
 SPLIT_ALIASES = {
@@ -190,6 +190,9 @@ class RecordBuffer:
         self._known_shown = None if known_labels is None else ", ".join(known_labels)
         self.texts: list[str] = []
         self.labels: list[Any] = []
+        # Each kept record's file and line, for checks after reading (an unknown label at
+        # evaluate); a catalogue corpus's records are named by split and index instead.
+        self.places: RecordPlaces | None = None if as_published else RecordPlaces()
         self.skipped: list[str] = []
         # (where, is a list) of the first kept record: one file holds one kind of label, so a
         # stray list in a single-label file is refused rather than turning the file multi-label.
@@ -263,6 +266,8 @@ class RecordBuffer:
             return False
         self.texts.append(text)
         self.labels.append(label)
+        if self.places is not None:
+            self.places.append(where)
         return True
 
     def _reject_nul_character(self, where: str, text: str, names: list[str]) -> None:
@@ -1606,7 +1611,8 @@ def build_text_dataset(
     splits = datasets.DatasetDict()
     for split in sorted(buffers, key=lambda s: SPLIT_ORDER.index(s) if s in SPLIT_ORDER else len(SPLIT_ORDER)):
         b = buffers[split]
-        splits[split] = datasets.Dataset.from_dict({"text": b.texts, column: b.labels}, features=features)
+        splits[split] = attach_places(
+            datasets.Dataset.from_dict({"text": b.texts, column: b.labels}, features=features), b.places, b.on_bad_record)
     all_skipped = list(skipped) + [s for b in buffers.values() for s in b.skipped]
     return TextDataset(
         name=name,

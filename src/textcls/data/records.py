@@ -12,11 +12,92 @@ column (the task name, str) to every split; ``task_names`` fixes the task order 
 
 from __future__ import annotations
 
+import re
+from array import array
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import datasets
 
 from ..errors import DataError
+
+
+_NUMBERED = re.compile(r"(.*\D)(\d+)")
+_PLACES = "_textcls_places"
+
+
+class RecordPlaces:
+    """Where each record of a split was read ("news.csv:59", "hf:x train: record 3"), so that a
+    later check (an unknown label at evaluate) names the file and line as the readers do.
+
+    Kept compactly, 12 bytes a record: a place is split into a prefix shared by many records
+    (the file) and its trailing number (the line), a place without one is a prefix alone."""
+
+    def __init__(self):
+        self._prefixes: list[str] = []
+        self._index: dict[str, int] = {}
+        self._prefix_of = array("i")
+        self._numbers = array("q")
+
+    def __len__(self) -> int:
+        return len(self._numbers)
+
+    def append(self, where: str) -> None:
+        match = _NUMBERED.fullmatch(where)
+        prefix, number = (match.group(1), int(match.group(2))) if match else (where, -1)
+        if prefix not in self._index:
+            self._index[prefix] = len(self._prefixes)
+            self._prefixes.append(prefix)
+        self._prefix_of.append(self._index[prefix])
+        self._numbers.append(number)
+
+    def __getitem__(self, row: int) -> str:
+        number = self._numbers[row]
+        prefix = self._prefixes[self._prefix_of[row]]
+        return prefix if number < 0 else f"{prefix}{number}"
+
+    def take(self, rows: Iterable[int]) -> "RecordPlaces":
+        out = RecordPlaces()
+        out._prefixes, out._index = self._prefixes, self._index
+        rows = list(rows)
+        out._prefix_of = array("i", (self._prefix_of[r] for r in rows))
+        out._numbers = array("q", (self._numbers[r] for r in rows))
+        return out
+
+
+_POLICY = "_textcls_on_bad_record"
+
+
+def attach_places(split: datasets.Dataset, places: RecordPlaces | None,
+                  on_bad_record: str | None = None) -> datasets.Dataset:
+    """Keep ``places`` with ``split`` (this very object: a Dataset that ``select`` or ``map``
+    returns has none, so a stale place is never shown; ignored unless one a record), and the
+    ``on_bad_record`` policy the records were read with, which ``Classifier.evaluate`` follows
+    for a label the model does not know unless told otherwise."""
+    if places is not None and len(places) == len(split):
+        setattr(split, _PLACES, places)
+    if on_bad_record is not None:
+        setattr(split, _POLICY, on_bad_record)
+    return split
+
+
+def read_policy(split) -> str | None:
+    """The ``on_bad_record`` the records of ``split`` were read with (None: not read by textcls)."""
+    return getattr(split, _POLICY, None)
+
+
+def record_place(split, row: int) -> str | None:
+    """The file and line (or the hub record) of ``split``'s record ``row``, or None when unknown."""
+    places = getattr(split, _PLACES, None)
+    return places[row] if places is not None and 0 <= row < len(places) else None
+
+
+def select_records(split: datasets.Dataset, rows) -> datasets.Dataset:
+    """``split.select(rows)``, its records keeping their places."""
+    rows = list(rows)
+    chosen = split.select(rows)
+    places = getattr(split, _PLACES, None)
+    return attach_places(chosen, places.take(rows) if places is not None else None, read_policy(split))
 
 
 @dataclass

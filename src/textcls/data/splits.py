@@ -34,7 +34,7 @@ from sklearn.model_selection import train_test_split
 
 from ..errors import ConfigError, DataError
 from ..validate import check_int, range_check
-from .records import TextDataset
+from .records import TextDataset, select_records
 
 SPLIT_ORDER = ("train", "dev", "test")
 SUBSAMPLE_NOTE = "stratified subsample"
@@ -121,8 +121,8 @@ def carve_split(
     base = ds[source]
     keep, held = stratified_split(split_strata(base), fraction, seed)
     splits = dict(ds.splits)
-    splits[source] = base.select(keep)
-    splits[new_split] = base.select(held)
+    splits[source] = select_records(base, keep)
+    splits[new_split] = select_records(base, held)
     notes = dict(ds.split_notes)
     was = notes.get(source, source)
     notes[new_split] = (
@@ -138,8 +138,8 @@ def tail_split(ds: TextDataset, new_split: str, count: int, source: str = "train
     if not 0 < count < len(base):
         raise DataError(f"dataset '{ds.name}': cannot take the last {count} of {len(base)} {source} records as {new_split}")
     splits = dict(ds.splits)
-    splits[source] = base.select(range(len(base) - count))
-    splits[new_split] = base.select(range(len(base) - count, len(base)))
+    splits[source] = select_records(base, range(len(base) - count))
+    splits[new_split] = select_records(base, range(len(base) - count, len(base)))
     notes = dict(ds.split_notes)
     notes[new_split] = f"the last {count} {source} lines of the file (as the paper does)"
     notes[source] = f"{notes.get(source, source)}, minus its last {count} lines"
@@ -193,7 +193,7 @@ def subsample(ds: TextDataset, max_per_split: int, seed: int = 0) -> TextDataset
         _check_subsample_keeps_classes(ds, name, len(set(strata)), max_per_split)
         _, held = stratified_split(strata, int(max_per_split), seed)
         held = _with_every_class(held, strata, seed)
-        splits[name] = split.select(held)
+        splits[name] = select_records(split, held)
         notes[name] = (
             f"{notes.get(name, name)}; {SUBSAMPLE_NOTE} of {len(held)} of {len(split)} (split_seed={seed})"
         )
