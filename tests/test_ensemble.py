@@ -11,7 +11,7 @@ from textcls import Classifier
 from textcls.data.prepare import label_targets
 from textcls.data.splits import ensure_dev
 from textcls.errors import CheckpointError, ConfigError
-from textcls.models.ensemble import SMALL_CORPUS_PIECES, ProbabilityEnsemble
+from textcls.models.ensemble import SMALL_CORPUS_PIECES, ProbabilityEnsemble, announce_member
 from textcls.models.registry import create_model, get_preset
 
 from tolerance import BF16, FEW_OPS, KERNEL, approx32
@@ -333,3 +333,27 @@ def test_multi_label_data_gets_independent_probabilities_and_round_trips(tmp_pat
     assert (np.abs(probs.sum(axis=1) - 1) > 0.05).any()  # one sigmoid per label, not a softmax over them
     clf.save_pretrained(tmp_path / "run")
     np.testing.assert_allclose(Classifier.from_pretrained(tmp_path / "run").predict_proba(test), probs, **KERNEL)
+
+
+def test_each_member_is_announced_on_stderr_as_it_starts_only_with_progress(capsys):
+    for index, name in enumerate(("tfidf-lr", "tfidf-nb", "static-finetune"), 1):
+        announce_member(index, 3, name, progress=True)
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == ["fitting member 1 of 3: tfidf-lr", "fitting member 2 of 3: tfidf-nb",
+                                              "fitting member 3 of 3: static-finetune"]
+    announce_member(1, 3, "tfidf-lr", progress=False)
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.xfail(strict=True, reason="estimators.EnsembleEstimator.fit must call models.ensemble.announce_member "
+                                       "as each member starts (the estimators owner's change); drop this mark then")
+def test_the_ensembles_fit_names_each_member_as_it_starts_only_with_progress(capsys):
+    texts = ["a good film", "a bad film", "so good", "so bad", "good acting", "bad acting"] * 4
+    labels = ["pos", "neg"] * 12
+    params = {"members": ["tfidf-lr", "tfidf-nb"], "small_corpus_members": {}, "small_corpus_replaces": []}
+    Classifier("ensemble", params=params, progress=True).fit(texts, labels)
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("fitting member")] == [
+        "fitting member 1 of 2: tfidf-lr", "fitting member 2 of 2: tfidf-nb"]
+    Classifier("ensemble", params=params, progress=False).fit(texts, labels)
+    assert "fitting member" not in capsys.readouterr().err

@@ -446,3 +446,15 @@ def test_per_document_loop_refuses_ids_outside_the_tables_and_a_diverged_loss():
     labels = ["pos" if t.startswith("good") else "neg" for t in texts]
     with pytest.raises(ConfigError, match=r"\(diverged\); lower the learning rate .*each document.s step"):
         Classifier("fasttext-bag", epochs=3, lr=10_000.0, params={"bigram_buckets": 64}).fit(texts, labels)
+
+
+def test_fasttext_bags_epochs_show_a_bar_only_with_progress(capsys):
+    # Its epochs are one compiled call each, with no bar over batches: the engine shows a bar
+    # over the epochs instead (issue: fasttext-bag trained without any progress shown).
+    texts = ["a good film", "a bad film", "so good", "so bad", "good acting", "bad acting"] * 4
+    labels = ["pos", "neg"] * 12
+    Classifier("fasttext-bag", epochs=3, params={"bigram_buckets": 64}, progress=True).fit(texts, labels)
+    err = capsys.readouterr().err
+    assert "epochs:" in err and "/3 [" in err
+    Classifier("fasttext-bag", epochs=3, params={"bigram_buckets": 64}, progress=False).fit(texts, labels)
+    assert capsys.readouterr() == ("", "")

@@ -56,13 +56,15 @@ of 0.1-0.2 points and many weightings tie; the log-loss is smooth and still drop
 that only adds noise (weight 0), which accuracy cannot tell from a useful one.
 
 This file is plain NumPy: the estimators layer (``estimators.EnsembleEstimator``) fits the
-members and hands their dev probabilities to ``choose_weights``.
+members and hands their dev probabilities to ``choose_weights``; ``announce_member`` is the
+line it shows, with progress on, as each member starts fitting.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import sys
 from typing import Sequence
 
 import numpy as np
@@ -292,6 +294,23 @@ class ProbabilityEnsemble:
             raise ConfigError(f"member probabilities must all be [N, {self.num_classes}]; got shapes "
                               f"{[a.shape for a in arrays]}")
         return np.stack(arrays)
+
+
+def member_line(index: int, total: int, name: str) -> str:
+    """``fitting member 2 of 4: tfidf-nb`` (``index`` counts from 1)."""
+    return f"fitting member {index} of {total}: {name}"
+
+
+def announce_member(index: int, total: int, name: str, progress: bool) -> None:
+    """With ``progress`` (the fit's switch, as for the training bars), write ``member_line`` to
+    stderr as member ``index`` starts fitting: a member takes seconds to minutes, and the
+    classic ones and static-finetune show no bar of their own, so the default model's fit would
+    otherwise say nothing for minutes. Through ``tqdm.write``, which keeps a bar on screen whole."""
+    if not progress:
+        return
+    from tqdm.auto import tqdm
+
+    tqdm.write(member_line(index, total, name), file=sys.stderr)
 
 
 def _log_odds(probabilities: np.ndarray, multi_label: bool) -> np.ndarray:

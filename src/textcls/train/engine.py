@@ -45,6 +45,9 @@ twice. A mid-epoch resume fetches and discards the epoch's first batches
 Checkpoints (``train/checkpoint.py``) are safetensors + JSON with checksums, written
 atomically with ``state.json`` last, the commit point; no pickles.
 
+Progress (rank 0, ``progress=True``): a bar over each epoch's batches with the loss of a recent
+batch, or, under per-example-sgd, whose epoch is one compiled call, a bar over the epochs.
+
 DDP: run under ``torchrun``; the model is wrapped in ``DistributedDataParallel`` when the
 world size is above 1. The train loader must give each rank its slice of every global batch
 (``data.batching.make_loader(..., num_replicas=world_size(), rank=rank())``); the dev loader
@@ -294,15 +297,39 @@ def _train_epochs(run: _Run, train_loader, dev_loader, max_epochs: int | None) -
     """The epochs of one ``fit`` call: until the recipe's epochs are done, early stopping, or
     ``max_epochs`` epochs in this call; the call's last epoch is always checkpointed."""
     recipe, progress = run.recipe, run.progress
+    bar = _epoch_bar(run)
     done = 0
-    while len(progress.history) < recipe.epochs and not progress.stopped_early:
-        if max_epochs is not None and done >= max_epochs:
-            break
-        row = _run_epoch(run, train_loader, dev_loader)
-        done += 1
-        last = (len(progress.history) >= recipe.epochs or progress.stopped_early
-                or (max_epochs is not None and done >= max_epochs))
-        _after_epoch(run, row, last=last)
+    try:
+        while len(progress.history) < recipe.epochs and not progress.stopped_early:
+            if max_epochs is not None and done >= max_epochs:
+                break
+            row = _run_epoch(run, train_loader, dev_loader)
+            done += 1
+            last = (len(progress.history) >= recipe.epochs or progress.stopped_early
+                    or (max_epochs is not None and done >= max_epochs))
+            _after_epoch(run, row, last=last)
+            if bar is not None:
+                bar.set_postfix(train_loss=f"{row['train_loss']:.4f}",
+                                **{f"dev_{recipe.monitor}": _shown(row.get(f"dev_{recipe.monitor}"))}, refresh=False)
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _epoch_bar(run: _Run):
+    """A bar over the epochs for per-example-sgd, whose epoch is one compiled call with no bar of
+    its own (fasttext-bag); None for the batched loop (a bar per epoch) or without progress."""
+    if not run.show or run.recipe.optimizer != PER_EXAMPLE_SGD:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=run.recipe.epochs, initial=len(run.progress.history), desc="epochs", unit="epoch",
+                leave=False, dynamic_ncols=True)
+
+
+def _shown(value) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
 def _run_epoch(run: _Run, train_loader, dev_loader) -> dict:
