@@ -336,3 +336,15 @@ def test_evaluate_on_the_command_line_names_the_line_and_skips_with_a_count(five
     status, out, err = run_cli(["evaluate", str(run), "--data", "unk1.csv", "--on-bad-record", "skip"], capsys)
     assert status == 0, err
     assert "skipped 1 record with a label the model does not know (first: unk1.csv:2: " in out + err
+
+
+def test_record_places_come_back_exactly():
+    from textcls.data.records import RecordPlaces
+
+    places = ["a.csv:12", "a.csv:3", "/d/pos/doc007", "/d/pos/123", "hf:x train: record 0", "99",
+              "b.csv:1234567890123456789012"]
+    kept = RecordPlaces()
+    for place in places:
+        kept.append(place)
+    assert [kept[i] for i in range(len(places))] == places
+    assert [kept.take([1, 0])[i] for i in range(2)] == ["a.csv:3", "a.csv:12"]

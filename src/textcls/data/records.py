@@ -22,7 +22,7 @@ import datasets
 from ..errors import DataError
 
 
-_NUMBERED = re.compile(r"(.*\D)(\d+)")
+_NUMBERED = re.compile(r"(.*\D)([1-9]\d{0,17}|0)")  # no leading zeros: the place comes back exact
 _PLACES = "_textcls_places"
 
 
@@ -43,6 +43,13 @@ class RecordPlaces:
         return len(self._numbers)
 
     def append(self, where: str) -> None:
+        last = self._prefixes[self._prefix_of[-1]] if self._prefix_of else None
+        if last is not None and where.startswith(last):  # the common case: the next line of the same file
+            tail = where[len(last):]
+            if tail.isascii() and tail.isdigit() and tail[0] != "0" and len(tail) <= 18 and last[-1:] and not last[-1].isdigit():
+                self._prefix_of.append(self._prefix_of[-1])
+                self._numbers.append(int(tail))
+                return
         match = _NUMBERED.fullmatch(where)
         prefix, number = (match.group(1), int(match.group(2))) if match else (where, -1)
         if prefix not in self._index:
@@ -59,7 +66,7 @@ class RecordPlaces:
     def take(self, rows: Iterable[int]) -> "RecordPlaces":
         out = RecordPlaces()
         out._prefixes, out._index = self._prefixes, self._index
-        rows = list(rows)
+        rows = [int(r) for r in rows]
         out._prefix_of = array("i", (self._prefix_of[r] for r in rows))
         out._numbers = array("q", (self._numbers[r] for r in rows))
         return out
@@ -93,8 +100,9 @@ def record_place(split, row: int) -> str | None:
 
 
 def select_records(split: datasets.Dataset, rows) -> datasets.Dataset:
-    """``split.select(rows)``, its records keeping their places."""
-    rows = list(rows)
+    """``split.select(rows)``, its records keeping their places. ``rows`` goes to ``select`` as
+    given: ``datasets`` hashes it for the new fingerprint, a NumPy array at once, a list of
+    Python ints one by one (4x the whole load of a 200,000-line file)."""
     chosen = split.select(rows)
     places = getattr(split, _PLACES, None)
     return attach_places(chosen, places.take(rows) if places is not None else None, read_policy(split))
