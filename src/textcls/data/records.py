@@ -46,7 +46,8 @@ class RecordPlaces:
         last = self._prefixes[self._prefix_of[-1]] if self._prefix_of else None
         if last is not None and where.startswith(last):  # the common case: the next line of the same file
             tail = where[len(last):]
-            if tail.isascii() and tail.isdigit() and tail[0] != "0" and len(tail) <= 18 and last[-1:] and not last[-1].isdigit():
+            exact = tail.isascii() and tail.isdigit() and tail[0] != "0" and len(tail) <= 18
+            if exact and last[-1:] and not last[-1].isdigit():
                 self._prefix_of.append(self._prefix_of[-1])
                 self._numbers.append(int(tail))
                 return
