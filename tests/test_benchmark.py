@@ -1378,7 +1378,7 @@ def test_killing_a_benchmark_kills_the_run_it_was_making(tmp_path):
 
     suite_file = tmp_path / "long.toml"
     suite_file.write_text('[suite]\nname = "long"\n[[entry]]\ndataset = "trec"\nmodel = "kim-cnn-rand"\n'
-                          'max_per_split = 300\noverrides = { epochs = 500, patience = 500, embedding_dim = 20 }\n',
+                          'max_per_split = 300\noverrides = { epochs = 500, patience = 500, embedding_dim = 20, checkpoint_seconds = 0 }\n',
                           encoding="utf-8")
     script = (f"from textcls.benchmark import run_suite; run_suite({str(suite_file)!r}, "
               f"output_dir={str(tmp_path / 'out')!r}, progress=False, threads=1, "

@@ -345,8 +345,6 @@ def test_each_member_is_announced_on_stderr_as_it_starts_only_with_progress(caps
     assert capsys.readouterr() == ("", "")
 
 
-@pytest.mark.xfail(strict=True, reason="estimators.EnsembleEstimator.fit must call models.ensemble.announce_member "
-                                       "as each member starts (the estimators owner's change); drop this mark then")
 def test_the_ensembles_fit_names_each_member_as_it_starts_only_with_progress(capsys):
     texts = ["a good film", "a bad film", "so good", "so bad", "good acting", "bad acting"] * 4
     labels = ["pos", "neg"] * 12

@@ -462,6 +462,7 @@ class TfidfEstimator(PresetEstimator):
     def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "TfidfEstimator":
         from .data.prepare import column_values, label_targets, target_array
         from .data.splits import ensure_dev
+        from .models.ensemble import announce_member
 
         self.refuse_checkpoint_it_cannot_resume(self.preset.name, run_dir, resume)
         self._learn_labels(dataset)
@@ -582,6 +583,7 @@ class EnsembleEstimator(PresetEstimator):
     def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "EnsembleEstimator":
         from .data.prepare import column_values, label_targets, target_array
         from .data.splits import ensure_dev
+        from .models.ensemble import announce_member
 
         self.refuse_checkpoint_it_cannot_resume(self.preset.name, run_dir, resume)
         self._learn_labels(dataset)
@@ -595,7 +597,8 @@ class EnsembleEstimator(PresetEstimator):
         members = [estimator_for(preset) for preset in self._member_presets()]  # all checked before any trains
         start = time.perf_counter()
         dev_texts, dev_probabilities = column_values(dataset["dev"], "text"), []
-        for member in members:
+        for index, member in enumerate(members, 1):
+            announce_member(index, len(members), member.preset.name, progress)
             with _member_errors(member.preset.name):
                 quiet = _MEMBER_FIT.set(True)
                 try:
