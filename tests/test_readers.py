@@ -702,3 +702,24 @@ def test_column_index_beyond_the_first_row(tmp_path):
     msg = refused(DataError, str(path), header=False, label_column=0, text_columns=[5])
     assert msg == (f"{path}:1: text_columns index 5 is out of range: the first row has 2 field(s) (indices 0-1); "
                    "pass an index below 2, or check delimiter= (CLI: --delimiter)")
+
+
+def test_iter_text_column_reads_the_texts_of_a_file_to_predict(tmp_path):
+    """The texts of a CSV/TSV file with a header row and no label (what `textcls predict --input f.csv`
+    reads): its text column(s) joined as read_delimited joins them, each at its first line; a bad
+    record is an error at its line that gives no advice to skip it (each record gets a prediction)."""
+    from textcls.data.readers import iter_text_column
+
+    path = write(tmp_path / "p.csv", 'id,title,body\n1,A film,"moving\nand long"\n\n2,,dull\n')
+    assert list(iter_text_column(path, text_columns=("title", "body"))) == [(2, "A film moving\nand long"), (5, "dull")]
+    tsv = write(tmp_path / "p.tsv", 'text\tlabel\n"quoted" as is\t\n')
+    assert list(iter_text_column(tsv, fmt="tsv")) == [(2, '"quoted" as is')]
+    with pytest.raises(DataError) as err:
+        list(iter_text_column(write(tmp_path / "wide.csv", "text\na,b\n")))
+    assert str(err.value) == (f"{tmp_path / 'wide.csv'}:2: row has 2 fields, the header has 1 (text); quote the "
+                              "field that holds a comma or fix the row")
+    with pytest.raises(DataError) as err:
+        list(iter_text_column(write(tmp_path / "bad.csv", b"text\ncaf\xe9\n")))
+    assert str(err.value).startswith(f"{tmp_path / 'bad.csv'}:2: ") and "on_bad_record" not in str(err.value)
+    with pytest.raises(DataError, match=r"no column 'text' in the header row \('body'\)"):
+        list(iter_text_column(write(tmp_path / "nocol.csv", "body\nx\n")))

@@ -464,7 +464,11 @@ def evaluate(
         title = f"{clf.model} on {where} ({len(records)} documents)"
     if dataset.skipped:
         typer.echo(f"skipped {len(dataset.skipped)} bad records (first: {dataset.skipped[0]})", err=True)
-    metrics = clf.evaluate(records, where=where)
+    # --on-bad-record also covers a record whose label the model does not know: skipped and counted
+    # (the first note) with skip, as the reader's bad records are, else an error at its file and line.
+    metrics = clf.evaluate(records, where=where, on_bad_record=reader.on_bad_record)
+    if metrics.get("skipped"):
+        typer.echo(metrics["notes"][0], err=True)
     if "task" in records.column_names:
         metrics["per_task"] = _task_metrics(clf, records, where)
     if output:
@@ -514,22 +518,6 @@ def _load_run(run_dir: Path, device: Optional[str]):
 
 
 PREDICT_BLOCK_BYTES = 1 << 20  # input read, predicted and written this much at a time
-PREDICT_FORMATS = ("text", "jsonl", "csv", "tsv")
-_FORMAT_OF_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
-# What a file's name says it is, where that is no format predict reads: refused, never read as text lines.
-_UNREAD_SUFFIXES = {
-    ".parquet": "a parquet file", ".pq": "a parquet file", ".arrow": "an Arrow file", ".feather": "a Feather file",
-    ".json": "a JSON document (not JSON Lines)", ".xlsx": "an Excel workbook", ".xls": "an Excel workbook",
-    ".ods": "a spreadsheet", ".pkl": "a pickle", ".pickle": "a pickle", ".npy": "a NumPy array",
-    ".npz": "a NumPy archive", ".zip": "a zip archive", ".gz": "a gzip-compressed file",
-    ".bz2": "a bzip2-compressed file", ".xz": "an xz-compressed file", ".zst": "a zstd-compressed file",
-    ".7z": "a 7-zip archive", ".tar": "a tar archive", ".pdf": "a PDF", ".docx": "a Word document",
-}  # fmt: skip
-_UNREAD_MAGIC = ((b"PAR1", "a parquet file"), (b"PK\x03\x04", "a zip archive (or an Excel workbook)"),
-                 (b"\x1f\x8b", "a gzip-compressed file"), (b"BZh", "a bzip2-compressed file"),
-                 (b"\xfd7zXZ\x00", "an xz-compressed file"), (b"%PDF-", "a PDF"))
-_READ_ADVICE = ("textcls predict reads plain text (one text a line), JSON Lines, CSV or TSV (--format text, jsonl, "
-                "csv, tsv): convert it to one of them")
 STDIN_HINT = "reading texts from stdin, {what}; end with Ctrl-D"
 
 
@@ -620,16 +608,18 @@ class _PredictInput:
     @classmethod
     def of(cls, path, fmt, text_columns, delimiter, encoding, task, given: bool) -> "_PredictInput":
         """The input options checked before the run loads: a format predict reads, and options it uses."""
+        from .inputs import PREDICT_FORMATS, READ_ADVICE, check_input_file, format_of_name, refuse_unread_content
+
         stdin = path is None or str(path) == "-"
         if fmt is not None and fmt not in PREDICT_FORMATS:
-            raise ConfigError(f"--format {fmt!r} is not one of {', '.join(PREDICT_FORMATS)}; {_READ_ADVICE}")
+            raise ConfigError(f"--format {fmt!r} is not one of {', '.join(PREDICT_FORMATS)}; {READ_ADVICE}")
         if not stdin:
-            _check_input_file(path)
-        fmt = fmt or ("text" if stdin else _format_of_name(path))
+            check_input_file(path)
+        fmt = fmt or ("text" if stdin else format_of_name(path))
         source = cls(None if stdin else path, fmt, tuple(text_columns or ()), delimiter, encoding, task)
         source._check_options(given)
         if not stdin:
-            _refuse_unread_content(path, _file_head(path), fmt)
+            refuse_unread_content(path, _file_head(path), fmt)
         return source
 
     def _check_options(self, given: bool) -> None:
@@ -659,62 +649,37 @@ class _PredictInput:
                                   .replace("parameter 'encoding' = ", "--encoding ")) from None
 
     def blocks(self):
+        from .inputs import refuse_unread_content
+
         if self.fmt in ("csv", "tsv"):
             yield from _delimited_blocks(self)
             return
         for block, first, where in _input_blocks(self.path):
             if first == 1:
-                _refuse_unread_content(where, block[:8], self.fmt)
+                refuse_unread_content(where, block[:8], self.fmt)
             items, tasks = _block_items(block, first, where, self.fmt, self.task, self.text_columns or ("text",))
             yield items, tasks, _text_namer(where, first)
 
 
-def _check_input_file(path: Path) -> None:
-    if path.is_dir():
-        raise DataError(f"{path}: is a folder; pass a file of texts (one text per line, JSON Lines, CSV or TSV)")
-    if not path.is_file():
-        raise DataError(f"{path}: no such file; pass a file of texts (one text per line, JSON Lines, CSV or TSV)")
-
-
-def _format_of_name(path: Path) -> str:
-    """The format a file's suffix names (``.csv.gz`` is a CSV file: the CSV reader decompresses it);
-    a suffix of a format predict does not read is refused; any other suffix is one text a line."""
-    suffixes = [s.lower() for s in path.suffixes]
-    inner = suffixes[-2] if len(suffixes) >= 2 and suffixes[-1] == ".gz" else None
-    if inner in (".csv", ".tsv", ".tab"):
-        return _FORMAT_OF_SUFFIX[inner]
-    suffix = suffixes[-1] if suffixes else ""
-    if suffix in _UNREAD_SUFFIXES:
-        raise DataError(f"{path}: is {_UNREAD_SUFFIXES[suffix]} by its name; {_READ_ADVICE} (or pass --format if "
-                        "it is one of them in spite of its name)")
-    return _FORMAT_OF_SUFFIX.get(suffix, "text")
-
-
 def _file_head(path: Path) -> bytes:
+    from .inputs import file_head
+
     try:
-        with open(path, "rb") as fh:
-            return fh.read(8)
+        return file_head(path)
     except OSError as exc:
         raise DataError(describe_os_error(exc, path)) from None
 
 
-def _refuse_unread_content(where, head: bytes, fmt: str) -> None:
-    """A parquet, zip or compressed file (by its first bytes), whatever its name or --format says:
-    read as lines of text it would be classified as garbage, or refused at some line as not UTF-8."""
-    kind = next((kind for magic, kind in _UNREAD_MAGIC if head.startswith(magic)), None)
-    if kind == "a gzip-compressed file" and fmt in ("csv", "tsv"):
-        return  # the CSV reader decompresses it
-    if kind is not None:
-        raise DataError(f"{where}: is {kind}, not text; {_READ_ADVICE}")
-
-
 def _delimited_blocks(source: _PredictInput):
     """The records of a CSV/TSV file with a header row, PREDICT_BLOCK_BYTES of text at a time:
-    ``(texts, tasks, where_of)``. The file's lines are read, and its quoting checked and its errors
-    worded, by the training reader's own code (data/readers.py); the text is the ``--text-column``
-    column(s), stripped and joined with a space as train joins them; other columns (a label) are left."""
+    ``(texts, tasks, where_of)``. The file is read by data/readers.py's ``iter_text_column``, the
+    training reader's own code for lines, quoting, encoding and their errors."""
+    from .data.readers import iter_text_column
+
+    records = iter_text_column(source.path, fmt=source.fmt, text_columns=source.text_columns or ("text",),
+                               delimiter=source.delimiter, encoding=source.encoding or "utf-8")
     batch, lines, size = [], [], 0
-    for lineno, text in _delimited_records(source):
+    for lineno, text in records:
         batch.append(text)
         lines.append(lineno)
         size += len(text)
@@ -727,72 +692,6 @@ def _delimited_blocks(source: _PredictInput):
 
 def _line_namer(where: str, lines: list):
     return lambda i: f"{where}:{lines[i]}"
-
-
-def _delimited_records(source: _PredictInput):
-    """``(first line, text)`` of every record of a CSV/TSV file (a blank line is no record)."""
-    import csv
-
-    from .data import readers
-    from .inputs import check_texts
-
-    fmt, path = source.fmt, source.path
-    delimiter = readers.ReadOptions(delimiter=source.delimiter).delimiter or ("\t" if fmt == "tsv" else ",")
-    quoted = fmt == "csv"  # TSV is read without quote handling, as train reads it
-    lines = readers._RecordLines(path, _strict_record_buffer(), source.encoding or "utf-8", "strict", keep_text=quoted)
-    reader = csv.reader(lines.feed(), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE,
-                        strict=quoted)
-    header, columns = None, []
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as err:
-            raise readers._csv_error(path, err, lines.state, delimiter) from None
-        lineno, _ = lines.take()
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
-        if header is None:
-            header = [cell.strip() for cell in row]
-            columns = _header_columns(path, lineno, header, source.text_columns or ("text",), fmt)
-            continue
-        if len(readers._trim(row)) > len(header):
-            raise DataError(f"{path}:{lineno}: row has {len(row)} fields, the header has {len(header)} "
-                            f"({', '.join(header)}); quote the field that holds a "
-                            f"{readers._delimiter_name(delimiter)} or fix the row")
-        if len(row) <= max(columns):
-            raise DataError(f"{path}:{lineno}: row has {len(row)} field(s) and no column "
-                            f"{header[max(columns)]!r} (field {max(columns) + 1}); complete the row")
-        text = " ".join(row[i].strip() for i in columns if row[i].strip())
-        check_texts([text], f"{path}:{lineno}", first=None)
-        yield lineno, text
-
-
-def _header_columns(path: Path, lineno: int, header: list, names: tuple, fmt: str) -> list:
-    """The positions of the text columns ``names`` in a CSV/TSV ``header`` row."""
-    twice = next((name for name in names if header.count(name) > 1), None)
-    if twice is not None:
-        raise DataError(f"{path}:{lineno}: the header names the column {twice!r} twice; rename or remove one of them")
-    missing = next((name for name in names if name not in header), None)
-    if missing is not None:
-        shown = ", ".join(repr(c if len(c) <= 30 else c[:27] + "...") for c in header[:12])
-        shown += ", ..." if len(header) > 12 else ""
-        raise DataError(f"{path}:{lineno}: no column {missing!r} in the header row ({shown}); name the text column "
-                        f"with --text-column NAME (a {fmt} file needs a header row naming its columns)")
-    return [header.index(name) for name in names]
-
-
-def _strict_record_buffer():
-    """data/readers' RecordBuffer, whose ``reject`` raises without its advice to skip the record:
-    predict writes one prediction per record, so it skips none."""
-    from .data.readers import RecordBuffer
-
-    class StrictRecords(RecordBuffer):
-        def reject(self, where: str, reason: str, fix: str, skippable: bool = True) -> None:
-            raise DataError(f"{where}: {reason}; {fix}")
-
-    return StrictRecords("error")
 
 
 def _argument_texts(texts: List[str]) -> List[str]:
@@ -1425,15 +1324,17 @@ def _with_option_names(message: str, command, args: List[str]) -> str:
     """The library's checks name a setting as the Python API does (``parameter 'max_texts'``);
     where the user gave it through the command's option, the message names the option too
     (``--max-texts``), since that is what they typed; a short option (``-b 0``, ``-b0``) is named by
-    its long form too."""
+    its long form too. A message whose advice already names the option (``(CLI: --delimiter ';')``)
+    is left as it is."""
     sub = _subcommand(command, args)
     if sub is None:
         return message
     given = {arg.split("=", 1)[0] if arg.startswith("--") else arg[:2] for arg in args if arg.startswith("-")}
     flags = {param.name: max(param.opts, key=len) for param in sub.params
              if param.param_type_name == "option" and given.intersection(param.opts)}
-    return re.sub(r"parameter '(\w+)'", lambda m: f"{m.group(0)} ({flags[m.group(1)]})" if m.group(1) in flags
-                  else m.group(0), message)
+    named = {name for name, flag in flags.items() if re.search(rf"\(CLI: [^)]*{re.escape(flag)}(?![\w-])", message)}
+    return re.sub(r"parameter '(\w+)'", lambda m: f"{m.group(0)} ({flags[m.group(1)]})"
+                  if m.group(1) in flags and m.group(1) not in named else m.group(0), message)
 
 
 def _error(message: str, code: int) -> int:

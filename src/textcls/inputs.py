@@ -7,17 +7,42 @@ model with one head per task needs the task of every text. A ``DataError`` about
 task carries its position (``err.index``). A message names the text by its number (``first``:
 the number of the first text), or, with ``first`` None, not at all: the caller puts the text's
 own place before it (``textcls predict --input``'s ``f.txt:3:``, one text a line).
+
+A file of texts to predict (``textcls predict --input``) is checked here too, before it is read:
+its format named by its suffix (``format_of_name``), and a parquet file, an archive, a
+compressed file or a PDF refused by its name or its first bytes (``refuse_unread_content``)
+rather than read as lines of text. Reading a CSV/TSV file's texts is ``data/readers.py``'s
+``iter_text_column``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from .errors import ConfigError, DataError, ModelError
 
-__all__ = ["short", "as_list", "check_texts", "task_indices", "check_finite_probabilities"]
+__all__ = ["short", "as_list", "check_texts", "task_indices", "check_finite_probabilities", "PREDICT_FORMATS",
+           "READ_ADVICE", "check_input_file", "format_of_name", "file_head", "refuse_unread_content"]
+
+PREDICT_FORMATS = ("text", "jsonl", "csv", "tsv")  # what `textcls predict --input` reads
+_FORMAT_OF_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
+# What a file's name says it is, where that is no format predict reads: refused, never read as text lines.
+_UNREAD_SUFFIXES = {
+    ".parquet": "a parquet file", ".pq": "a parquet file", ".arrow": "an Arrow file", ".feather": "a Feather file",
+    ".json": "a JSON document (not JSON Lines)", ".xlsx": "an Excel workbook", ".xls": "an Excel workbook",
+    ".ods": "a spreadsheet", ".pkl": "a pickle", ".pickle": "a pickle", ".npy": "a NumPy array",
+    ".npz": "a NumPy archive", ".zip": "a zip archive", ".gz": "a gzip-compressed file",
+    ".bz2": "a bzip2-compressed file", ".xz": "an xz-compressed file", ".zst": "a zstd-compressed file",
+    ".7z": "a 7-zip archive", ".tar": "a tar archive", ".pdf": "a PDF", ".docx": "a Word document",
+}  # fmt: skip
+_UNREAD_MAGIC = ((b"PAR1", "a parquet file"), (b"PK\x03\x04", "a zip archive (or an Excel workbook)"),
+                 (b"\x1f\x8b", "a gzip-compressed file"), (b"BZh", "a bzip2-compressed file"),
+                 (b"\xfd7zXZ\x00", "an xz-compressed file"), (b"%PDF-", "a PDF"))
+READ_ADVICE = ("textcls predict reads plain text (one text a line), JSON Lines, CSV or TSV (--format text, jsonl, "
+               "csv, tsv): convert it to one of them")
 
 
 def short(value, limit: int = 40) -> str:
@@ -104,3 +129,43 @@ def check_finite_probabilities(probs: np.ndarray, where: str | None, advice: str
         raise ModelError(f"{where + ': ' if where else ''}the model produced NaN or Inf probabilities for "
                          f"{_text_name(row, first)}; its weights are broken {advice}", index=row)
     return probs
+
+
+def check_input_file(path: Path) -> None:
+    """``path`` is a file (not a folder, not missing): a DataError naming it otherwise."""
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder; pass a file of texts (one text per line, JSON Lines, CSV or TSV)")
+    if not path.is_file():
+        raise DataError(f"{path}: no such file; pass a file of texts (one text per line, JSON Lines, CSV or TSV)")
+
+
+def format_of_name(path: Path) -> str:
+    """The format (one of PREDICT_FORMATS) a file's suffix names (``.csv.gz`` is a CSV file: the CSV
+    reader decompresses it); a suffix of a format predict does not read is refused; any other
+    suffix is one text a line."""
+    suffixes = [s.lower() for s in path.suffixes]
+    inner = suffixes[-2] if len(suffixes) >= 2 and suffixes[-1] == ".gz" else None
+    if inner in (".csv", ".tsv", ".tab"):
+        return _FORMAT_OF_SUFFIX[inner]
+    suffix = suffixes[-1] if suffixes else ""
+    if suffix in _UNREAD_SUFFIXES:
+        raise DataError(f"{path}: is {_UNREAD_SUFFIXES[suffix]} by its name; {READ_ADVICE} (or pass --format if "
+                        "it is one of them in spite of its name)")
+    return _FORMAT_OF_SUFFIX.get(suffix, "text")
+
+
+def file_head(path: Path, size: int = 8) -> bytes:
+    """The first ``size`` bytes of ``path``, for ``refuse_unread_content`` (an OSError as raised)."""
+    with open(path, "rb") as fh:
+        return fh.read(size)
+
+
+def refuse_unread_content(where, head: bytes, fmt: str) -> None:
+    """A parquet, zip or compressed file (by its first bytes ``head``), whatever its name or --format
+    says: read as lines of text it would be classified as garbage, or refused at some line as not
+    UTF-8. ``where``: the file (or stdin) the message names."""
+    kind = next((kind for magic, kind in _UNREAD_MAGIC if head.startswith(magic)), None)
+    if kind == "a gzip-compressed file" and fmt in ("csv", "tsv"):
+        return  # the CSV reader decompresses it
+    if kind is not None:
+        raise DataError(f"{where}: is {kind}, not text; {READ_ADVICE}")

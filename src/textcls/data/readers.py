@@ -14,7 +14,9 @@ Formats (inferred from the extension, or named with ``format=``):
   where the quoted field opens, never records glued into one. With a header, a row with more
   fields than the header is a bad record. A header of unknown column names, or a label column
   that is obviously text (nearly every record its own class, "class names" longer than the
-  texts), is refused with the columns to pass.
+  texts), is refused with the columns to pass. ``iter_text_column`` reads only the text of a
+  CSV/TSV file with a header row (a file to predict: no label), with the same line, encoding and
+  quote handling.
 - ``jsonl`` (``.jsonl``, ``.jsonl.gz``, ``.ndjson``): one JSON object a line; the label field
   may hold a list of class names (multi-label).
 - ``parquet``: read through ``datasets``; ``ClassLabel`` integers become class names.
@@ -862,6 +864,80 @@ class _RecordLines:
         lineno, end = self.state["start"], self.state["end"]
         self.state["start"] = None
         return lineno, end
+
+
+def iter_text_column(
+    path: Path,
+    *,
+    fmt: str = "csv",
+    text_columns: Sequence[str] = ("text",),
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+) -> Iterator[tuple[int, str]]:
+    """``(first line, text)`` of every record of a CSV/TSV file with a header row: the texts of a
+    file to predict, which needs no label (``textcls predict --input f.csv``).
+
+    The text is the column(s) ``text_columns`` names in the header, stripped and joined with a
+    space as ``read_delimited`` joins them; other columns (a label) are left. Lines, encoding,
+    quoting (``fmt="csv"``; ``"tsv"`` is read without quote handling) and their errors are
+    ``read_delimited``'s; ``delimiter`` (None: ``,`` for csv, a tab for tsv; ``\\t`` and ``tab``
+    name a tab) as ``ReadOptions`` takes it. A blank line is no record. Every bad record is a
+    ``DataError`` at its file and line, never skipped (nothing advises ``on_bad_record="skip"``):
+    each record gets its prediction. A text is checked as ``inputs.check_texts`` checks one."""
+    from ..inputs import check_texts
+
+    delimiter = ReadOptions(delimiter=delimiter).delimiter or ("\t" if fmt == "tsv" else ",")
+    quoted = fmt == "csv"  # TSV is read without quote handling, as train reads it
+    lines = _RecordLines(path, _NoSkipBuffer("error"), encoding, "strict", keep_text=quoted)
+    reader = csv.reader(lines.feed(), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE,
+                        strict=quoted)
+    header, columns = None, []
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise _csv_error(path, err, lines.state, delimiter) from None
+        lineno, _ = lines.take()
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if header is None:
+            header = [cell.strip() for cell in row]
+            columns = _text_column_positions(path, lineno, header, tuple(text_columns), fmt)
+            continue
+        if len(_trim(row)) > len(header):
+            raise DataError(f"{path}:{lineno}: row has {len(row)} fields, the header has {len(header)} "
+                            f"({', '.join(header)}); quote the field that holds a "
+                            f"{_delimiter_name(delimiter)} or fix the row")
+        if len(row) <= max(columns):
+            raise DataError(f"{path}:{lineno}: row has {len(row)} field(s) and no column "
+                            f"{header[max(columns)]!r} (field {max(columns) + 1}); complete the row")
+        text = " ".join(row[i].strip() for i in columns if row[i].strip())
+        check_texts([text], f"{path}:{lineno}", first=None)
+        yield lineno, text
+
+
+def _text_column_positions(path: Path, lineno: int, header: list[str], names: tuple, fmt: str) -> list[int]:
+    """The positions of the text columns ``names`` in a CSV/TSV ``header`` row (iter_text_column)."""
+    twice = next((name for name in names if header.count(name) > 1), None)
+    if twice is not None:
+        raise DataError(f"{path}:{lineno}: the header names the column {twice!r} twice; rename or remove one of them")
+    missing = next((name for name in names if name not in header), None)
+    if missing is not None:
+        shown = ", ".join(repr(c if len(c) <= 30 else c[:27] + "...") for c in header[:12])
+        shown += ", ..." if len(header) > 12 else ""
+        raise DataError(f"{path}:{lineno}: no column {missing!r} in the header row ({shown}); name the text column "
+                        f"with --text-column NAME (a {fmt} file needs a header row naming its columns)")
+    return [header.index(name) for name in names]
+
+
+class _NoSkipBuffer(RecordBuffer):
+    """A RecordBuffer whose ``reject`` raises without its advice to skip the record: the lines of a
+    file to predict (iter_text_column), where every record gets a prediction, so none is skipped."""
+
+    def reject(self, where: str, reason: str, fix: str, skippable: bool = True) -> None:
+        raise DataError(f"{where}: {reason}; {fix}")
 
 
 def _add_row(buffer: RecordBuffer, where: str, row: list[str], columns, text_idx, label_idx, *, delimiter: str,
