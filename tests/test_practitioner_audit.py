@@ -156,6 +156,47 @@ def test_unreachable_hub_fails_fast_in_one_line_naming_the_default_data_folder(n
     assert datasets.config.HF_HUB_OFFLINE is False  # the offline switch is put back
 
 
+def test_overlapping_offline_loads_put_the_online_switch_back_once_both_end():
+    """Two loads from threads overlap in offline mode: each saving and restoring the switch on its
+    own, the second saved True and put it back last, leaving the process offline for good."""
+    import threading
+
+    import datasets
+    import huggingface_hub.constants as hub_constants
+
+    from textcls.data.hub import _offline_and_quiet
+
+    def switches():
+        return hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE
+
+    before = switches()
+    hub_constants.HF_HUB_OFFLINE = datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = False
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen = []
+
+    def first():
+        with _offline_and_quiet():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second():
+        first_in.wait(10)
+        with _offline_and_quiet():
+            second_in.set()
+            first_out.wait(10)
+            seen.append(hub_constants.HF_HUB_OFFLINE)  # the first ended: this load is still offline
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    after = switches()
+    hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE = before
+    assert seen == [True] and after == (False, False, False)
+
+
 @pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"])
 def test_offline_variable_skips_the_network_check(no_network, monkeypatch, variable):
     probes, calls = no_network

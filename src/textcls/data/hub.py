@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 from pathlib import Path
@@ -101,24 +102,37 @@ def hub_unreachable() -> str | None:
     return None
 
 
+# Loads in offline mode at once (threads): the first sets the libraries' globals, the last puts
+# them back; each saving and restoring its own would leave the process offline when two overlap.
+_OFFLINE_LOCK = threading.Lock()
+_offline_loads = {"depth": 0, "saved": None}
+
+
 @contextlib.contextmanager
 def _offline_and_quiet():
     """The hub libraries in offline mode (cache only, no retries) and their loggers at ERROR,
-    for the length of one load; both restored after."""
+    for the length of one load (of the overlapping loads, in threads); both restored after."""
     import huggingface_hub.constants as hub_constants
 
-    saved = (hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE)
     loggers = [logging.getLogger(name) for name in ("datasets", "huggingface_hub")]
-    levels = [logger.level for logger in loggers]
-    hub_constants.HF_HUB_OFFLINE = datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = True
-    for logger in loggers:
-        logger.setLevel(logging.ERROR)
+    with _OFFLINE_LOCK:
+        if _offline_loads["depth"] == 0:
+            _offline_loads["saved"] = ((hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE,
+                                        datasets.config.HF_DATASETS_OFFLINE), [logger.level for logger in loggers])
+            hub_constants.HF_HUB_OFFLINE = datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = True
+            for logger in loggers:
+                logger.setLevel(logging.ERROR)
+        _offline_loads["depth"] += 1
     try:
         yield
     finally:
-        hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE = saved
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
+        with _OFFLINE_LOCK:
+            _offline_loads["depth"] -= 1
+            if _offline_loads["depth"] == 0:
+                flags, levels = _offline_loads["saved"]
+                hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE = flags
+                for logger, level in zip(loggers, levels):
+                    logger.setLevel(level)
 
 
 def load_hub_dict(hub_id: str, config: str | None, why: str):
@@ -137,10 +151,11 @@ def load_hub_dict(hub_id: str, config: str | None, why: str):
     except DataError:
         raise
     except Exception as err:  # network, missing repo, unsupported layout: all end here
-        if offline:
-            raise DataError(f"cannot load '{hub_id}': the Hugging Face hub is unreachable ({offline}) and the hub "
-                            f"cache holds no copy; {why}") from None
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        if offline:
+            # Offline, a missing copy is the likely cause, though not the only one: the error is shown too.
+            raise DataError(f"cannot load '{hub_id}': the Hugging Face hub is unreachable ({offline}) and the hub "
+                            f"cache holds no copy it can use ({type(err).__name__}: {first}); {why}") from None
         raise DataError(
             f"cannot load '{hub_id}' from the Hugging Face hub ({type(err).__name__}: {first}); {why}"
         ) from err
