@@ -595,3 +595,40 @@ def test_export_quantize_help_gives_the_probability_shift_docs_export_md_measure
     docs = " ".join((Path(__file__).resolve().parents[1] / "docs" / "export.md").read_text().split())
     low, high = re.search(r"int8 moved probabilities by (\S+) to \S+ on the test models and by \S+ to (\S+) on", docs).groups()
     assert f"by {low} to {high}" in text and "1e-3" not in text, text
+
+
+def test_evaluate_skip_says_the_records_with_unknown_labels_on_stderr(tmp_path, capsys):
+    """`evaluate --on-bad-record skip` leaves out a record whose label the run does not know, and says
+    so on stderr as it says the records the reader skipped: the count, and the first at its line."""
+    run_dir = tmp_path / "run"
+    code, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", write_csv(tmp_path / "d.csv"),
+                        "--run-dir", run_dir, "--no-progress")
+    assert code == 0, err
+    data = write_csv(tmp_path / "e.csv", n=10)
+    lines = data.read_text(encoding="utf-8").splitlines()
+    lines[2] = "a lukewarm film number 1,meh"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, err = call(capsys, "evaluate", run_dir, "--data", data)
+    assert code == 2 and one_line_error(err).startswith(f"error: {data}:3: label 'meh' is not one the model knows")
+    code, out, err = call(capsys, "evaluate", run_dir, "--data", data, "--on-bad-record", "skip")
+    assert code == 0, err
+    skip_line = next(line for line in err.splitlines() if line.startswith("skipped "))
+    assert skip_line.startswith(f"skipped 1 record with a label the model does not know (first: {data}:3: "), err
+    assert "the metrics are over the other 9" in skip_line and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (("train", "--model", "tfidf-lr", "--data", "/no/such/file.csv", "--delimiter", "ab"),
+     "error: parameter 'delimiter' = 'ab' is not one character; pass one such as ',', ';', '|' or \\t for a tab "
+     "(CLI: --delimiter ';')"),
+    (("train", "--model", "tfidf-lr", "--data", "/no/such/file.csv", "--encoding", "nosuch"),
+     "error: parameter 'encoding' = 'nosuch' is not a known text encoding; pass one such as utf-8, latin-1 or "
+     "utf-16 (CLI: --encoding utf-8)"),
+])
+def test_a_message_that_names_the_option_in_its_advice_is_not_given_it_twice(tmp_path, capsys, monkeypatch, argv,
+                                                                             expected):
+    """The reader's checks already say `(CLI: --delimiter ';')`: `parameter 'delimiter' (--delimiter)`
+    named the option a second time."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = call(capsys, *argv)
+    assert code == 2 and one_line_error(err) == expected, err
