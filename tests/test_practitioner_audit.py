@@ -247,10 +247,31 @@ def test_a_score_column_exits_2_on_the_command_line(tmp_path, capsys):
     [f"{1 + (i % 9) / 2:.1f}" for i in range(300)],            # half-star ratings 1.0 .. 5.0
     [str(i % 100) for i in range(3000)],                       # a hundred integer ids
     [f"{i % 2}.0" for i in range(300)],                        # ids written as floats
-], ids=["stars", "20-ids", "binary", "half-stars", "100-ids", "float-ids"])
+    [str(i % 100) for i in range(200)],                        # few-shot: 100 ids, 2 records each
+    [f"{100 + (i * 37) % 726 / 10:.1f}" for i in range(2000)],  # decimal codes (ICD-9-like), 726 of them
+], ids=["stars", "20-ids", "binary", "half-stars", "100-ids", "float-ids", "few-shot", "decimal-codes"])
 def test_numeric_class_ids_still_load(tmp_path, labels):
     ds = load_dataset(str(_numeric_csv(tmp_path / "ids.csv", labels)))
     assert set(ds.label_names) == set(labels)
+
+
+@pytest.mark.parametrize("name", [lambda i: str(i), lambda i: f"topic {i}"], ids=["numeric-ids", "names"])
+def test_a_test_file_with_one_record_a_class_loads_beside_its_train_file(tmp_path, name):
+    """A held-out split's file is not judged by how many distinct labels it holds: a test set of
+    one record a class (80 classes) was refused as a score column or as text."""
+    folder = tmp_path / "split"
+    folder.mkdir()
+    train = ["text,label"] + [f"words of document {i} here,{name(i % 80)}" for i in range(1600)]
+    test = ["text,label"] + [f"words of test document {i},{name(i)}" for i in range(80)]
+    (folder / "train.csv").write_text("\n".join(train) + "\n", encoding="utf-8")
+    (folder / "test.csv").write_text("\n".join(test) + "\n", encoding="utf-8")
+    ds = load_dataset(str(folder))
+    assert ds.splits["test"].num_rows == 80 and len(ds.label_names) == 80
+    # The same labels as a lone file are still judged: nearly every record its own class.
+    lone = tmp_path / "lone.csv"
+    lone.write_text("\n".join(test) + "\n", encoding="utf-8")
+    with pytest.raises(DataError):
+        load_dataset(str(lone))
 
 
 # -- 2: a class only dev or test holds is warned about where the label set is learned -------------

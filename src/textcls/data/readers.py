@@ -1119,6 +1119,12 @@ def _check_swallowed_records(path, start, end, row, columns, label_idx, delimite
             )
 
 
+# Set while a held-out split's file (test.csv, dev.csv of a split folder) is read: its label
+# column is not judged by how many distinct values it holds, as a test set may hold one record a
+# class; the train file beside it is.
+_HELD_OUT_FILE: contextvars.ContextVar[bool] = contextvars.ContextVar("held_out_file", default=False)
+
+
 def _check_label_column(path, buffer: RecordBuffer, before: int, desc: str, advice: str) -> None:
     """Refuse a label column that is obviously text: nearly every record its own class, or
     "class names" longer than the texts. Such a file trains a model with hundreds of one-record
@@ -1137,7 +1143,8 @@ def _check_label_column(path, buffer: RecordBuffer, before: int, desc: str, advi
     words = sorted(len(x.split()) for x in names)
     texts = sorted(len(t) for t in buffer.texts[before:])
     median_len, median_words, median_text = lengths[len(lengths) // 2], words[len(words) // 2], texts[len(texts) // 2]
-    many = (n >= 50 and distinct >= 0.9 * n) or (n >= 20 and distinct >= 0.5 * n and median_words >= 3)
+    many = not _HELD_OUT_FILE.get() and (
+        (n >= 50 and distinct >= 0.9 * n) or (n >= 20 and distinct >= 0.5 * n and median_words >= 3))
     long = median_len >= 40 and median_len > 2 * median_text
     if not (many or long):
         return
@@ -1171,17 +1178,24 @@ def _check_numeric_labels(path, names: list[str], distinct: int, desc: str) -> b
     """Refuse a numeric label column that is a score to regress on, not class ids; returns
     whether the labels are numbers (then the text-likeness rules do not apply).
 
-    Class ids stay: 20news's or fdu_mtl's 0/1, yelp's 1..5 stars, half-star ratings, even a
-    hundred integer ids over thousands of records. A score is refused: fractional values with at
-    least 20 distinct ones that make up a fifth of the records or more (0..1 probabilities,
-    regression targets), or integers nearly all distinct (at least 50, half the records). Read as
-    classes, such a column trained a model with hundreds of one-record classes and 0 accuracy."""
+    Class ids stay: 20news's or fdu_mtl's 0/1, yelp's 1..5 stars, half-star ratings, a hundred
+    integer ids over a few records each, decimal codes such as ICD-9's 401.9 and 428.0. A score
+    is refused: fractions between 0 and 1 with at least 20 distinct values that make up a fifth
+    of the records or more (probabilities), other fractional values or integers nearly all
+    distinct (at least 50 records, 80 % or 90 % of them distinct: a price, a count). Read as
+    classes, such a column trained a model with hundreds of one-record classes and 0 accuracy.
+    A held-out split's file (one record a class is a fair test set) is judged by train's."""
     values = _as_numbers(names)
     if values is None:
         return False
+    if _HELD_OUT_FILE.get():
+        return True
     n = len(values)
     fractional = any(v != int(v) for v in values)
-    if not ((fractional and distinct >= 20 and distinct >= 0.2 * n) or (distinct >= 50 and distinct >= 0.5 * n)):
+    probabilities = fractional and 0.0 <= min(values) and max(values) <= 1.0
+    score = ((probabilities and distinct >= 20 and distinct >= 0.2 * n)
+             or (n >= 50 and distinct >= (0.8 if fractional else 0.9) * n))
+    if not score:
         return True
     low, high = min(values), max(values)
     raise DataError(
@@ -1886,7 +1900,11 @@ def _read_split_folder(path, entries, split_files, options, name) -> TextDataset
             buffers[split] = buf
         else:
             buffers[split] = RecordBuffer(options.on_bad_record)
-            class_names = read_file(entry, buffers[split], options) or class_names
+            held_out = _HELD_OUT_FILE.set(split != "train")
+            try:
+                class_names = read_file(entry, buffers[split], options) or class_names
+            finally:
+                _HELD_OUT_FILE.reset(held_out)
     if "train" not in buffers:
         raise DataError(f"{path}: has {', '.join(buffers)} but no train split; add a train.* file")
     notes = {split: f"official ({path.name}/{split})" for split in buffers}
