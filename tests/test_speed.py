@@ -153,3 +153,20 @@ def test_the_table_names_its_time_ratio_and_its_memory_ratio_apart():
     assert len(cells) == len(set(cells)), cells
     b = [c.strip() for c in next(line for line in lines if line.startswith("| b |")).strip("|").split("|")]
     assert b[cells.index("train x first")] == "3.00" and b[cells.index("added MB x first")] == "4.00"
+
+
+def test_every_committed_speed_table_is_its_json_rendered():
+    """A change to the speed tables is followed by re-rendering the committed ones: 22896d9 renamed
+    the two 'x first' columns and the committed tables kept the old headers."""
+    from pathlib import Path
+
+    from textcls.benchmark.speed import format_speed_markdown
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    tables = sorted(results.glob("speed*.md"))
+    for table in tables:
+        result = json.loads(table.with_suffix(".json").read_text(encoding="utf-8"))
+        assert format_speed_markdown(result, result.get("command")) == table.read_text(encoding="utf-8"), (
+            f"{table} is not its JSON rendered: rewrite it with textcls.benchmark.speed.format_speed_markdown("
+            f"json.load(open('{table.with_suffix('.json').name}')), its 'command')")
+    assert len(tables) >= 7
