@@ -99,6 +99,10 @@ def test_model_card_of_a_catalogue_or_hub_dataset_lists_it():
 
 
 # -- 5: offline, a named dataset fails at once in one line ----------------------------------------
+PROXY_VARIABLES = tuple(v for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+                        for v in (name, name.upper()))
+
+
 @pytest.fixture
 def no_network(tmp_path, monkeypatch):
     """No TEXTCLS_DATA_DIR, an empty home (so no default data folder), empty hub caches, no socket
@@ -110,7 +114,7 @@ def no_network(tmp_path, monkeypatch):
     import huggingface_hub.constants as hub_constants
 
     for var in ("TEXTCLS_DATA_DIR", "TEXTCLS_HUB_DIR", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
-                "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HF_ENDPOINT"):
+                "HF_ENDPOINT", "REQUEST_METHOD", *PROXY_VARIABLES):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
@@ -204,6 +208,91 @@ def test_offline_variable_skips_the_network_check(no_network, monkeypatch, varia
     with pytest.raises(DataError, match=rf"the Hugging Face hub is unreachable \({variable} is set\)"):
         load_dataset("trec")
     assert probes == [] and calls == [True]
+
+
+@pytest.fixture
+def probe(monkeypatch):
+    """hub_unreachable with no offline variable, no proxy variable and no endpoint set, every
+    connection recorded and none made: (probes, the call's outcome)."""
+    import socket
+
+    from textcls.data import hub
+
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT", "REQUEST_METHOD",
+                *PROXY_VARIABLES):
+        monkeypatch.delenv(var, raising=False)
+    probes = []
+
+    class Opened:
+        def close(self):
+            pass
+
+    def connect(address, *args, **kwargs):
+        probes.append(address)
+        if address[0].startswith("dead"):
+            raise ConnectionRefusedError(111, "Connection refused")
+        return Opened()
+
+    monkeypatch.setattr(socket, "create_connection", connect)
+    return probes, hub.hub_unreachable
+
+
+def test_the_probe_goes_direct_to_a_mirror_that_no_proxy_lists(probe, monkeypatch):
+    """A mirror listed in NO_PROXY is reached directly, as the request would be: a dead HTTPS
+    proxy does not make the hub unreachable."""
+    probes, unreachable = probe
+    monkeypatch.setenv("HF_ENDPOINT", "https://mirror.example.org:8443")
+    monkeypatch.setenv("HTTPS_PROXY", "http://deadproxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,.example.org")
+    assert unreachable() is None and probes == [("mirror.example.org", 8443)]
+    monkeypatch.setenv("no_proxy", "mirror.example.org")  # the lower-case name, as the libraries read it
+    monkeypatch.delenv("NO_PROXY")
+    assert unreachable() is None and probes[-1] == ("mirror.example.org", 8443)
+    # Not listed: the proxy is what the request meets first, and it is dead.
+    monkeypatch.delenv("no_proxy")
+    assert unreachable() == "cannot connect to the HTTPS proxy deadproxy.example:3128: Connection refused"
+
+
+def test_the_probe_picks_the_proxy_by_the_endpoints_scheme(probe, monkeypatch):
+    probes, unreachable = probe
+    monkeypatch.setenv("HF_ENDPOINT", "http://mirror.internal:8080")
+    monkeypatch.setenv("HTTP_PROXY", "http://deadproxy.internal:3128")
+    monkeypatch.setenv("HTTPS_PROXY", "http://live-https-proxy.internal:3129")
+    assert unreachable() == "cannot connect to the HTTP proxy deadproxy.internal:3128: Connection refused"
+    assert probes == [("deadproxy.internal", 3128)]
+    # An https endpoint with only an HTTP proxy set goes direct; ALL_PROXY serves any scheme.
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.internal")
+    monkeypatch.delenv("HTTPS_PROXY")
+    assert unreachable() is None and probes[-1] == ("hub.internal", 443)
+    monkeypatch.setenv("ALL_PROXY", "socks5://all-proxy.internal:1080")
+    assert unreachable() is None and probes[-1] == ("all-proxy.internal", 1080)
+
+
+def test_the_whole_probe_is_bounded_by_its_seconds(probe, monkeypatch):
+    """Name resolution has no time limit of its own, and create_connection tries every address
+    for the whole timeout: the probe as a whole still ends within HUB_PROBE_SECONDS."""
+    import socket
+    import threading
+    import time
+
+    from textcls.data import hub
+
+    _, unreachable = probe
+    release = threading.Event()
+
+    def hangs(address, *args, **kwargs):  # a resolver that does not answer
+        release.wait(5)
+        return type("Opened", (), {"close": lambda self: None})()
+
+    monkeypatch.setattr(socket, "create_connection", hangs)
+    monkeypatch.setattr(hub, "HUB_PROBE_SECONDS", 0.3)
+    start = time.perf_counter()
+    try:
+        why = unreachable()
+    finally:
+        release.set()
+    assert time.perf_counter() - start < 1.5
+    assert why == "cannot connect to huggingface.co:443: no answer within 0.3 s"
 
 
 # -- 1: a numeric score column is refused, numeric class ids load ---------------------------------

@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+import urllib.request
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 from pathlib import Path
@@ -74,32 +75,68 @@ _TRUE = {"1", "ON", "YES", "TRUE"}
 HUB_PROBE_SECONDS = 3.0
 
 
+def _probe_target() -> tuple[str, int, str]:
+    """(host, port, what) that a request to the hub's endpoint (``HF_ENDPOINT`` or
+    huggingface.co) connects to first: the proxy the standard library's own selection picks
+    for the endpoint's scheme (``http_proxy``, ``https_proxy``, ``all_proxy``, upper or lower
+    case, as ``httpx`` and ``requests`` read them), unless ``no_proxy`` lists the endpoint's
+    host; else the endpoint itself. ``what`` names a proxy in the message."""
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    scheme = (endpoint.scheme or "https").lower()
+    host = endpoint.hostname or "huggingface.co"
+    port = _port(endpoint, scheme)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(scheme) or proxies.get("all")
+    if proxy and not urllib.request.proxy_bypass(f"{host}:{port}" if endpoint.port else host):
+        url = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        return url.hostname or host, _port(url, url.scheme), f"the {scheme.upper()} proxy "
+    return host, port, ""
+
+
+def _port(url, scheme: str) -> int:
+    try:
+        return url.port or (443 if scheme == "https" else 80)
+    except ValueError:  # a port that is not a number: the request fails as it would
+        return 443 if scheme == "https" else 80
+
+
 def hub_unreachable() -> str | None:
     """Why the Hugging Face hub cannot be reached (an offline variable set, no route, no name
-    resolution), or None when a TCP connection to it (or to the HTTPS proxy) opens.
+    resolution), or None when a TCP connection opens to where a request to it would go: the
+    proxy chosen for the endpoint's scheme, or the endpoint itself when no proxy is set or
+    ``no_proxy`` lists it (``_probe_target``).
 
     Offline, ``datasets`` otherwise spends about 27 s in five retries of every request, each
-    logged, before its own error. One connection attempt of at most ``HUB_PROBE_SECONDS``
-    decides instead; the load then runs in the libraries' offline mode, so a copy in the hub
-    cache still loads and a missing one fails at once."""
+    logged, before its own error. One probe decides instead, and the whole of it (name
+    resolution, then a connection to each address it gives) takes at most
+    ``HUB_PROBE_SECONDS``: it runs in a daemon thread that is waited for that long, and a probe
+    still running then is left to end on its own and counts as no answer. The load then runs in
+    the libraries' offline mode, so a copy in the hub cache still loads and a missing one fails
+    at once."""
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         if os.environ.get(var, "").strip().upper() in _TRUE:
             return f"{var} is set"
-    proxy = next((os.environ[v] for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
-                  if os.environ.get(v)), None)
-    url = urlsplit(proxy if proxy and "://" in proxy else f"http://{proxy}" if proxy
-                   else os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    host = url.hostname or "huggingface.co"
-    try:
-        port = url.port or (443 if url.scheme == "https" else 80)
-    except ValueError:
-        port = 443
-    try:
-        socket.create_connection((host, port), timeout=HUB_PROBE_SECONDS).close()
-    except OSError as err:
-        what = "the HTTPS proxy " if proxy else ""
-        return f"cannot connect to {what}{host}:{port}: {err.strerror or type(err).__name__}"
-    return None
+    host, port, what = _probe_target()
+    outcome: list[BaseException | None] = []
+
+    def probe():
+        try:
+            socket.create_connection((host, port), timeout=HUB_PROBE_SECONDS).close()
+            outcome.append(None)
+        except Exception as err:  # noqa: BLE001 - reported by the calling thread
+            outcome.append(err)
+
+    thread = threading.Thread(target=probe, name="textcls-hub-probe", daemon=True)
+    thread.start()
+    thread.join(HUB_PROBE_SECONDS)
+    if not outcome:
+        return f"cannot connect to {what}{host}:{port}: no answer within {HUB_PROBE_SECONDS:g} s"
+    err = outcome[0]
+    if err is None:
+        return None
+    if not isinstance(err, OSError):
+        raise err
+    return f"cannot connect to {what}{host}:{port}: {err.strerror or type(err).__name__}"
 
 
 # Loads in offline mode at once (threads): the first sets the libraries' globals, the last puts
