@@ -760,6 +760,84 @@ def test_a_pair_is_tested_on_its_planned_seeds_only_not_on_seeds_run_later_for_a
         _claim(pairs=[["model-a", "model-b"]], seeds=1)
 
 
+# Seeds 0-4 (the plan) near 80 on mr and trec; seeds 5-10, run later for another claim, far off.
+_PLANNED = [0.801, 0.805, 0.798, 0.803, 0.800]
+_LATER = [0.700, 0.690, 0.710, 0.705, 0.695, 0.702]
+
+
+def _eleven_seeds(tmp_path, suites=("toy",)):
+    out = tmp_path / "results"
+    for suite in suites:
+        _write_suite(out, suite, [
+            _entry("model-c", "mr", _PLANNED + _LATER), _entry("model-c", "trec", [x + 0.01 for x in _PLANNED] + _LATER),
+            _entry("model-d", "mr", [x - 0.05 for x in _PLANNED] + [0.90] * 6),
+            _entry("model-d", "trec", [x - 0.03 for x in _PLANNED] + [0.90] * 6)])
+    return out
+
+
+def _tost_p(xs, center, margin):
+    lo = stats.ttest_1samp(xs, center - margin, alternative="greater").pvalue
+    hi = stats.ttest_1samp(xs, center + margin, alternative="less").pvalue
+    return max(lo, hi)
+
+
+def test_a_figure_over_seeds_is_tested_on_its_planned_seeds_only(tmp_path):
+    out = _eleven_seeds(tmp_path)
+    v = _one(out, _claim(kind="within", model="model-c", pairs=[], paper_figure=80.2, margin=2.0))
+    planned = [100 * x for x in _PLANNED]
+    assert v.n == 5 and v.ours.endswith("(n=5)") and v.test.endswith("n=5")
+    assert v.verdict == SUPPORTED
+    assert v.p == pytest.approx(_tost_p(planned, 80.2, 2.0), rel=1e-6)
+    # `seeds` declares another plan: all 11 then, far from the figure
+    eleven = _one(out, _claim(kind="within", model="model-c", pairs=[], paper_figure=80.2, seeds=11))
+    assert eleven.n == 11 and eleven.verdict == CONTRADICTED
+
+
+def test_a_figure_averaged_over_datasets_reads_each_dataset_on_its_planned_seeds_only(tmp_path):
+    out = _eleven_seeds(tmp_path)
+    v = _one(out, _claim(kind="within", model="model-c", pairs=[], unit="dataset", datasets=["mr", "trec"],
+                         paper_figures={"mr": 80.1, "trec": 81.0}, margin=2.0))
+    mr, trec = _mean_pct(_PLANNED), _mean_pct([x + 0.01 for x in _PLANNED])
+    assert "5 seed(s) each" in v.ours
+    assert v.delta == f"{(mr - 80.1 + trec - 81.0) / 2:+.2f}"
+    assert any(row.startswith("| mr |") and "(n=5)" in row for row in v.details)
+    assert v.verdict == SUPPORTED
+
+
+def test_a_pair_over_datasets_compares_each_datasets_mean_of_its_planned_seeds_only(tmp_path):
+    out = _eleven_seeds(tmp_path)
+    # model-c above model-d by 5 and 4 points on each dataset's seeds 0-4 (the later seeds reverse it)
+    diffs = [_mean_pct(_PLANNED) - _mean_pct([x - 0.05 for x in _PLANNED]),
+             _mean_pct([x + 0.01 for x in _PLANNED]) - _mean_pct([x - 0.03 for x in _PLANNED])]
+    greater = _one(out, _claim(pairs=[["model-c", "model-d"]], unit="dataset", datasets=["mr", "trec"]))
+    assert greater.verdict == SUPPORTED and greater.n == 2
+    assert greater.ours == "Δ +4.50 ± 0.50 s.e. (n=2 datasets)"
+    assert greater.p == pytest.approx(stats.ttest_1samp(diffs, 0.0, alternative="greater").pvalue, rel=1e-6)
+    assert "| model-c | 80.64 (average over 2) | – |" in greater.details
+    equivalent = _one(out, _claim(kind="equivalent", pairs=[["model-c", "model-d"]], unit="dataset",
+                                  datasets=["mr", "trec"], margin=10.0))
+    assert equivalent.verdict == SUPPORTED and equivalent.ours == greater.ours
+    assert equivalent.p == pytest.approx(stats.ttest_1samp(diffs, 10.0, alternative="less").pvalue, rel=1e-6)
+
+
+def test_the_deciding_suite_is_chosen_by_its_planned_seeds_not_by_seeds_run_later(tmp_path):
+    out = _eleven_seeds(tmp_path, suites=("toy", "toy_more"))
+    # toy holds seeds 0-4 only; toy_more 0-10: with the plan at 5 both hold it, and the first listed decides
+    _write_suite(out, "toy", [_entry("model-c", "mr", _PLANNED), _entry("model-d", "mr", [x - 0.05 for x in _PLANNED])])
+    v = _one(out, _claim(pairs=[["model-c", "model-d"]], suites=["toy", "toy_more"]))
+    assert v.suite == "toy" and v.n == 5
+    assert "toy_more: 5 seeds of an entry, against 5 in toy" in " ".join(v.evidence)
+    # an entry with none of its planned seeds is missing there
+    _write_suite(out, "toy", [_entry("model-c", "mr", _LATER, seeds=list(range(5, 11))),
+                              _entry("model-d", "mr", [x - 0.05 for x in _PLANNED])])
+    later = _one(out, _claim(pairs=[["model-c", "model-d"]], suites=["toy", "toy_more"]))
+    assert later.suite == "toy_more" and "toy: no model-c on mr" in " ".join(later.evidence)
+
+
+def _mean_pct(xs):
+    return 100 * sum(xs) / len(xs)
+
+
 def test_a_contradicted_ordering_says_its_p_is_bonferroni_adjusted(results):
     broken = _one(results, _claim(pairs=[["model-a", "model-c"], ["model-d", "model-c"]]))
     assert broken.verdict == CONTRADICTED and "Bonferroni ×2" in broken.test

@@ -127,8 +127,8 @@ class Claim:
     # A second stage of seeds, planned after the first left the claim inconclusive:
     # {first_seeds = 5, planned_seeds = [11]} (one count per pair; see _two_stage).
     extension: dict = field(default_factory=dict)
-    # A claim over seeds tests seeds 0 .. seeds-1 of each pair, the count planned before its results
-    # (the full suites' 5); a pair of a second stage, its planned count (see _seed_limit).
+    # A claim of any kind tests seeds 0 .. seeds-1 of each run it reads, the count planned before its
+    # results (the full suites' 5); a pair of a second stage, its planned count (see _seed_limit).
     seeds: int = 5
     # The id of the claim this one measures again (another machine, say): shown with its verdict,
     # not counted in the totals, since the paper made one claim.
@@ -514,7 +514,8 @@ class _Context:
 
     def resolve(self, claim: Claim, datasets: Sequence[str]) -> tuple[str | None, dict | None, list[str]]:
         """The suite of the claim's list whose JSON holds every entry it needs with the most seeds
-        (the fewest seeds of any of those entries), ties to the first listed. So a full-fidelity
+        (the fewest seeds of any of those entries; planned seeds only, ``_planned_series``), ties
+        to the first listed. So a full-fidelity
         suite that is still filling in decides a claim only once it has as many seeds of every
         entry as the smaller suite after it."""
         passed, complete = [], []
@@ -532,7 +533,7 @@ class _Context:
             missing: dict[str, list[str]] = {}
             seeds = []
             for n, d in needed:
-                series = _series(result, n, d, claim.metric)
+                series = _planned_series(claim, result, n, d, _most_seeds(claim))
                 if series is None:
                     missing.setdefault(n, []).append(d)
                 else:
@@ -777,7 +778,8 @@ def _beside(ctx: _Context, claim: Claim, suite: str, result: dict, dataset: str)
     candidates = [(suite, result)] + [(other, ctx.results.get(other)) for other in claim.suites if other != suite]
     held = []
     for source, data in candidates:
-        series = [_series(data, n, dataset, claim.metric) if data is not None else None for n in claim.entry_names()]
+        series = [_planned_series(claim, data, n, dataset) if data is not None else None
+                  for n in claim.entry_names()]
         if all(x is not None for x in series):
             held.append((source, data, min((x.n for x in series), default=0)))
     if not held:
@@ -810,7 +812,7 @@ def _paper_cell(claim: Claim) -> str:
 def _within(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
     if claim.unit == "dataset":
         return _within_datasets(claim, result, datasets)
-    s = _series(result, claim.model, datasets[0], claim.metric)
+    s = _planned_series(claim, result, claim.model, datasets[0])
     v = Verdict(claim, INCONCLUSIVE, ours=_fmt_series(s, claim.metric), paper=_fmt(claim.paper_figure),
                 vectors=_vectors(s.entry), n=s.n)
     v.delta = _fmt(s.mean - claim.paper_figure, claim.metric, signed=True)
@@ -832,7 +834,7 @@ def _within(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
 
 
 def _within_datasets(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
-    series = [_series(result, claim.model, d, claim.metric) for d in datasets]
+    series = [_planned_series(claim, result, claim.model, d) for d in datasets]
     means = [s.mean for s in series]
     diffs = [s.mean - claim.paper_figures[d] for s, d in zip(series, datasets)]
     paper = claim.paper_figure if claim.paper_figure is not None else _mean([claim.paper_figures[d] for d in datasets])
@@ -873,11 +875,12 @@ def _score(claim: Claim, value: float) -> float:
     return math.log(value) if claim.log else value
 
 
-def _seed_limit(claim: Claim, k: int, deciding: bool) -> int:
-    """The seeds pair ``k`` of a claim over seeds is tested on: 0 .. limit-1, planned before its
-    results. A pair of a second stage (on the deciding dataset): its planned count; else the
-    claim's ``seeds`` (an extended claim's first stage). Seeds added later for another claim on
-    the same entries would otherwise give this one another look at the data each time."""
+def _seed_limit(claim: Claim, k: int = 0, deciding: bool = False) -> int:
+    """The seeds a claim is tested on: 0 .. limit-1, planned before its results, for every kind
+    (a pair's seeds, a figure's, a trend's models', each dataset's of a claim paired over
+    datasets). A pair ``k`` of a second stage (on the deciding dataset): its planned count; else
+    the claim's ``seeds`` (an extended claim's first stage). Seeds added later for another claim
+    on the same entries would otherwise give this one another look at the data each time."""
     if claim.extension and deciding:
         return claim.extension["planned_seeds"][k]
     if claim.extension:
@@ -885,25 +888,31 @@ def _seed_limit(claim: Claim, k: int, deciding: bool) -> int:
     return claim.seeds
 
 
-def _cut(series: _Series | None, limit: int | None) -> _Series | None:
-    """``series`` with its seeds below ``limit`` only (all of them when ``limit`` is None)."""
-    if series is None or limit is None:
-        return series
-    return _Series(series.name, series.dataset, {s: v for s, v in series.values.items() if s < limit},
-                   series.entry, series.per_task)
+def _planned_series(claim: Claim, result: dict, name: str, dataset: str, limit: int | None = None) -> _Series | None:
+    """``name``'s runs on ``dataset`` that ``claim`` is tested on: its seeds below ``limit``
+    (by default the claim's plan, ``_seed_limit``) only. Every claim kind reads its runs here."""
+    series = _series(result, name, dataset, claim.metric)
+    limit = _seed_limit(claim) if limit is None else limit
+    planned = {s: v for s, v in series.values.items() if s < limit} if series is not None else {}
+    return _Series(series.name, series.dataset, planned, series.entry, series.per_task) if planned else None
+
+
+def _most_seeds(claim: Claim) -> int:
+    """The most seeds any part of the claim is tested on (``_seed_limit``)."""
+    return max([_seed_limit(claim)] + list(claim.extension.get("planned_seeds", [])))
 
 
 def _pair_values(claim: Claim, result: dict, a: str, b: str, datasets: Sequence[str], limit: int | None = None):
-    """Per-unit differences A - B (in the claimed direction), or the two samples unpaired; over
-    seeds, of the seeds below ``limit`` (``_seed_limit``)."""
+    """Per-unit differences A - B (in the claimed direction), or the two samples unpaired; of the
+    seeds below ``limit`` (``_seed_limit``), over seeds or in each dataset's mean."""
     sign = 1.0 if claim.better == "higher" else -1.0
     if claim.unit == "dataset":
-        sa = [_series(result, a, d, claim.metric) for d in datasets]
-        sb = [_series(result, b, d, claim.metric) for d in datasets]
+        sa = [_planned_series(claim, result, a, d, limit) for d in datasets]
+        sb = [_planned_series(claim, result, b, d, limit) for d in datasets]
         diffs = {d: sign * (_score(claim, x.mean) - _score(claim, y.mean)) for d, x, y in zip(datasets, sa, sb)}
         return diffs, None, sa, sb
-    x = _cut(_series(result, a, datasets[0], claim.metric), limit)
-    y = _cut(_series(result, b, datasets[0], claim.metric), limit)
+    x = _planned_series(claim, result, a, datasets[0], limit)
+    y = _planned_series(claim, result, b, datasets[0], limit)
     common = sorted(set(x.values) & set(y.values))
     if x.splits == y.splits and len(common) >= 2:
         diffs = {s: sign * (_score(claim, x.values[s]) - _score(claim, y.values[s])) for s in common}
@@ -1033,8 +1042,8 @@ def _per_dataset_table(claim: Claim, result: dict, datasets: Sequence[str]) -> l
                           "unit": "seed", "log": False, "extension": {}})
     for dataset in datasets:
         for a, b in claim.pairs:
-            x, y = (_cut(_series(result, n, dataset, claim.metric), claim.seeds) for n in (a, b))
-            t, _, _, _, diffs = _pair_test(seed_claim, result, a, b, [dataset], claim.seeds)
+            x, y = (_planned_series(seed_claim, result, n, dataset) for n in (a, b))
+            t, _, _, _, diffs = _pair_test(seed_claim, result, a, b, [dataset])
             paired = t is not None and diffs is not None
             any_paired = any_paired or paired
             cells = ([f"{_fmt(t.est, claim.metric, signed=True)} ± {_fmt(t.se, claim.metric)}",
@@ -1168,7 +1177,7 @@ def _compare_mean(claim: Claim, v: Verdict, per_pair_diffs, problems, shown_mode
 
 
 def _trend(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
-    series = [_cut(_series(result, m, datasets[0], claim.metric), claim.seeds) for m in claim.models]
+    series = [_planned_series(claim, result, m, datasets[0]) for m in claim.models]
     v = Verdict(claim, INCONCLUSIVE)
     v.ours = " → ".join(_fmt(s.mean, claim.metric) for s in series)
     v.details.append("| rank | model | ours |")
@@ -1405,10 +1414,12 @@ Tests (scipy.stats' t distribution):
   get 0.92-1.00); a run older than the CPU seconds' record counts as alone.
 - Seeds vary initialisation, dropout and the dev split; the test split is fixed, so the
   spread shown is training noise, not test-set sampling error.
-- A claim over seeds is tested on seeds 0-4 of each pair (the full suites' plan, fixed before
-  the results; `seeds` in the claims file where another count was planned), a pair given a
-  second stage on seeds below its planned count: seeds run later for another claim on the
-  same entries give it no further look at the data.
+- Every claim is tested on seeds 0-4 of each run it reads (the full suites' plan, fixed before
+  the results; `seeds` in the claims file where another count was planned), whatever its kind:
+  each pair's seeds, a figure's (TOST over seeds), each dataset's mean of a claim paired over
+  datasets, a trend's models'; a pair given a second stage, on seeds below its planned count.
+  Seeds run later for another claim on the same entries give it no further look at the data,
+  nor a say in which suite decides it.
 - An ordering left inconclusive over paired seeds says how many seeds would settle it: the
   fewest with which the one-sided paired t-test at α detects the paper's own difference with
   80 % power, given our standard deviation of the differences between seeds (noncentral t,
