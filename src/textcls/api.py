@@ -308,7 +308,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
             raise DataError(f"{where}: every record has a label the model does not know (first: {first}); "
                             "score the model on data labelled with its classes")
         rows = {row for row, _ in bad}
-        kept = select_records(split, [i for i in range(len(split)) if i not in rows])
+        keep = np.ones(len(split), dtype=bool)
+        keep[list(rows)] = False
+        kept = select_records(split, np.flatnonzero(keep))  # an array: datasets hashes a list int by int
         what = "record" if len(bad) == 1 else "records"
         return kept, (sorted(rows), f"skipped {len(bad)} {what} with a label the model does not know "
                                      f"(first: {first}); the metrics are over the other {len(kept)}")
