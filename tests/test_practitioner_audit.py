@@ -477,6 +477,26 @@ def test_skip_leaves_out_and_counts_records_with_unknown_labels(five_class_run, 
         clf.evaluate(skipping, on_bad_record="drop")
 
 
+def test_records_skipped_at_evaluate_are_logged_as_a_warning(five_class_run, tmp_path, caplog):
+    """Records read with skip are skipped at evaluate by default; the metrics' note alone left a
+    Python caller unaware: one warning line on the textcls logger, in the note's words."""
+    from textcls.data import ReadOptions, read_path
+
+    clf, _ = five_class_run
+    path = _unknown_csv(tmp_path / "unk1.csv")
+    skipping = read_path(path, ReadOptions(on_bad_record="skip"))["train"]
+    with caplog.at_level("WARNING", logger="textcls"):
+        metrics = clf.evaluate(skipping, where="unk1.csv")
+    logged = [(r.name, r.levelname, r.getMessage()) for r in caplog.records if "skipped" in r.getMessage()]
+    assert logged == [("textcls", "WARNING", metrics["notes"][0])]
+    assert logged[0][2].startswith(f"skipped 1 record with a label the model does not know (first: {path}:2: ")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="textcls"):
+        clf.evaluate(read_path(write(tmp_path / "known.csv", "text,label\nhello world,Sports\n"),
+                               ReadOptions(on_bad_record="skip"))["train"])
+    assert not [r for r in caplog.records if "skipped" in r.getMessage()]
+
+
 def test_evaluate_on_the_command_line_names_the_line_and_skips_with_a_count(five_class_run, tmp_path, capsys,
                                                                            monkeypatch):
     _, run = five_class_run

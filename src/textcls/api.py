@@ -17,6 +17,7 @@ architecture), so a run loads even after its preset is renamed or removed.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from pathlib import Path
@@ -269,8 +270,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
         A record whose label the model does not know is a bad record: an error naming its file
         and line (where the records came from textcls's readers), or, with
         ``on_bad_record="skip"``, left out, counted in ``metrics["skipped"]`` and said in the
-        first note. ``None`` follows the policy the records were read with
-        (``load_dataset(..., on_bad_record=)``, the CLI's ``--on-bad-record``), else "error"."""
+        first note, which is also logged as a warning on the ``textcls`` logger. ``None`` follows
+        the policy the records were read with (``load_dataset(..., on_bad_record=)``, the CLI's
+        ``--on-bad-record``), else "error"."""
         self._check_fitted("evaluate")
         if not isinstance(split, datasets.Dataset):
             raise DataError(f"Classifier.evaluate takes one split, a datasets.Dataset (e.g. "
@@ -295,6 +297,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
         if skipped:
             metrics["skipped"] = len(skipped[0])
             metrics["notes"].insert(0, skipped[1])
+            # Said where a Python caller sees it too: records read with skip are skipped here by default.
+            logging.getLogger("textcls").warning("%s", skipped[1])
         return metrics
 
     def _without_unknown_labels(self, split, names: list[str], where: str):
