@@ -615,6 +615,7 @@ def test_evaluate_skip_says_the_records_with_unknown_labels_on_stderr(tmp_path, 
     skip_line = next(line for line in err.splitlines() if line.startswith("skipped "))
     assert skip_line.startswith(f"skipped 1 record with a label the model does not know (first: {data}:3: "), err
     assert "the metrics are over the other 9" in skip_line and "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("skipped ")] == [skip_line]  # said once
 
 
 @pytest.mark.parametrize("argv, expected", [

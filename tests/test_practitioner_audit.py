@@ -509,6 +509,20 @@ def test_evaluate_on_the_command_line_names_the_line_and_skips_with_a_count(five
     assert "skipped 1 record with a label the model does not know (first: unk1.csv:2: " in out + err
 
 
+def test_the_command_line_says_records_skipped_at_evaluate_once(five_class_run, tmp_path):
+    """In a real process (no test logging handlers), the CLI's own line and a logged warning of
+    the same words would both reach stderr: the CLI passes --on-bad-record, so evaluate logs none."""
+    import subprocess
+
+    _, run = five_class_run
+    _unknown_csv(tmp_path / "unk1.csv")
+    done = subprocess.run([sys.executable, "-m", "textcls.cli", "evaluate", str(run), "--data", "unk1.csv",
+                           "--on-bad-record", "skip"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "with a label the model does not know" in line]
+    assert len(said) == 1 and said[0].startswith("skipped 1 record with a label the model does not know"), done.stderr
+
+
 def test_record_places_come_back_exactly():
     from textcls.data.records import RecordPlaces
 

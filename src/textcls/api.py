@@ -270,9 +270,10 @@ class Classifier(ClassifierMixin, BaseEstimator):
         A record whose label the model does not know is a bad record: an error naming its file
         and line (where the records came from textcls's readers), or, with
         ``on_bad_record="skip"``, left out, counted in ``metrics["skipped"]`` and said in the
-        first note, which is also logged as a warning on the ``textcls`` logger. ``None`` follows
-        the policy the records were read with (``load_dataset(..., on_bad_record=)``, the CLI's
-        ``--on-bad-record``), else "error"."""
+        first note. ``None`` follows the policy the records were read with (``load_dataset(...,
+        on_bad_record=)``, the CLI's ``--on-bad-record``), else "error"; a skip it decides is also
+        logged as a warning on the ``textcls`` logger, as the caller did not ask for it here (the
+        CLI, which passes its option, says the note on stderr itself)."""
         self._check_fitted("evaluate")
         if not isinstance(split, datasets.Dataset):
             raise DataError(f"Classifier.evaluate takes one split, a datasets.Dataset (e.g. "
@@ -297,8 +298,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
         if skipped:
             metrics["skipped"] = len(skipped[0])
             metrics["notes"].insert(0, skipped[1])
-            # Said where a Python caller sees it too: records read with skip are skipped here by default.
-            logging.getLogger("textcls").warning("%s", skipped[1])
+            if on_bad_record is None:
+                # Records read with skip are skipped here by default: said where a caller sees it.
+                logging.getLogger("textcls").warning("%s", skipped[1])
         return metrics
 
     def _without_unknown_labels(self, split, names: list[str], where: str):
