@@ -426,9 +426,14 @@ def test_a_failure_inside_the_child_becomes_an_error_record():
 def test_a_bad_parameter_value_fails_the_suite_before_its_first_run(tmp_path, model, overrides, message):
     """Every override is checked as the model checks it, before any entry runs: a wrong value on
     the last entry used to fail only when that entry ran, after all the others."""
-    path = _write(tmp_path, f"""
-[defaults]
-max_per_split = 100
+    path, text = _refused_second_entry(tmp_path, model, overrides, defaults="[defaults]\nmax_per_split = 100\n")
+    assert message in text and str(path) in text and "overrides" in text
+
+
+def _refused_second_entry(tmp_path, model, overrides, defaults=""):
+    """(suite path, message) of a suite whose second entry, ``model`` with ``overrides`` after a
+    tfidf-nb entry, is refused in one line before the first run, leaving no output folder."""
+    path = _write(tmp_path, f"""{defaults}
 [[entry]]
 dataset = "trec"
 model = "tfidf-nb"
@@ -441,8 +446,8 @@ overrides = {overrides}
     with pytest.raises(ConfigError) as err:
         run_suite(path, output_dir=out, progress=False, threads=1)
     text = str(err.value)
-    assert message in text and str(path) in text and f"entry 'trec:{model}'" in text and "overrides" in text
-    assert "\n" not in text and not out.exists()
+    assert f"entry 'trec:{model}'" in text and "\n" not in text and not out.exists()
+    return path, text
 
 
 @pytest.mark.parametrize("model, overrides, module, install", [
@@ -464,21 +469,8 @@ def test_a_named_embeddings_source_without_its_package_fails_the_suite_before_it
         raise AssertionError("an entry ran before the suite's check refused it")
 
     monkeypatch.setattr("textcls.benchmark.runner._run_entry", run_entry)
-    path = _write(tmp_path, f"""
-[[entry]]
-dataset = "trec"
-model = "tfidf-nb"
-[[entry]]
-dataset = "trec"
-model = "{model}"
-overrides = {overrides}
-""")
-    out = tmp_path / "out"
-    with pytest.raises(ConfigError) as err:
-        run_suite(path, output_dir=out, progress=False, threads=1)
-    text = str(err.value)
-    assert f"entry 'trec:{model}'" in text and f"needs the package {module}; {install}" in text
-    assert "\n" not in text and not out.exists()
+    _, text = _refused_second_entry(tmp_path, model, overrides)
+    assert f"needs the package {module}; {install}" in text
     monkeypatch.undo()
     from textcls.benchmark.runner import check_overrides
 

@@ -522,6 +522,14 @@ class Crash(Exception):
     """Stands for the process dying mid-step."""
 
 
+def count_training_call(model) -> None:
+    """Count a training forward pass of ``model``; its ``crash_at``-th raises ``Crash``."""
+    if model.training:
+        model.calls += 1
+        if model.calls == model.crash_at:
+            raise Crash(f"training step {model.calls}")
+
+
 class CrashingBagOfWords(BagOfWords):
     """BagOfWords whose ``crash_at``-th training forward pass raises ``Crash``."""
 
@@ -530,10 +538,7 @@ class CrashingBagOfWords(BagOfWords):
         self.crash_at, self.calls = crash_at, 0
 
     def forward(self, batch):
-        if self.training:
-            self.calls += 1
-            if self.calls == self.crash_at:
-                raise Crash(f"training step {self.calls}")
+        count_training_call(self)
         return super().forward(batch)
 
 
@@ -743,10 +748,7 @@ class BiasOnly(nn.Module):
         self.crash_at, self.calls = crash_at, 0
 
     def forward(self, batch):
-        if self.training:
-            self.calls += 1
-            if self.calls == self.crash_at:
-                raise Crash(f"training step {self.calls}")
+        count_training_call(self)
         return Output(self.bias.expand(batch["input_ids"].shape[0], -1))
 
     def after_optimizer_step(self):
