@@ -598,3 +598,16 @@ def test_a_port_in_use_or_an_unknown_host_is_one_line_before_uvicorn_starts(trec
     monkeypatch.setattr(uvicorn, "run", lambda *a, **k: started.append(k["port"]))
     cli.main(["serve", str(trec_run[0]), "--port", str(port)])  # freed: the check lets it through
     assert started == [port]
+
+
+def test_labels_fitted_as_ints_are_answered_as_numbers_as_the_cli_writes_them(tmp_path):
+    """POST /predict answered "3" where `textcls predict` writes 3 for a run fitted with int labels;
+    probabilities stay keyed by name (JSON keys are strings)."""
+    texts = ["a good film", "a bad film", "so good", "so bad", "good acting", "bad acting"] * 4
+    clf = Classifier("tfidf-lr").fit(texts, [3, 1] * 12)
+    clf.save_pretrained(tmp_path / "run")
+    with TestClient(make_app(tmp_path / "run")) as c:
+        body = c.post("/predict", json={"texts": ["a good film"]}).json()
+    prediction = body["predictions"][0]
+    assert prediction["label"] == clf.predict(["a good film"])[0] == 3 and type(prediction["label"]) is int
+    assert set(prediction["probabilities"]) == {"1", "3"}

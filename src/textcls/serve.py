@@ -493,6 +493,9 @@ class ServedModel:
         self.config = artifacts.read_config(self.run_dir)
         self.classifier = Classifier.from_pretrained(self.run_dir)
         self.labels = [str(c) for c in self.config["label_names"]]
+        # A label is answered as the run's class value (an int for int labels), as `textcls predict`
+        # writes it; probabilities are keyed by name (JSON keys are strings).
+        self.values = dict(zip(self.labels, self.config.get("label_values") or self.labels))
         self.multi_label = bool(self.classifier.multi_label_)
         self.threshold = _threshold(self.config)
         self.task_names = list(self.classifier.task_names_) if self.classifier.uses_tasks else None
@@ -506,9 +509,9 @@ class ServedModel:
     def prediction(self, row: np.ndarray) -> dict:
         probabilities = {name: float(p) for name, p in zip(self.labels, row)}
         if self.multi_label:
-            on = [name for name, p in zip(self.labels, row) if p >= self.threshold]
+            on = [self.values[name] for name, p in zip(self.labels, row) if p >= self.threshold]
             return {"labels": on, "probabilities": probabilities}
-        return {"label": self.labels[int(np.argmax(row))], "probabilities": probabilities}
+        return {"label": self.values[self.labels[int(np.argmax(row))]], "probabilities": probabilities}
 
     # -- attention maps (Classifier.explain)
     def _probe_attention(self) -> tuple[bool, str | None]:
