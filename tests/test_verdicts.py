@@ -737,6 +737,7 @@ def test_a_pair_is_tested_on_its_planned_seeds_only_not_on_seeds_run_later_for_a
     # No second stage: the first 5 seeds (the full suites' plan), though 11 ran.
     plain = _one(out, _claim(pairs=[["model-a", "model-b"]], also=["trec"]))
     assert plain.n == 5 and "n=5" in plain.test
+    # float64: p-values computed by scipy in double precision on both sides
     assert plain.p == pytest.approx(stats.ttest_rel(pct(a[:5]), pct(b[:5]), alternative="greater").pvalue, rel=1e-6)
     assert plain.secondary[0]["ours"].endswith("(n=5 seeds)")
     # `seeds` declares another planned count
@@ -747,6 +748,7 @@ def test_a_pair_is_tested_on_its_planned_seeds_only_not_on_seeds_run_later_for_a
                                 extension={"first_seeds": 5, "planned_seeds": [8]}))
     assert extended.n == 8
     assert extended.p == pytest.approx(stats.ttest_rel(pct(a[:8]), pct(b[:8]), alternative="greater").pvalue,
+                                       # float64: p-values computed by scipy in double precision on both sides
                                        rel=1e-6)
     assert extended.secondary[0]["ours"].endswith("(n=5 seeds)")
 
@@ -787,6 +789,7 @@ def test_a_figure_over_seeds_is_tested_on_its_planned_seeds_only(tmp_path):
     planned = [100 * x for x in _PLANNED]
     assert v.n == 5 and v.ours.endswith("(n=5)") and v.test.endswith("n=5")
     assert v.verdict == SUPPORTED
+    # float64: p-values computed by scipy in double precision on both sides
     assert v.p == pytest.approx(_tost_p(planned, 80.2, 2.0), rel=1e-6)
     # `seeds` declares another plan: all 11 then, far from the figure
     eleven = _one(out, _claim(kind="within", model="model-c", pairs=[], paper_figure=80.2, seeds=11))
@@ -812,11 +815,13 @@ def test_a_pair_over_datasets_compares_each_datasets_mean_of_its_planned_seeds_o
     greater = _one(out, _claim(pairs=[["model-c", "model-d"]], unit="dataset", datasets=["mr", "trec"]))
     assert greater.verdict == SUPPORTED and greater.n == 2
     assert greater.ours == "Δ +4.50 ± 0.50 s.e. (n=2 datasets)"
+    # float64: p-values computed by scipy in double precision on both sides
     assert greater.p == pytest.approx(stats.ttest_1samp(diffs, 0.0, alternative="greater").pvalue, rel=1e-6)
     assert "| model-c | 80.64 (average over 2) | – |" in greater.details
     equivalent = _one(out, _claim(kind="equivalent", pairs=[["model-c", "model-d"]], unit="dataset",
                                   datasets=["mr", "trec"], margin=10.0))
     assert equivalent.verdict == SUPPORTED and equivalent.ours == greater.ours
+    # float64: p-values computed by scipy in double precision on both sides
     assert equivalent.p == pytest.approx(stats.ttest_1samp(diffs, 10.0, alternative="less").pvalue, rel=1e-6)
 
 
@@ -843,6 +848,7 @@ def test_a_contradicted_ordering_says_its_p_is_bonferroni_adjusted(results):
     assert broken.verdict == CONTRADICTED and "Bonferroni ×2" in broken.test
     reversed_p = stats.ttest_rel([75.1, 74.8, 75.2, 74.9, 75.0], [80.1, 80.3, 79.9, 80.2, 80.0],
                                  alternative="less").pvalue
+    # float64: p-values computed by scipy in double precision on both sides
     assert broken.p == pytest.approx(min(1.0, 2 * reversed_p), rel=1e-6)
     # one pair, or an ordering that holds: nothing is adjusted
     assert "Bonferroni" not in _one(results, _claim(pairs=[["model-b", "model-a"]])).test
