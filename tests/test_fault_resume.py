@@ -4,9 +4,11 @@ The finished run must equal an unbroken run bit for bit: the same ``model.safete
 tensors, the same ``epochs.csv`` rows (one per epoch, none duplicated or missing; only the
 timing column differs) and the same test metrics. The killed run checkpoints every few steps
 (``--set checkpoint_steps``), so most kills land mid-epoch, some during a checkpoint write;
-the unbroken run checkpoints after each epoch only, which checks too that the checkpoint rate
-does not change the result. The model has dropout, so every resumed step must re-derive its
-random masks.
+the unbroken run sets no ``checkpoint_steps`` and keeps the default ``checkpoint_seconds``
+(60), so it checkpoints only after an epoch once 60 s have passed since the last checkpoint and
+after its last epoch (with its short epochs, in practice after the last epoch alone), which
+checks too that the checkpoint rate does not change the result. The model has dropout, so every
+resumed step must re-derive its random masks.
 
 The kill points are drawn from a seeded generator; the seed is printed (and named in every
 failure). Rerun a failure with ``TEXTCLS_FAULT_SEED=<seed>``: the kill points are then the
