@@ -662,7 +662,7 @@ def _postfix_steps(monkeypatch, refresh_s):
             return super().set_postfix(*args, **kwargs)
 
     monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
-    monkeypatch.setattr(engine, "LOSS_REFRESH_S", refresh_s, raising=False)
+    monkeypatch.setattr(engine, "LOSS_REFRESH_S", refresh_s)
     train, dev, names, vocab_size, recipe = _resume_setup()
     fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe.with_overrides(epochs=2),
         num_classes=len(names), label_names=names, progress=True)
