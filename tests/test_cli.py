@@ -633,3 +633,23 @@ def test_a_message_that_names_the_option_in_its_advice_is_not_given_it_twice(tmp
     monkeypatch.chdir(tmp_path)
     code, _, err = call(capsys, *argv)
     assert code == 2 and one_line_error(err) == expected, err
+
+
+def test_per_task_metrics_skip_unknown_labels_under_the_same_policy_as_the_whole():
+    """evaluate --on-bad-record skip on data with tasks skipped an unknown label in the whole and
+    then failed on it in its task's metrics, which fell back to the error policy."""
+    import datasets
+
+    from textcls import Classifier
+    from textcls.cli import _task_metrics
+    from textcls.errors import DataError
+
+    texts = ["a good film", "a bad film", "so good", "so bad", "good acting", "bad acting"] * 4
+    clf = Classifier("tfidf-lr").fit(texts, ["pos", "neg"] * 12)
+    records = datasets.Dataset.from_dict({"text": ["so good", "so bad", "good", "bad"],
+                                          "label": ["pos", "neg", "meh", "neg"],
+                                          "task": ["books", "books", "dvd", "dvd"]})
+    per_task = _task_metrics(clf, records, "mtl/test", "skip")
+    assert per_task["tasks"]["dvd"]["skipped"] == 1 and "skipped" not in per_task["tasks"]["books"]
+    with pytest.raises(DataError, match="label 'meh' is not one the model knows"):
+        _task_metrics(clf, records, "mtl/test", "error")

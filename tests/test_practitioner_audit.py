@@ -266,6 +266,9 @@ def test_the_probe_picks_the_proxy_by_the_endpoints_scheme(probe, monkeypatch):
     assert unreachable() is None and probes[-1] == ("hub.internal", 443)
     monkeypatch.setenv("ALL_PROXY", "socks5://all-proxy.internal:1080")
     assert unreachable() is None and probes[-1] == ("all-proxy.internal", 1080)
+    # all_proxy's proxy is named as such, not as the endpoint scheme's (HTTPS) proxy.
+    monkeypatch.setenv("ALL_PROXY", "socks5://deadproxy.internal:1080")
+    assert unreachable() == "cannot connect to the proxy of all_proxy deadproxy.internal:1080: Connection refused"
 
 
 def test_the_whole_probe_is_bounded_by_its_seconds(probe, monkeypatch):

@@ -296,7 +296,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         y = target_array(targets, len(self.classes_), self.multi_label_)
         metrics = compute_metrics(y, probs, names, multi_label=self.multi_label_)
         if skipped:
-            metrics["skipped"] = len(skipped[0])
+            metrics["skipped"] = skipped[0]
             metrics["notes"].insert(0, skipped[1])
             if on_bad_record is None:
                 # Records read with skip are skipped here by default: said where a caller sees it.
@@ -304,7 +304,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         return metrics
 
     def _without_unknown_labels(self, split, names: list[str], where: str):
-        """``split`` less its records with a label the model does not know, and (their rows, the
+        """``split`` less its records with a label the model does not know, and (how many, the
         note that counts them), or None when there are none."""
         bad = unknown_labels(split, names, self.multi_label_, where)
         if not bad:
@@ -313,12 +313,11 @@ class Classifier(ClassifierMixin, BaseEstimator):
         if len(bad) == len(split):
             raise DataError(f"{where}: every record has a label the model does not know (first: {first}); "
                             "score the model on data labelled with its classes")
-        rows = {row for row, _ in bad}
         keep = np.ones(len(split), dtype=bool)
-        keep[list(rows)] = False
+        keep[[row for row, _ in bad]] = False  # one entry a record
         kept = select_records(split, np.flatnonzero(keep))  # an array: datasets hashes a list int by int
         what = "record" if len(bad) == 1 else "records"
-        return kept, (sorted(rows), f"skipped {len(bad)} {what} with a label the model does not know "
+        return kept, (len(bad), f"skipped {len(bad)} {what} with a label the model does not know "
                                      f"(first: {first}); the metrics are over the other {len(kept)}")
 
     # ------------------------------------------------------------------ persistence

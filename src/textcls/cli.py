@@ -470,7 +470,7 @@ def evaluate(
     if metrics.get("skipped"):
         typer.echo(metrics["notes"][0], err=True)
     if "task" in records.column_names:
-        metrics["per_task"] = _task_metrics(clf, records, where)
+        metrics["per_task"] = _task_metrics(clf, records, where, reader.on_bad_record)
     if output:
         artifacts.write_json(output, metrics)
     if confusion_png:
@@ -487,14 +487,18 @@ def evaluate(
                    "multi-label data has no single C x C confusion matrix", err=True)
 
 
-def _task_metrics(clf, records, where: str) -> dict:
-    """Metrics of each task's records (multi-task data: fdu_mtl's domains) and their mean."""
+def _task_metrics(clf, records, where: str, on_bad_record: str) -> dict:
+    """Metrics of each task's records (multi-task data: fdu_mtl's domains) and their mean, under
+    the same bad-record policy as the whole (each task's records keep their places)."""
+    import numpy as np
+
+    from .data.records import select_records
     from .eval.metrics import task_metrics
 
-    tasks = list(records["task"])
+    tasks = np.asarray(records["task"])
     order = [t for t in (clf.task_names_ or []) if t in set(tasks)] or sorted(set(tasks))
-    per_task = {task: clf.evaluate(records.select([i for i, t in enumerate(tasks) if t == task]),
-                                   where=f"{where} (task {task})")
+    per_task = {task: clf.evaluate(select_records(records, np.flatnonzero(tasks == task)),
+                                   where=f"{where} (task {task})", on_bad_record=on_bad_record)
                 for task in order}
     return task_metrics(per_task)
 
@@ -655,7 +659,7 @@ class _PredictInput:
             yield from _delimited_blocks(self)
             return
         for block, first, where in _input_blocks(self.path):
-            if first == 1:
+            if first == 1 and self.where == "stdin":  # a file's head was checked by of()
                 refuse_unread_content(where, block[:8], self.fmt)
             items, tasks = _block_items(block, first, where, self.fmt, self.task, self.text_columns or ("text",))
             yield items, tasks, _text_namer(where, first)
@@ -859,7 +863,7 @@ def _write_predictions(predictor, texts: list, tasks: list, threshold, where_of=
             raise  # its message already says "text i"
         raise type(exc)(f"{where_of(exc.index)}: {exc}") from None
     names, labels = predictor.label_names, predictor.labels(probs, threshold)
-    value = dict(zip(names, predictor.config.get("label_values") or names))  # config.json: one value per name
+    value = dict(zip(names, predictor.classes_.tolist()))  # the run's class value of each name
     key = "labels" if predictor.multi_label else "label"
     out = []
     for text, task, label, row in zip(texts, tasks, labels, probs.tolist()):

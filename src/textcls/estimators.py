@@ -462,7 +462,6 @@ class TfidfEstimator(PresetEstimator):
     def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "TfidfEstimator":
         from .data.prepare import column_values, label_targets, target_array
         from .data.splits import ensure_dev
-        from .models.ensemble import announce_member
 
         self.refuse_checkpoint_it_cannot_resume(self.preset.name, run_dir, resume)
         self._learn_labels(dataset)

@@ -495,7 +495,7 @@ class ServedModel:
         self.labels = [str(c) for c in self.config["label_names"]]
         # A label is answered as the run's class value (an int for int labels), as `textcls predict`
         # writes it; probabilities are keyed by name (JSON keys are strings).
-        self.values = dict(zip(self.labels, self.config.get("label_values") or self.labels))
+        self.values = dict(zip(self.labels, self.classifier.classes_.tolist()))
         self.multi_label = bool(self.classifier.multi_label_)
         self.threshold = _threshold(self.config)
         self.task_names = list(self.classifier.task_names_) if self.classifier.uses_tasks else None

@@ -89,7 +89,8 @@ def _probe_target() -> tuple[str, int, str]:
     proxy = proxies.get(scheme) or proxies.get("all")
     if proxy and not urllib.request.proxy_bypass(f"{host}:{port}" if endpoint.port else host):
         url = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-        return url.hostname or host, _port(url, url.scheme), f"the {scheme.upper()} proxy "
+        what = f"the {scheme.upper()} proxy " if proxies.get(scheme) else "the proxy of all_proxy "
+        return url.hostname or host, _port(url, url.scheme), what
     return host, port, ""
 
 

@@ -161,7 +161,8 @@ def _load_entry(entry: CatalogEntry, root: Path, options: ReadOptions, split_see
         return entry.load_local(entry, local, options)
     _refuse_a_broken_local_copy(entry, root)
     where = f"{root}/{entry.folders[0]}" if entry.folders else str(root)
-    default = f" (the default data folder; {DATA_DIR_ENV} is not set)" if root == DEFAULT_DATA_DIR.expanduser() else ""
+    unset = root == DEFAULT_DATA_DIR.expanduser() and not os.environ.get(DATA_DIR_ENV)
+    default = f" (the default data folder; {DATA_DIR_ENV} is not set)" if unset else ""
     why = (
         f"no local copy either under {root}{default}: put it in {where}, or set {DATA_DIR_ENV} (CLI: --data-dir) "
         f"to the folder that holds '{entry.folders[0] if entry.folders else entry.name}', or set {HUB_DIR_ENV} to a "

@@ -885,7 +885,9 @@ def iter_text_column(
     ``DataError`` at its file and line, never skipped (nothing advises ``on_bad_record="skip"``):
     each record gets its prediction. A text is checked as ``inputs.check_texts`` checks one."""
     from ..inputs import check_texts
+    from ..validate import check_choice
 
+    check_choice("fmt", fmt, ("csv", "tsv"))
     delimiter = ReadOptions(delimiter=delimiter).delimiter or ("\t" if fmt == "tsv" else ",")
     quoted = fmt == "csv"  # TSV is read without quote handling, as train reads it
     lines = _RecordLines(path, _NoSkipBuffer("error"), encoding, "strict", keep_text=quoted)
