@@ -268,7 +268,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
         """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns.
 
         A record whose label the model does not know is a bad record: an error naming its file
-        and line (where the records came from textcls's readers), or, with
+        and line (records read from a user's file or folder; catalogue records by split and
+        index), or, with
         ``on_bad_record="skip"``, left out, counted in ``metrics["skipped"]`` and said in the
         first note. ``None`` follows the policy the records were read with (``load_dataset(...,
         on_bad_record=)``, the CLI's ``--on-bad-record``), else "error"; a skip it decides is also
