@@ -792,16 +792,7 @@ def read_delimited(
     first_row: tuple[int, list[str]] | None = None  # first record, when no header was found
     raw_labels: Counter = Counter()
     spanning: list[tuple[int, int, list[str]]] = []
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as err:
-            raise _csv_error(path, err, lines.state, delimiter) from None
-        lineno, end = lines.take()
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue  # a blank line is not a record
+    for lineno, end, row in _delimited_rows(reader, lines, path, delimiter):
         if columns is None and text_idx is None:
             if header is None:
                 header = _looks_like_header(row)
@@ -866,6 +857,21 @@ class _RecordLines:
         return lineno, end
 
 
+def _delimited_rows(reader, lines: _RecordLines, path: Path, delimiter: str) -> Iterator[tuple[int, int, list[str]]]:
+    """``(first line, last line, row)`` of each record ``reader`` parses from ``lines``; a blank
+    line is not a record. A ``csv.Error`` becomes a ``DataError`` at the line it happened."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise _csv_error(path, err, lines.state, delimiter) from None
+        lineno, end = lines.take()
+        if row and (len(row) > 1 or row[0].strip()):
+            yield lineno, end, row
+
+
 def iter_text_column(
     path: Path,
     *,
@@ -894,16 +900,7 @@ def iter_text_column(
     reader = csv.reader(lines.feed(), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE,
                         strict=quoted)
     header, columns = None, []
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as err:
-            raise _csv_error(path, err, lines.state, delimiter) from None
-        lineno, _ = lines.take()
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
+    for lineno, _, row in _delimited_rows(reader, lines, path, delimiter):
         if header is None:
             header = [cell.strip() for cell in row]
             columns = _text_column_positions(path, lineno, header, tuple(text_columns), fmt)
