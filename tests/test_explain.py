@@ -368,7 +368,9 @@ def test_malformed_explanations_are_refused_naming_the_record_and_the_key(tmp_pa
         r"'words'\[1\] is not a dict with a string 'text'": record(words=("a", "b"), weights=(1, 2)) | {
             "words": [{"text": "a"}, {}]},
         "'probabilities' is not a dict": record(probabilities=[0.3, 0.7]),
-        "'label' is int, not a string": record(label=1),
+        "'label' is float, not a class": record(label=1.0),
+        "'label' is bool, not a class": record(label=True),
+        r"'labels' is not a list of classes \(strings or integers\)": record(labels=["a", 2.5]),
         "'sentence_attention' has rows but 'sentences' is None": record(
             sentence_attention=[{"name": "s", "weights": [1.0]}]),
         r"'sentences'\[0\] is not a dict .* within the 2 words": record(
@@ -381,6 +383,18 @@ def test_malformed_explanations_are_refused_naming_the_record_and_the_key(tmp_pa
     with pytest.raises(DataError, match=r"explanations is dict, not a list of explanations"):
         write_explanations(record(), tmp_path / "ex")
     assert not (tmp_path / "ex").exists()  # nothing written for a bad second record
+
+
+def test_labels_fitted_as_ints_are_explained_as_the_ints_predict_returns(tmp_path):
+    """explain answered "3" where predict (and POST /predict) answer 3 for a run fitted with int
+    labels; the explanation is checked on load and its page names the label."""
+    texts = ["a good film", "a bad film", "so good", "so bad", "good acting", "bad acting"] * 4
+    clf = Classifier("dasa", epochs=1, params={"embeddings": None, "min_freq": 1}).fit(texts, [3, 1] * 12)
+    explanation = clf.explain(["a good film"])[0]
+    assert explanation["label"] == clf.predict(["a good film"])[0] and type(explanation["label"]) is int
+    assert set(explanation["probabilities"]) == {"1", "3"}
+    assert f'<span class="label">{explanation["label"]}</span>' in render_html(explanation)
+    assert json.loads(json.dumps(explanation))["label"] == explanation["label"]
 
 
 def test_a_folder_in_the_way_of_a_later_file_writes_nothing(tmp_path):

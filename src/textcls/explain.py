@@ -250,13 +250,20 @@ def explain_texts(estimator, texts: Sequence[str], task_ids: Sequence[int] | Non
         head: dict[str, Any] = {"text": text, "model": model}
         if tasks is not None:
             head["task"] = tasks[i]
+        # The label is the class value predict returns (an int for int labels, as /predict and
+        # `textcls predict` answer it); probabilities are keyed by name (JSON keys are strings).
         if isinstance(label, (list, tuple, np.ndarray)):
-            head["labels"] = [str(c) for c in label]
+            head["labels"] = [_plain(c) for c in label]
         else:
-            head["label"] = str(label)
+            head["label"] = _plain(label)
         head["probabilities"] = {str(c): float(p) for c, p in zip(classes, probabilities[i])}
         out.append({**head, **explanation})
     return out
+
+
+def _plain(value):
+    """A class value as JSON holds it: numpy scalars become Python ints and strings."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 # --------------------------------------------------------------------------- checking an explanation
@@ -282,12 +289,14 @@ def _head_problem(e: dict) -> str | None:
     missing = [key for key in _REQUIRED if key not in e]
     if missing:
         return f"missing key{'s' if len(missing) > 1 else ''} {', '.join(repr(key) for key in missing)}"
-    strings = ["text", "model"] + ["label"] * ("label" in e) + ["task"] * (e.get("task") is not None)
+    strings = ["text", "model"] + ["task"] * (e.get("task") is not None)
     for key in strings:
         if not isinstance(e[key], str):
             return f"'{key}' is {type(e[key]).__name__}, not a string"
-    if "labels" in e and not (isinstance(e["labels"], list) and all(isinstance(n, str) for n in e["labels"])):
-        return "'labels' is not a list of strings"
+    if "label" in e and not _is_class_value(e["label"]):
+        return f"'label' is {type(e['label']).__name__}, not a class (a string or an integer)"
+    if "labels" in e and not (isinstance(e["labels"], list) and all(map(_is_class_value, e["labels"]))):
+        return "'labels' is not a list of classes (strings or integers)"
     probabilities = e["probabilities"]
     if not isinstance(probabilities, dict) or not all(
             isinstance(name, str) and is_number(p) and math.isfinite(p) for name, p in probabilities.items()):
@@ -295,6 +304,10 @@ def _head_problem(e: dict) -> str | None:
     if e.get("words_not_seen") is not None and not is_integer(e["words_not_seen"]):
         return f"'words_not_seen' is {type(e['words_not_seen']).__name__}, not an integer"
     return None
+
+
+def _is_class_value(value) -> bool:
+    return isinstance(value, str) or is_integer(value)
 
 
 def _units_problem(e: dict) -> str | None:
@@ -390,8 +403,15 @@ def _row_html(row: dict, units: list[str], css_class: str, rgb, groups: list[tup
             f'<div class="row-body">{" ".join(spans)}</div></div>')
 
 
+def _predicted(explanation: dict) -> str:
+    """The predicted label, or the multi-label prediction's labels joined, as the page shows it."""
+    if "label" in explanation:
+        return str(explanation["label"])
+    return ", ".join(map(str, explanation.get("labels", [])))
+
+
 def _header_html(explanation: dict) -> str:
-    label = explanation.get("label", ", ".join(explanation.get("labels", [])) or "(no label)")
+    label = _predicted(explanation) or "(no label)"
     probs = sorted(explanation["probabilities"].items(), key=lambda kv: -kv[1])
     rows = "".join(f'<tr><td>{html.escape(name)}</td><td><span class="bar" style="width: {200 * p:.1f}px"></span></td>'
                    f"<td>{p:.4f}</td></tr>" for name, p in probs)
@@ -502,7 +522,7 @@ def render_png(explanation: dict, *, width: int = 1100, dpi: int = 100) -> bytes
     render_html(explanation)  # the same refusal for a model with no word maps
     figure = Figure(figsize=(width / dpi, 10), dpi=dpi)
     renderer = FigureCanvasAgg(figure).get_renderer()
-    label = explanation.get("label", ", ".join(explanation.get("labels", [])))
+    label = _predicted(explanation)
     probs = sorted(explanation["probabilities"].items(), key=lambda kv: -kv[1])[:8]
     shown = "   ".join(f"{name} {p:.3f}" for name, p in probs)
     placed = [(_text(figure, f"Predicted: {label}", fontsize=15, weight="bold"), 12, 12),
