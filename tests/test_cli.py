@@ -314,6 +314,11 @@ def test_a_training_killed_after_its_save_resumes_with_more_epochs_and_saves(tmp
     assert metrics["best_epoch"] == 3
     best = dict(zip(epochs[0].split(","), epochs[3].split(",")))
     assert metrics["dev"]["accuracy"] == pytest.approx(float(best["dev_accuracy"]))
+    # Its train_seconds are this process's; the line and metrics.json say what the resume had behind it.
+    first_epoch = dict(zip(epochs[0].split(","), epochs[1].split(",")))
+    assert metrics["resumed"]["from_epoch"] == 1
+    assert metrics["resumed"]["seconds_before"] == pytest.approx(float(first_epoch["seconds"]))
+    assert f"resumed after epoch 1 (the epochs before took {metrics['resumed']['seconds_before']:.1f} s)" in out
 
 
 # --------------------------------------------------------------------------- devices and error mapping

@@ -313,21 +313,27 @@ def train(
             raise
     if outcome is None:  # not rank 0
         return
-    test, seconds = outcome
+    test, seconds, resumed = outcome
     _echo_metrics(f"{model} on {dataset.name} (test, {len(dataset['test'])} documents)", test)
     line = truncation_line(getattr(clf, "data_report_", None) or {}, getattr(clf, "pipeline_", None))
     if line:
         typer.echo(line)
-    typer.echo(f"trained in {seconds:.1f} s; run saved to {run_dir}")
+    if resumed:
+        typer.echo(f"trained in {seconds:.1f} s, resumed after epoch {resumed['from_epoch']} (the epochs "
+                   f"before took {resumed['seconds_before']:.1f} s); run saved to {run_dir}")
+    else:
+        typer.echo(f"trained in {seconds:.1f} s; run saved to {run_dir}")
 
 
 def _train_into(clf, dataset, run_dir: Path, work_dir: Path, *, resume: bool, confusion_png: bool):
     """Fit in ``work_dir`` (the partial folder), evaluate on test, save, rename to ``run_dir``.
-    Returns (test metrics, training seconds), or None on ranks other than 0."""
+    Returns (test metrics, training seconds, what a resume had behind it or None), or None on
+    ranks other than 0."""
     from . import artifacts
     from .train import distributed
 
     distributed.init_from_env()
+    resumed = _epochs_behind(work_dir) if resume else None
     start = time.perf_counter()
     clf.fit_dataset(dataset, run_dir=work_dir, resume=resume)
     seconds = time.perf_counter() - start
@@ -340,6 +346,8 @@ def _train_into(clf, dataset, run_dir: Path, work_dir: Path, *, resume: bool, co
     if clf.fit_result_ is not None:
         result["best_epoch"] = clf.fit_result_.best_epoch
         result["dev"] = clf.fit_result_.best_metrics
+    if resumed:  # train_seconds is this process's; the epochs before it are the benchmark's `resumed`
+        result["resumed"] = resumed
     work_dir.mkdir(parents=True, exist_ok=True)
     # A training killed after its save and before finish_run left these, which describe that
     # earlier model: save_pretrained would refuse the folder for its metrics.json (this model's
@@ -354,7 +362,19 @@ def _train_into(clf, dataset, run_dir: Path, work_dir: Path, *, resume: bool, co
         plot_confusion(test, work_dir / CONFUSION_PNG)
     artifacts.finish_run(work_dir, run_dir)
     distributed.cleanup()
-    return test, seconds
+    return test, seconds, resumed
+
+
+def _epochs_behind(work_dir: Path) -> dict | None:
+    """What a resumed training has behind it (``from_epoch``, ``seconds_before``: the epochs its
+    checkpoint completed and their seconds), or None when there is no checkpoint to resume."""
+    from . import artifacts
+    from .train.checkpoint import checkpointed_epochs
+
+    if not artifacts.is_resumable(work_dir):
+        return None
+    epochs, seconds = checkpointed_epochs(work_dir / artifacts.CHECKPOINT_DIR)
+    return {"from_epoch": epochs, "seconds_before": seconds} if epochs else None
 
 
 def _explain_kept_run(exc: BaseException, partial: Path) -> None:
