@@ -723,3 +723,33 @@ def test_iter_text_column_reads_the_texts_of_a_file_to_predict(tmp_path):
     assert str(err.value).startswith(f"{tmp_path / 'bad.csv'}:2: ") and "on_bad_record" not in str(err.value)
     with pytest.raises(DataError, match=r"no column 'text' in the header row \('body'\)"):
         list(iter_text_column(write(tmp_path / "nocol.csv", "body\nx\n")))
+
+
+@pytest.mark.parametrize("cell", ['"[""acq"", ""crude""]"', "\"['acq', 'crude']\"", '"[""earn""]"'])
+def test_a_csv_label_holding_a_list_is_refused_at_its_line(tmp_path, cell):
+    """A list column written by pandas' to_csv (JSON or Python's repr of each list) would make every
+    combination of classes a class of its own ('["acq", "crude"]'); it is a bad record instead."""
+    lines = ["text,labels", *[f"doc {i},{'ab'[i % 2]}" for i in range(10)], f"oil and grain,{cell}"]
+    path = write(tmp_path / "l.csv", "\n".join(lines) + "\n")
+    msg = refused(DataError, str(path))
+    assert msg.startswith(f"{path}:12: the label ") and "looks like a list of labels" in msg
+    assert 'multi-label data needs JSON Lines (a "labels" list) or fastText format' in msg
+    ds = load_dataset(str(path), on_bad_record="skip")
+    assert ds.label_names == ["a", "b"] and len(ds.skipped) == 1
+    # A class name in brackets that is no list stays a class name.
+    brackets = write(tmp_path / "b.csv", "text,label\n" + "".join(f"doc {i},[{'ab'[i % 2]}]\n" for i in range(10)))
+    assert load_dataset(str(brackets)).label_names == ["[a]", "[b]"]
+
+
+def test_a_class_named_twice_in_a_multi_label_record_is_refused(tmp_path):
+    """["earn", "earn"] was merged into ["earn"] silently: a typo or a bad join hidden."""
+    rows = [{"text": f"doc {i}", "labels": ["earn"] if i % 2 else ["crude", "grain"]} for i in range(10)]
+    rows.insert(3, {"text": "earnings up", "labels": ["earn", "grain", "earn"]})
+    path = write(tmp_path / "m.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    assert refused(DataError, str(path)) == (f"{path}:4: the label list names 'earn' twice; name each class once, "
+                                             'or pass on_bad_record="skip" (CLI: --on-bad-record skip) to skip and '
+                                             "count it")
+    ds = load_dataset(str(path), on_bad_record="skip")
+    assert len(ds["train"]) + len(ds["test"]) == 10 and ds.skipped == [f"{path}:4: the label list names 'earn' twice"]
+    ft = write(tmp_path / "m.ft", "".join(f"__label__{'ab'[i % 2]} doc {i}\n" for i in range(10)) + "__label__a __label__a x\n")
+    assert refused(DataError, str(ft)).startswith(f"{ft}:11: the label list names 'a' twice")

@@ -18,7 +18,9 @@ Formats (inferred from the extension, or named with ``format=``):
   CSV/TSV file with a header row (a file to predict: no label), with the same line, encoding and
   quote handling.
 - ``jsonl`` (``.jsonl``, ``.jsonl.gz``, ``.ndjson``): one JSON object a line; the label field
-  may hold a list of class names (multi-label).
+  may hold a list of class names (multi-label), each class once. A CSV/TSV label cell holding
+  such a list (``["acq", "crude"]``, or Python's ``['acq', 'crude']``: pandas' ``to_csv`` of a
+  list column) is a bad record, not one class named by the whole list.
 - ``parquet``: read through ``datasets``; ``ClassLabel`` integers become class names.
 - ``fasttext`` (``.ft``, ``.fasttext``, or ``.txt`` whose first line starts with ``__label__``):
   ``__label__x [__label__y ...] text``; several labels on any line make the data multi-label.
@@ -250,6 +252,12 @@ class RecordBuffer:
         names = label if is_list else [label]
         if not self.as_published and ("\x00" in text or any("\x00" in name for name in names)):
             self._reject_nul_character(where, text, names)
+            return False
+        if is_list and not self.as_published and len(set(label)) < len(label):
+            # Merged, a repeated class would hide a typo or a join gone wrong; a catalogue corpus keeps
+            # its own repeats (reuters has two records naming a topic twice), as published.
+            twice = next(name for i, name in enumerate(label) if name in label[:i])
+            self.reject(where, f"the label list names {twice!r} twice", "name each class once")
             return False
         if self.known_labels is not None:
             unknown = next((name for name in names if name not in self.known_labels), None)
@@ -959,6 +967,10 @@ def _add_row(buffer: RecordBuffer, where: str, row: list[str], columns, text_idx
     if text_transform is not None:
         text = text_transform(text)
     label = row[label_idx].strip()
+    if _is_list_literal(label):
+        buffer.reject(where, f"the label {label[:60]!r} looks like a list of labels, which a {_fmt_name(delimiter)} "
+                      "cell cannot hold", 'multi-label data needs JSON Lines (a "labels" list) or fastText format')
+        return
     raw_labels[label] += 1
     if label_map is not None and label:
         if label not in label_map:
@@ -966,6 +978,22 @@ def _add_row(buffer: RecordBuffer, where: str, row: list[str], columns, text_idx
             return
         label = label_map[label]
     buffer.add(where, text, label)
+
+
+def _is_list_literal(cell: str) -> bool:
+    """Whether a label cell holds a list written out: JSON (``["acq", "crude"]``) or Python's repr
+    (``['acq', 'crude']``, what pandas' ``to_csv`` writes for a list column). Read as one class
+    name, each combination of classes would become a class of its own."""
+    if not (cell.startswith("[") and cell.endswith("]")):
+        return False
+    import ast
+
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            return isinstance(parse(cell), list)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+    return False
 
 
 def _check_delimited_labels(path: Path, buffer: RecordBuffer, before: int, columns, label_idx, first_row) -> None:
