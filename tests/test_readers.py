@@ -753,3 +753,66 @@ def test_a_class_named_twice_in_a_multi_label_record_is_refused(tmp_path):
     assert len(ds["train"]) + len(ds["test"]) == 10 and ds.skipped == [f"{path}:4: the label list names 'earn' twice"]
     ft = write(tmp_path / "m.ft", "".join(f"__label__{'ab'[i % 2]} doc {i}\n" for i in range(10)) + "__label__a __label__a x\n")
     assert refused(DataError, str(ft)).startswith(f"{ft}:11: the label list names 'a' twice")
+
+
+def task_rows(n=12, tasks=("books", "dvd")):
+    return [{"text": f"doc {i}", "label": "ab"[i % 2], "task": tasks[(i // 2) % len(tasks)]} for i in range(n)]
+
+
+def test_a_task_field_or_column_makes_multi_task_data(tmp_path):
+    """A JSON line's "task" field and a CSV/TSV "task" column are read as fdu_mtl's loader gives its
+    domains: a "task" column of every split and task_names, so per-task heads train on user data."""
+    rows = task_rows(tasks=("dvd", "books", "kitchen"))
+    jsonl = write(tmp_path / "t.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    csv_file = write(tmp_path / "t.csv", "text,label,Task\n" + "".join(f"{r['text']},{r['label']}, {r['task']}\n" for r in rows))
+    tsv = write(tmp_path / "t.tsv", "task\ttext\tlabel\n" + "".join(f"{r['task']}\t{r['text']}\t{r['label']}\n" for r in rows))
+    parquet = tmp_path / "t.parquet"
+    datasets.Dataset.from_list(rows).to_parquet(str(parquet))
+    for path in (jsonl, csv_file, tsv, parquet):
+        ds = load_dataset(str(path), test_fraction=0.25)
+        assert ds.task_names == ["books", "dvd", "kitchen"], path
+        got = {t: (task, label) for split in ("train", "test")
+               for t, label, task in zip(ds[split]["text"], ds[split]["label"], ds[split]["task"])}
+        assert got == {r["text"]: (r["task"], r["label"]) for r in rows}, path
+        assert ds.task_ids("test") == [ds.task_names.index(t) for t in ds["test"]["task"]]
+    # A file without one stays single-task, and a "task" column named as the label is the label.
+    assert load_dataset(str(write(tmp_path / "p.csv", "text,label\n" + "".join(f"d{i},{'ab'[i % 2]}\n" for i in range(9))))).task_names is None
+    assert load_dataset(str(tsv), label_column="task", text_columns=["text"]).task_names is None
+
+
+def test_every_record_of_a_multi_task_file_needs_its_task(tmp_path):
+    rows = task_rows()
+    lines = [json.dumps(r) for r in rows]
+    lines[4] = json.dumps({"text": "no task", "label": "a"})
+    path = write(tmp_path / "m.jsonl", "\n".join(lines) + "\n")
+    assert refused(DataError, str(path)).startswith(f"{path}:5: missing or empty task; give the record its task")
+    ds = load_dataset(str(path), on_bad_record="skip")
+    assert ds.skipped == [f"{path}:5: missing or empty task"] and len(ds["train"]) + len(ds["test"]) == 11
+    lines[4] = json.dumps({"text": "empty", "label": "a", "task": " "})
+    assert refused(DataError, str(write(path, "\n".join(lines) + "\n"))).startswith(f"{path}:5: missing or empty task")
+    lines[4] = json.dumps({"text": "number", "label": "a", "task": 3})
+    assert refused(DataError, str(write(path, "\n".join(lines) + "\n"))).startswith(f"{path}:5: the task is a JSON int")
+    # The first record names no task, a later one does: neither dropped nor guessed.
+    later = write(tmp_path / "l.jsonl", '{"text": "x", "label": "a"}\n' + "".join(json.dumps(r) + "\n" for r in rows))
+    assert refused(DataError, str(later)).startswith(f"{later}:2: this record has a 'task' field but the first "
+                                                     f"record ({later}:1) has none; give every record its task, or none")
+    blank = write(tmp_path / "b.csv", "text,label,task\n" + "".join(f"d{i},{'ab'[i % 2]},t\n" for i in range(9)) + "d9,b,\n")
+    assert refused(DataError, str(blank)).startswith(f"{blank}:11: missing or empty task")
+    short = write(tmp_path / "s.tsv", "text\tlabel\ttask\n" + "".join(f"d{i}\t{'ab'[i % 2]}\tt\n" for i in range(9)) + "d9\tb\n")
+    assert refused(DataError, str(short)).startswith(f"{short}:11: missing or empty task")
+
+
+def test_a_held_out_record_of_a_task_train_lacks_is_refused_at_its_record(tmp_path):
+    train = task_rows(tasks=("books", "dvd"))
+    test = task_rows(4, tasks=("books",)) + [{"text": "new", "label": "a", "task": "garden"}]
+    folder = tmp_path / "d"
+    write(folder / "train.jsonl", "".join(json.dumps(r) + "\n" for r in train))
+    write(folder / "test.jsonl", "".join(json.dumps(r) + "\n" for r in test))
+    msg = refused(DataError, str(folder))
+    assert msg.startswith(f"{folder / 'test.jsonl'}:5: task 'garden' is not one of the train split's tasks (books, dvd)")
+    ds = load_dataset(str(folder), on_bad_record="skip")
+    assert ds.task_names == ["books", "dvd"] and ds["test"]["task"] == ["books"] * 4 and len(ds.skipped) == 1
+    # A split that names no tasks beside one that does.
+    write(folder / "test.jsonl", "".join(json.dumps({"text": r["text"], "label": r["label"]}) + "\n" for r in test))
+    assert refused(DataError, str(folder)).startswith(f"{folder / 'test.jsonl'}:1: the test records have no 'task', "
+                                                      "but the train records name their task")

@@ -29,6 +29,12 @@ Formats (inferred from the extension, or named with ``format=``):
   -> ``pos``), otherwise its stem (``books.txt`` -> ``books``).
 - one folder per class holding one file per document (``<root>/<class>/<doc>``).
 
+Multi-task data: a ``task`` field of JSON Lines (when the first record has one), a ``task`` column
+of parquet, or one of CSV/TSV with a header row (any case; unless it is named as a text or the label) gives every split a
+``task`` column and the dataset its ``task_names`` (the train split's tasks), as the fdu_mtl loader
+does. Every record must then name its task (a missing, empty or non-string task is a bad record), and
+a dev or test record of a task train lacks is a bad record at its file and line.
+
 A folder holding ``train.*`` / ``dev.*`` (or ``valid.*``, ``validation.*``, ``val.*``) /
 ``test.*`` files, or ``train/`` / ``dev/`` / ``test/`` sub-folders, is read split by split.
 
@@ -88,6 +94,8 @@ LABEL_CANDIDATES = ("label", "labels", "class", "category", "target", "sentiment
 FORMATS = ("csv", "tsv", "jsonl", "parquet", "fasttext", "class-files", "class-folders")
 
 SKIP_HINT = 'or pass on_bad_record="skip" (CLI: --on-bad-record skip) to skip and count it'
+TASK_FIELD = "task"  # the JSON field, or CSV/TSV column, naming a record's task (multi-task data)
+NO_TASK = object()  # RecordBuffer.add's task of a record whose file names no tasks
 
 # While a catalogue dataset's files are read (``published_layout``, used by loaders.py), the
 # options that advice elsewhere names (format=, delimiter=, header=, text_columns=,
@@ -194,6 +202,8 @@ class RecordBuffer:
         self._known_shown = None if known_labels is None else ", ".join(known_labels)
         self.texts: list[str] = []
         self.labels: list[Any] = []
+        # Each kept record's task, where its file names one (a "task" field or column): multi-task data.
+        self.tasks: list[str] = []
         # Each kept record's file and line, for checks after reading (an unknown label at
         # evaluate); a catalogue corpus's records are named by split and index instead.
         self.places: RecordPlaces | None = None if as_published else RecordPlaces()
@@ -213,12 +223,15 @@ class RecordBuffer:
         tail = f"; {fix}, {SKIP_HINT}" if skippable else f"; {fix}"
         raise DataError(f"{where}: {reason}{tail}")
 
-    def add(self, where: str, text: Any, label: Any, *, any_label_kind: bool = False, key: Any = None) -> bool:
+    def add(self, where: str, text: Any, label: Any, *, any_label_kind: bool = False, key: Any = None,
+            task: Any = NO_TASK) -> bool:
         """Validate and keep one record; returns False when it was skipped.
 
         ``any_label_kind``: the format itself marks multi-label records (fastText lines with
         several ``__label__`` prefixes), so one class name beside lists is not a mistake.
-        ``key``: the record's ``published_empty_key`` field (None when it has none)."""
+        ``key``: the record's ``published_empty_key`` field (None when it has none).
+        ``task``: the record's task where its file names tasks (None or blank: a bad record);
+        ``NO_TASK`` where it names none."""
         if text is None:
             text = ""
         if not isinstance(text, str):
@@ -265,6 +278,8 @@ class RecordBuffer:
                 self.reject(where, f"label {unknown!r} is not one of the corpus's classes ({self._known_shown})",
                             "restore the file (the published corpus has only these classes)")
                 return False
+        if task is not NO_TASK and not self._task_is_a_name(where, task):
+            return False
         if self._first_kind is None:
             self._first_kind = (where, is_list)
         elif is_list != self._first_kind[1] and not any_label_kind:
@@ -276,9 +291,31 @@ class RecordBuffer:
             return False
         self.texts.append(text)
         self.labels.append(label)
+        if task is not NO_TASK:
+            self.tasks.append(task)
         if self.places is not None:
             self.places.append(where)
         return True
+
+    def _task_is_a_name(self, where: str, task: Any) -> bool:
+        if task is None or isinstance(task, str) and not task.strip():
+            self.reject(where, "missing or empty task", "give the record its task (the file names a task for its "
+                        "records: each trains its own head) or remove the record")
+            return False
+        if not isinstance(task, str):
+            self.reject(where, f"the task is a JSON {_json_kind(task)} ({task!r:.40}), not a task name",
+                        "write the task's name as a string")
+            return False
+        return True
+
+    def keep_rows(self, rows: list[int]) -> None:
+        """Keep only the records ``rows`` (in that order), with their tasks and places."""
+        self.texts = [self.texts[i] for i in rows]
+        self.labels = [self.labels[i] for i in rows]
+        if self.tasks:
+            self.tasks = [self.tasks[i] for i in rows]
+        if self.places is not None:
+            self.places = self.places.take(rows)
 
     def _reject_nul_character(self, where: str, text: str, names: list[str]) -> None:
         of, value = next((of, value) for of, value in (("text", text), *(("label", n) for n in names)) if "\x00" in value)
@@ -796,6 +833,7 @@ def read_delimited(
     reader = csv.reader(lines.feed(), delimiter=delimiter, quoting=quoting, strict=quoted)
     text_idx: list[int] | None = None
     label_idx: int | None = None
+    task_idx: int | None = None
     columns: list[str] | None = None
     first_row: tuple[int, list[str]] | None = None  # first record, when no header was found
     raw_labels: Counter = Counter()
@@ -807,6 +845,7 @@ def read_delimited(
             if header:
                 columns = [c.strip() for c in row]
                 text_idx, label_idx = _resolve_columns(path, columns, text_columns, label_column)
+                task_idx = task_column(columns, [*text_idx, label_idx])
                 continue
             text_idx, label_idx = _resolve_indices(path, len(row), text_columns, label_column, lineno)
             if auto_header:
@@ -815,7 +854,7 @@ def read_delimited(
             _check_spanning_record(path, lineno, end, row, columns, label_idx, delimiter)
             spanning.append((lineno, end, row))
         _add_row(buffer, f"{path}:{lineno}", row, columns, text_idx, label_idx, delimiter=delimiter,
-                 label_map=label_map, text_transform=text_transform, raw_labels=raw_labels)
+                 label_map=label_map, text_transform=text_transform, raw_labels=raw_labels, task_idx=task_idx)
     for start, end, row in spanning:
         _check_swallowed_records(path, start, end, row, columns, label_idx, delimiter, raw_labels)
     _finish(path, buffer, before, skipped_before, header=columns)
@@ -947,9 +986,16 @@ class _NoSkipBuffer(RecordBuffer):
         raise DataError(f"{where}: {reason}; {fix}")
 
 
+def task_column(header: list[str], used: Sequence[int] = ()) -> int | None:
+    """The position of the ``task`` column (any case) of a CSV/TSV ``header`` row, unless it is one of
+    the ``used`` columns (read as a text or the label); None when there is none."""
+    return next((i for i, name in enumerate(header) if name.strip().lower() == TASK_FIELD and i not in used), None)
+
+
 def _add_row(buffer: RecordBuffer, where: str, row: list[str], columns, text_idx, label_idx, *, delimiter: str,
-             label_map, text_transform, raw_labels: Counter) -> None:
-    """One CSV record into ``buffer``: its text columns joined, its label (mapped), or a rejection."""
+             label_map, text_transform, raw_labels: Counter, task_idx: int | None = None) -> None:
+    """One CSV record into ``buffer``: its text columns joined, its label (mapped), its task (where the
+    header has a ``task`` column), or a rejection."""
     if columns is not None and len(_trim(row)) > len(columns):
         buffer.reject(
             where,
@@ -977,7 +1023,8 @@ def _add_row(buffer: RecordBuffer, where: str, row: list[str], columns, text_idx
             buffer.reject(where, f"label {label!r} is not one of {', '.join(label_map)}", "correct the label")
             return
         label = label_map[label]
-    buffer.add(where, text, label)
+    task = NO_TASK if task_idx is None else row[task_idx].strip() if task_idx < len(row) else None
+    buffer.add(where, text, label, task=task)
 
 
 def _is_list_literal(cell: str) -> bool:
@@ -1353,6 +1400,7 @@ def read_jsonl(
     before, skipped_before = len(buffer), len(buffer.skipped)
     fields: list[str] | None = None
     label_field: str | None = None
+    first_record, tasks = "", False  # tasks: the first record names its task, so every record must
     for lineno, line in iter_lines(path, buffer, encoding):
         if not line.strip():
             continue
@@ -1374,6 +1422,11 @@ def read_jsonl(
             label_field = _pick_fields(
                 path, lineno, keys, None if label_column is None else [label_column], LABEL_CANDIDATES, "label_column"
             )[0]
+            first_record, tasks = where, TASK_FIELD in keys and TASK_FIELD not in (*fields, label_field)
+        if not tasks and TASK_FIELD in obj and TASK_FIELD not in (*fields, label_field):
+            buffer.reject(where, f"this record has a {TASK_FIELD!r} field but the first record ({first_record}) has "
+                          "none", "give every record its task, or none")
+            continue
         present = [f for f in fields if f in obj]
         if not present or label_field not in obj:
             missing = fields[0] if not present else label_field
@@ -1402,7 +1455,8 @@ def read_jsonl(
             continue
         parts = [obj[f] for f in present]
         text = text_join.join(str(p) for p in parts if p is not None and str(p).strip())
-        buffer.add(where, text, label, key=obj.get(buffer.published_empty_key) if buffer.published_empty_key else None)
+        buffer.add(where, text, label, key=obj.get(buffer.published_empty_key) if buffer.published_empty_key else None,
+                   task=obj.get(TASK_FIELD) if tasks else NO_TASK)
     _finish(path, buffer, before, skipped_before)
     if label_field is not None:
         _check_label_column(
@@ -1567,6 +1621,7 @@ def read_table(
     label_names: Sequence[str] | None = None,
     text_join: str = " ",
     keep: Callable[[Any], Any] | None = None,
+    tasks: bool = False,
 ) -> tuple[list[str] | None, int]:
     """Append the records of a ``datasets.Dataset`` to ``buffer``.
 
@@ -1575,6 +1630,7 @@ def read_table(
     e.g. an unlabelled test split) are missing labels. ``keep(label)`` may rewrite a label or
     return None to leave a record out of the dataset by definition (not a bad record).
     Returns the ``ClassLabel`` names (or None) and the number of records left out by ``keep``.
+    ``tasks``: read a ``task`` column (not a text or the label one) as each record's task.
     """
     columns = list(table.column_names)
     text_cols = [_table_column(where, columns, c, "text_columns") for c in (text_columns or [])]
@@ -1606,9 +1662,11 @@ def read_table(
             return str(value)
         return names[value] if value < len(names) else f"<unknown class id {value}>"
 
+    task_col = TASK_FIELD if tasks and TASK_FIELD in columns and TASK_FIELD not in (*text_cols, label_col) else None
     left_out = 0
     i = 0
-    for batch in table.select_columns(list(dict.fromkeys([*text_cols, label_col]))).iter(batch_size=2048):
+    wanted = [*text_cols, label_col, *([task_col] if task_col else [])]
+    for batch in table.select_columns(list(dict.fromkeys(wanted))).iter(batch_size=2048):
         for j in range(len(batch[label_col])):
             parts = [batch[c][j] for c in text_cols]
             text = text_join.join(str(p) for p in parts if p is not None and str(p).strip())
@@ -1621,7 +1679,7 @@ def read_table(
                     left_out += 1
                     i += 1
                     continue
-            buffer.add(f"{where}: record {i}", text, label)
+            buffer.add(f"{where}: record {i}", text, label, task=batch[task_col][j] if task_col else NO_TASK)
             i += 1
     return feature_names, left_out
 
@@ -1641,7 +1699,8 @@ def read_parquet(path: Path, buffer: RecordBuffer, options: ReadOptions) -> list
     table = _open_parquet(path)
     before, skipped_before = len(buffer), len(buffer.skipped)
     names, _ = read_table(
-        table, buffer, where=str(path), text_columns=options.text_columns, label_column=options.label_column
+        table, buffer, where=str(path), text_columns=options.text_columns, label_column=options.label_column,
+        tasks=True,
     )
     _finish(path, buffer, before, skipped_before)
     label = options.label_column
@@ -1710,6 +1769,7 @@ def build_text_dataset(
     Class order is ``label_order`` when given (classes seen outside it are appended in
     natural order), else the natural order of every class seen in any split.
     """
+    task_names = _task_names(buffers)
     if multi_label is None:
         multi_label = any(isinstance(l, list) for b in buffers.values() for l in b.labels)
     seen: set[str] = set()
@@ -1724,12 +1784,15 @@ def build_text_dataset(
     order += sorted(seen - set(order), key=natural_key)
     column = "labels" if multi_label else "label"
     label_feature = datasets.List(datasets.Value("string")) if multi_label else datasets.Value("string")
-    features = datasets.Features({"text": datasets.Value("string"), column: label_feature})
+    features = {"text": datasets.Value("string"), column: label_feature}
+    if task_names:
+        features["task"] = datasets.Value("string")
     splits = datasets.DatasetDict()
     for split in sorted(buffers, key=lambda s: SPLIT_ORDER.index(s) if s in SPLIT_ORDER else len(SPLIT_ORDER)):
         b = buffers[split]
+        values = {"text": b.texts, column: b.labels, **({"task": b.tasks} if task_names else {})}
         splits[split] = attach_places(
-            datasets.Dataset.from_dict({"text": b.texts, column: b.labels}, features=features), b.places, b.on_bad_record)
+            datasets.Dataset.from_dict(values, features=datasets.Features(features)), b.places, b.on_bad_record)
     all_skipped = list(skipped) + [s for b in buffers.values() for s in b.skipped]
     return TextDataset(
         name=name,
@@ -1738,7 +1801,36 @@ def build_text_dataset(
         multi_label=multi_label,
         split_notes=dict(split_notes or {}),
         skipped=all_skipped,
+        task_names=task_names,
     )
+
+
+def _task_names(buffers: dict[str, RecordBuffer]) -> list[str] | None:
+    """The tasks of the train split (natural order) where the records name theirs (multi-task data),
+    else None. Every split must name them where one does; a dev or test record of a task train
+    lacks is a bad record (no head was trained for it), left out of its buffer when skipped."""
+    with_tasks = [split for split, b in buffers.items() if b.tasks]
+    if not with_tasks:
+        return None
+    for split, b in buffers.items():
+        if len(b.tasks) != len(b.texts):
+            where = b.places[len(b.tasks)] if b.places is not None and len(b.places) > len(b.tasks) else split
+            raise DataError(f"{where}: the {split} records have no {TASK_FIELD!r}, but the {with_tasks[0]} records "
+                            f"name their task; give every record its task, or none")
+    train = buffers.get("train")
+    names = sorted(set(train.tasks if train is not None else (t for b in buffers.values() for t in b.tasks)),
+                   key=natural_key)
+    known = set(names)
+    for split, b in buffers.items():
+        keep = [i for i, task in enumerate(b.tasks) if task in known]
+        if len(keep) == len(b.tasks):
+            continue
+        for i in sorted(set(range(len(b.tasks))) - set(keep)):
+            b.reject(b.places[i] if b.places is not None else f"{split} record {i}",
+                     f"task {b.tasks[i]!r} is not one of the train split's tasks ({', '.join(names)})",
+                     "train has no head for it: add its records to train, or remove the record")
+        b.keep_rows(keep)
+    return names
 
 
 # ---------------------------------------------------------------------------------------
