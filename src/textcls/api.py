@@ -72,7 +72,11 @@ class Classifier(ClassifierMixin, BaseEstimator):
     progress: show a progress bar while training.
 
     Learned attributes: ``estimator_`` (the fitted ``Estimator``), ``preset_`` (the preset it
-    trained with), ``classes_``, ``multi_label_``, ``task_names_``, ``dataset_name_``, and the
+    trained with), ``classes_``, ``multi_label_``, ``task_names_``, ``dataset_name_``,
+    ``threshold_`` (multi-label: a class is predicted from this probability on, in
+    ``predict``, ``score``, ``explain`` and ``evaluate``; a loaded run's ``threshold`` from
+    config.json, else 0.5, the rule of docs/serve.md; set it to change it, and
+    ``save_pretrained`` writes it), and the
     estimator's ``model_``, ``pipeline_`` (None for TF-IDF), ``fit_result_`` (the engine's, or
     None), ``data_report_`` and ``train_seconds_``.
     """
@@ -136,15 +140,17 @@ class Classifier(ClassifierMixin, BaseEstimator):
         if estimator.resumable:  # the engine refuses too, but only after preparing the data
             artifacts.refuse_finished_run(run_dir, resume)
         estimator.fit(dataset, run_dir=run_dir, resume=resume, progress=self.progress, device=self.device)
-        self._adopt(estimator, np.array(dataset.label_names), dataset.multi_label, dataset.task_names, dataset.name)
+        self._adopt(estimator, np.array(dataset.label_names), dataset.multi_label, dataset.task_names, dataset.name,
+                    artifacts.DEFAULT_THRESHOLD)
         # save_pretrained's check: only a training that wrote its epochs.csv there (the engine's)
         # trained in run_dir; a classic model's resume into another model's run trained nowhere.
         self._trained_in = os.path.realpath(run_dir) if run_dir is not None and estimator.resumable else None
         return self
 
-    def _adopt(self, estimator: Estimator, classes, multi_label, task_names, dataset_name) -> None:
+    def _adopt(self, estimator: Estimator, classes, multi_label, task_names, dataset_name, threshold) -> None:
         """Take a fitted (or restored) estimator and what the labels are."""
         self.estimator_ = estimator
+        self.threshold_ = threshold
         self.preset_ = estimator.preset
         self.classes_ = classes
         self.multi_label_ = bool(multi_label)
@@ -193,12 +199,19 @@ class Classifier(ClassifierMixin, BaseEstimator):
             probs, where, "(training diverged?), retrain it (e.g. with a lower lr) or load a good run")
 
     def predict(self, X: Sequence[str], tasks: Sequence[str] | None = None):
-        """Class names (lists of names for multi-label, threshold 0.5); ``X`` and ``tasks`` as in predict_proba."""
+        """Class names (lists of names for multi-label: those at or above ``threshold_``); ``X`` and
+        ``tasks`` as in predict_proba."""
         self._check_fitted("predict")
+        cut = self._threshold()
         probs = self._proba(_inference_texts(X, "Classifier.predict(X)"), tasks)
         if self.multi_label_:
-            return [list(self.classes_[row >= 0.5]) for row in probs]
+            return [list(self.classes_[row >= cut]) for row in probs]
         return self.classes_[probs.argmax(axis=1)]
+
+    def _threshold(self) -> float:
+        """``threshold_`` checked: a user may have set it by hand."""
+        return artifacts.check_threshold(getattr(self, "threshold_", artifacts.DEFAULT_THRESHOLD),
+                                         "Classifier.threshold_")
 
     def score(self, X: Sequence[str], y: Sequence, sample_weight=None) -> float:
         """Accuracy on texts ``X`` with labels ``y``, as scikit-learn's ``score`` (for multi-label,
@@ -276,6 +289,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         logged as a warning on the ``textcls`` logger, as the caller did not ask for it here (the
         CLI, which passes its option, says the note on stderr itself)."""
         self._check_fitted("evaluate")
+        cut = self._threshold()
         if not isinstance(split, datasets.Dataset):
             raise DataError(f"Classifier.evaluate takes one split, a datasets.Dataset (e.g. "
                             f"load_dataset(...)['test']), not a {type(split).__name__}; for lists of texts and "
@@ -295,7 +309,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
         texts = check_texts(column_values(split, "text"), where)
         probs = self._proba(texts, tasks, where=where)
         y = target_array(targets, len(self.classes_), self.multi_label_)
-        metrics = compute_metrics(y, probs, names, multi_label=self.multi_label_)
+        metrics = compute_metrics(y, probs, names, multi_label=self.multi_label_,
+                                  **({"threshold": cut} if self.multi_label_ else {}))
         if skipped:
             metrics["skipped"] = skipped[0]
             metrics["notes"].insert(0, skipped[1])
@@ -359,6 +374,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
             "multi_label": bool(self.multi_label_),
             "dataset": self.dataset_name_,
             "task_names": self.task_names_,
+            **({"threshold": self._threshold()} if self.multi_label_ else {}),
             "estimator": self.get_params(),
             "state": state,
             **({"quantize": quantized} if quantized else {}),
@@ -470,7 +486,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
             raise CheckpointError(f"{run_dir / artifacts.CONFIG}: says {shown(*said)}, but the model was saved with "
                                   f"{shown(*saved)}; the file is corrupt or was changed, retrain or restore the run")
         clf._adopt(estimator, np.array(config.get("label_values", config["label_names"])),
-                   config.get("multi_label", False), config.get("task_names"), config.get("dataset"))
+                   config.get("multi_label", False), config.get("task_names"), config.get("dataset"),
+                   artifacts.run_threshold(config))
         if config.get("quantize") is not None:
             try:
                 clf.quantize(config["quantize"])

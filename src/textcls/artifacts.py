@@ -38,7 +38,7 @@ from safetensors.numpy import save as save_numpy_bytes
 
 from . import __version__
 from .errors import CheckpointError, ConfigError, DataError, RunFolderError
-from .validate import check_no_symlink_loop
+from .validate import check_no_symlink_loop, is_number
 
 try:
     import fcntl as _fcntl
@@ -57,6 +57,8 @@ RUN_FILES = (CONFIG, WEIGHTS, TOKENIZER, METRICS, EPOCHS_CSV)
 # 2: the preset's own to_dict() at the top of config.json (with its name, description, paper) and
 # the estimator's state under "state"; 1: vocab_size / pipeline / classic_state at the top.
 FORMAT_VERSION = 2
+# A multi-label run's decision threshold when its config.json saves none (see run_threshold).
+DEFAULT_THRESHOLD = 0.5
 # What atomic_write_bytes' temporary files are called (".<target>.<random>.tmp"), and what the
 # engine's were before it used it ("<target>.tmp-<pid>"): a killed write leaves one behind.
 _TEMPORARY = re.compile(r"^(\..+\.[A-Za-z0-9_]+\.tmp|.+\.tmp-\d+)$")
@@ -657,6 +659,25 @@ def read_config(run_dir: Path) -> dict:
     return config
 
 
+def check_threshold(value, name: str = "parameter 'threshold'") -> float:
+    """A multi-label decision threshold in (0, 1], as a float (a Python or NumPy number, not a bool
+    or a string). ``name``: what the message calls it (a parameter, an option, a file's key).
+    0 is refused: every class would be predicted for every text, which no one wants by accident."""
+    if not is_number(value):
+        raise ConfigError(f"{name} = {value!r} is not a number; give a threshold in (0, 1], e.g. 0.5")
+    if not 0 < value <= 1:  # NaN too
+        raise ConfigError(f"{name} = {float(value)} is outside its allowed range (0, 1]; give a threshold such as 0.5")
+    return float(value)
+
+
+def run_threshold(config: dict) -> float:
+    """A multi-label run's decision threshold, the one rule every path follows (``Classifier``,
+    ``textcls predict`` and ``evaluate``, the server, an ONNX export): config.json's ``threshold``
+    when it has one (checked by ``read_config``), else ``DEFAULT_THRESHOLD``."""
+    saved = config.get("threshold")
+    return DEFAULT_THRESHOLD if saved is None else float(saved)
+
+
 def _check_config_types(path: Path, config: dict) -> None:
     """A hand-edited or damaged config.json fails here, by name, and not later as a TypeError deep in a load
     or an IndexError at the first prediction."""
@@ -680,6 +701,11 @@ def _check_config_types(path: Path, config: dict) -> None:
     tasks = config.get("task_names")
     if tasks is not None and not (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)):
         raise corrupt("task_names", "null or a list of task names")
+    if config.get("threshold") is not None:
+        try:
+            check_threshold(config["threshold"], f"{path}: 'threshold'")
+        except ConfigError as exc:
+            raise CheckpointError(str(exc)) from None
 
 
 def _require(run_dir: Path, config: dict, keys: tuple[str, ...]) -> None:

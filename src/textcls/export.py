@@ -427,6 +427,7 @@ def _sidecar(clf, config: dict, built: dict, names, tokenizer_bytes: bytes, *, q
         "label_names": [str(c) for c in clf.classes_],
         "label_values": config.get("label_values", config["label_names"]),
         "multi_label": multi_label,
+        "threshold": clf.threshold_ if multi_label else None,
         "task_names": clf.task_names_ if num_tasks > 1 else None,
         "pipeline": clf.pipeline_.settings(),
         "pad_id": 0,

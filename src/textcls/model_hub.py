@@ -147,7 +147,8 @@ def model_card(config: dict, metrics: dict | None, repo_id: str) -> str:
 
 def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> str:
     labels = [str(name) for name in config.get("label_names", [])]
-    kind = "multi-label: one sigmoid per label, threshold 0.5" if config.get("multi_label") else "single-label"
+    kind = (f"multi-label: one sigmoid per label, threshold {artifacts.run_threshold(config):g}"
+            if config.get("multi_label") else "single-label")
     params = (metrics.get("parameters") or {}).get("total")
     recipe = config.get("recipe") or {}
     lines = [f"# {repo_id.split('/')[-1]}", "",

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .artifacts import is_sha256, sha256_bytes, sha256_file
+from .artifacts import DEFAULT_THRESHOLD, check_threshold, is_sha256, sha256_bytes, sha256_file
 from .data.padding import EVAL_MAX_PIECES, sorted_batches
 from .errors import CheckpointError, ConfigError
 from .inputs import as_list, check_finite_probabilities, check_texts, task_indices
@@ -140,6 +140,11 @@ def _check_sidecar(path: Path, data: dict) -> None:
         raise corrupt("label_values", "null or a list of class values (text, numbers or true/false)")
     if values is not None and len(values) != len(names):
         raise corrupt("label_values", f"a list of {len(names)} class values, one per name of 'label_names'")
+    if data.get("threshold") is not None:
+        try:
+            check_threshold(data["threshold"])
+        except ConfigError:
+            raise corrupt("threshold", "null or a multi-label decision threshold in (0, 1]") from None
     tasks = data.get("task_names")
     if tasks is not None and not (isinstance(tasks, list) and tasks and all(isinstance(t, str) and t for t in tasks)
                                   and len(set(tasks)) == len(tasks)):
@@ -253,7 +258,8 @@ class OnnxClassifier:
     """An exported textcls model on onnxruntime. Build it with ``OnnxClassifier.load(folder)``.
 
     Attributes: ``classes_`` (label values, as the run's ``Classifier.classes_``),
-    ``label_names``, ``multi_label``, ``task_names`` (per-task heads, else None), ``sidecar``
+    ``label_names``, ``multi_label``, ``threshold`` (multi-label: the run's, which the export
+    carries; 0.5 for an export made before it did), ``task_names`` (per-task heads, else None), ``sidecar``
     (the parsed onnx.json), ``session`` (the onnxruntime ``InferenceSession``).
     """
 
@@ -264,6 +270,8 @@ class OnnxClassifier:
         self.folder = folder
         self.shape = sidecar["shape"]
         self.multi_label = bool(sidecar["multi_label"])
+        saved = sidecar.get("threshold")
+        self.threshold = DEFAULT_THRESHOLD if saved is None else float(saved)
         self.label_names = list(sidecar["label_names"])
         self.classes_ = np.array(sidecar.get("label_values") or self.label_names)
         self.task_names = sidecar.get("task_names")
@@ -400,8 +408,9 @@ class OnnxClassifier:
         return check_finite_probabilities(out, None, "(training diverged?), export a good run")
 
     def predict(self, X: Sequence[str], tasks: Sequence[str] | None = None, *, batch_size: int | None = None):
-        """Class values (lists of them for multi-label, threshold 0.5), as ``Classifier.predict``."""
+        """Class values (lists of them for multi-label: those at or above ``threshold``), as
+        ``Classifier.predict``."""
         probs = self.predict_proba(X, tasks, batch_size=batch_size)
         if self.multi_label:
-            return [list(self.classes_[row >= 0.5]) for row in probs]
+            return [list(self.classes_[row >= self.threshold]) for row in probs]
         return self.classes_[probs.argmax(axis=1)]

@@ -15,8 +15,8 @@ config.json, weights and tokenizer and imports only what predicting needs:
   for a neural run, scikit-learn's arrays for a TF-IDF one), as the Classifier does.
 
 Probabilities are the Classifier's (the NumPy pass: within float32 kernel tolerance). Labels
-of a multi-label run are the classes at or above ``threshold``: the one given, else the
-``threshold`` saved in config.json when the run saved one, else 0.5.
+of a multi-label run are the classes at or above ``threshold``: the one given, else the run's
+(``artifacts.run_threshold``: config.json's ``threshold``, else 0.5; docs/serve.md).
 """
 
 from __future__ import annotations
@@ -28,14 +28,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import artifacts
+from .artifacts import DEFAULT_THRESHOLD, check_threshold, run_threshold
 from .errors import CheckpointError, ConfigError
 from .inputs import as_list, check_finite_probabilities, check_texts, task_indices
 from .numpy_forward import FORWARDS, build_forward, probabilities
-from .validate import MAX_INT, check_int, check_path, is_number
+from .validate import MAX_INT, check_int, check_path
 
-__all__ = ["Predictor", "DEFAULT_THRESHOLD"]
-
-DEFAULT_THRESHOLD = 0.5
+__all__ = ["Predictor", "DEFAULT_THRESHOLD", "check_threshold"]
 
 
 class Predictor:
@@ -58,8 +57,9 @@ class Predictor:
         self.classes_ = np.array(config.get("label_values") or self.label_names)
         self.multi_label = bool(config.get("multi_label", False))
         self.task_names = list(config["task_names"]) if uses_tasks and config.get("task_names") else None
-        saved = config.get("threshold")
-        self.threshold = DEFAULT_THRESHOLD if saved is None else check_threshold(saved, f"{self.run_dir / artifacts.CONFIG}: 'threshold'")
+        if config.get("threshold") is not None:  # read_config checked it; a config built by hand was not
+            check_threshold(config["threshold"], f"{self.run_dir / artifacts.CONFIG}: 'threshold'")
+        self.threshold = run_threshold(config)
         self.backend = backend
         self.stages = stages
         self.device = device
@@ -120,16 +120,6 @@ class Predictor:
             raise ConfigError(f"parameter 'threshold' applies to multi-label runs; {self.run_dir} predicts one "
                               "label per text, so leave threshold out")
         return check_threshold(threshold)
-
-
-def check_threshold(value, name: str = "parameter 'threshold'") -> float:
-    """A multi-label decision threshold in (0, 1], as a float (a Python or NumPy number, not a bool
-    or a string). ``name``: what the message calls it (a parameter, an option, a file's key)."""
-    if not is_number(value):
-        raise ConfigError(f"{name} = {value!r} is not a number; give a threshold in (0, 1], e.g. 0.5")
-    if not 0 < value <= 1:  # NaN too
-        raise ConfigError(f"{name} = {float(value)} is outside its allowed range (0, 1]; give a threshold such as 0.5")
-    return float(value)
 
 
 # --------------------------------------------------------------------------- the two backends

@@ -70,7 +70,6 @@ DEFAULT_MAX_TEXT_BYTES = 50_000
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_BATCH_WINDOW_MS = 2.0
 DEFAULT_MAX_BATCH = 256
-DEFAULT_THRESHOLD = 0.5
 
 ENDPOINTS = "POST /predict, POST /explain, GET /health, GET /metadata"
 
@@ -456,13 +455,6 @@ def _settle(future: asyncio.Future, value=None, *, exc: BaseException | None = N
 # --------------------------------------------------------------------------- the model
 
 
-def _threshold(config: dict) -> float:
-    for value in (config.get("threshold"), (config.get("recipe") or {}).get("threshold")):
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
-            return float(value)
-    return DEFAULT_THRESHOLD
-
-
 def _scalars(metrics) -> dict | None:
     if not isinstance(metrics, dict):
         return None
@@ -497,7 +489,7 @@ class ServedModel:
         # writes it; probabilities are keyed by name (JSON keys are strings).
         self.values = dict(zip(self.labels, self.classifier.classes_.tolist()))
         self.multi_label = bool(self.classifier.multi_label_)
-        self.threshold = _threshold(self.config)
+        self.threshold = self.classifier.threshold_  # artifacts.run_threshold, checked by read_config
         self.task_names = list(self.classifier.task_names_) if self.classifier.uses_tasks else None
         self.metrics, self.metrics_error = _read_metrics(self.run_dir)
         self.has_attention, self.no_attention = self._probe_attention()
