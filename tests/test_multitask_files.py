@@ -46,3 +46,41 @@ def test_a_task_field_trains_one_head_per_task(mtl_run):
     """The "task" field was dropped without a word: a one-head model, config task_names null."""
     config = json.loads((mtl_run / "run" / "config.json").read_text())
     assert config["task_names"] == list(TASKS) and config["arch"]["num_tasks"] == len(TASKS)
+
+
+def predictions(out) -> list[dict]:
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def test_predict_reads_a_csv_task_column_as_a_json_lines_task_field(mtl_run):
+    """A CSV row's task was ignored: every row predicted with the --task head, silently wrong."""
+    run_dir = str(mtl_run / "run")
+    rows = [("a great book", "books"), ("an awful dvd", "dvd"), ("a fine pan", "")]
+    (mtl_run / "p.csv").write_text("text,task\n" + "".join(f"{t},{k}\n" for t, k in rows))
+    (mtl_run / "p.jsonl").write_text("".join(json.dumps({"text": t, **({"task": k} if k else {})}) + "\n"
+                                             for t, k in rows))
+    from_csv = predictions(run("predict", run_dir, "--input", str(mtl_run / "p.csv"), "--task", "kitchen"))
+    from_jsonl = predictions(run("predict", run_dir, "--input", str(mtl_run / "p.jsonl"), "--task", "kitchen"))
+    assert [r["task"] for r in from_csv] == ["books", "dvd", "kitchen"]  # an empty cell takes --task
+    assert from_csv == from_jsonl
+    # Each head answers: the same text under another task's head gets that head's probabilities.
+    books = predictions(run("predict", run_dir, "--input", str(mtl_run / "p.jsonl"), "--task", "books"))
+    assert from_csv[2]["probabilities"] != books[2]["probabilities"]
+    out = run("predict", run_dir, "--input", str(mtl_run / "p.csv"))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        f"error: {mtl_run / 'p.csv'}:4: no task; fcsr-mtl has one head per task (books, dvd, kitchen): pass --task "
+        "NAME, a \"task\" field per JSON line or a task column of a CSV/TSV file"]
+
+
+def test_a_run_without_task_heads_refuses_a_task_column_as_it_refuses_a_task_field(mtl_run):
+    pooled = mtl_run / "pooled"
+    out = run("train", "--model", "tfidf-lr", "--data", str(mtl_run / "mtl.jsonl"), "--run-dir", str(pooled),
+              "--no-progress")
+    assert out.returncode == 0, out.stderr
+    (mtl_run / "q.csv").write_text("text,task\na great book,\nan awful dvd,dvd\n")
+    out = run("predict", str(pooled), "--input", str(mtl_run / "q.csv"))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        f"error: {mtl_run / 'q.csv'}:3: has a task, but tfidf-lr was not trained with one head per task; drop the tasks"]

@@ -711,9 +711,9 @@ def test_iter_text_column_reads_the_texts_of_a_file_to_predict(tmp_path):
     from textcls.data.readers import iter_text_column
 
     path = write(tmp_path / "p.csv", 'id,title,body\n1,A film,"moving\nand long"\n\n2,,dull\n')
-    assert list(iter_text_column(path, text_columns=("title", "body"))) == [(2, "A film moving\nand long"), (5, "dull")]
+    assert list(iter_text_column(path, text_columns=("title", "body"))) == [(2, "A film moving\nand long", None), (5, "dull", None)]
     tsv = write(tmp_path / "p.tsv", 'text\tlabel\n"quoted" as is\t\n')
-    assert list(iter_text_column(tsv, fmt="tsv")) == [(2, '"quoted" as is')]
+    assert list(iter_text_column(tsv, fmt="tsv")) == [(2, '"quoted" as is', None)]
     with pytest.raises(DataError) as err:
         list(iter_text_column(write(tmp_path / "wide.csv", "text\na,b\n")))
     assert str(err.value) == (f"{tmp_path / 'wide.csv'}:2: row has 2 fields, the header has 1 (text); quote the "

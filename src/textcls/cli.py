@@ -564,7 +564,8 @@ def predict(
                                                                       "for csv, tab for tsv)."),
     encoding: Optional[str] = typer.Option(None, "--encoding", help="Text encoding of a CSV/TSV file (default utf-8)."),
     task: Optional[str] = typer.Option(None, "--task", help="The task of every text, for a run with one head per "
-                                                            "task (e.g. fcsr-mtl on fdu_mtl); a JSON line's 'task' wins."),
+                                                            "task (e.g. fcsr-mtl on fdu_mtl); a JSON line's 'task' "
+                                                            "field or a CSV/TSV row's 'task' column wins."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Multi-label runs: the probability from which a "
                                               "class is predicted. Default: the run's saved threshold, else 0.5."),
     threads: int = typer.Option(1, "--threads", help="CPU threads. Default 1: on a busy 2-core machine two OpenMP "
@@ -696,22 +697,23 @@ def _file_head(path: Path) -> bytes:
 
 def _delimited_blocks(source: _PredictInput):
     """The records of a CSV/TSV file with a header row, PREDICT_BLOCK_BYTES of text at a time:
-    ``(texts, tasks, where_of)``. The file is read by data/readers.py's ``iter_text_column``, the
+    ``(texts, tasks, where_of)``, a record's task that of its ``task`` cell, else --task. The file is read by data/readers.py's ``iter_text_column``, the
     training reader's own code for lines, quoting, encoding and their errors."""
     from .data.readers import iter_text_column
 
     records = iter_text_column(source.path, fmt=source.fmt, text_columns=source.text_columns or ("text",),
                                delimiter=source.delimiter, encoding=source.encoding or "utf-8")
-    batch, lines, size = [], [], 0
-    for lineno, text in records:
+    batch, tasks, lines, size = [], [], [], 0
+    for lineno, text, task in records:
         batch.append(text)
+        tasks.append(task if task is not None else source.task)  # a row's own task wins, as a JSON line's
         lines.append(lineno)
         size += len(text)
         if size >= PREDICT_BLOCK_BYTES:
-            yield batch, [source.task] * len(batch), _line_namer(source.where, lines)
-            batch, lines, size = [], [], 0
+            yield batch, tasks, _line_namer(source.where, lines)
+            batch, tasks, lines, size = [], [], [], 0
     if batch:
-        yield batch, [source.task] * len(batch), _line_namer(source.where, lines)
+        yield batch, tasks, _line_namer(source.where, lines)
 
 
 def _line_namer(where: str, lines: list):
@@ -779,7 +781,8 @@ def _check_tasks(predictor, tasks: list, where_of) -> None:
         missing = next((i for i, t in enumerate(tasks) if t is None), None)
         if missing is not None:
             raise ConfigError(f"{where_of(missing)}: no task; {predictor.model} has one head per task "
-                              f"({', '.join(predictor.task_names)}): pass --task NAME or a \"task\" field per JSON line")
+                              f"({', '.join(predictor.task_names)}): pass --task NAME, a \"task\" field per JSON line or a "
+                              "task column of a CSV/TSV file")
         unknown = next((i for i, t in enumerate(tasks) if t not in predictor.task_names), None)
         if unknown is not None:
             raise DataError(f"{where_of(unknown)}: task {tasks[unknown]!r} is not one {predictor.model} was trained "

@@ -926,9 +926,11 @@ def iter_text_column(
     text_columns: Sequence[str] = ("text",),
     delimiter: str | None = None,
     encoding: str = "utf-8",
-) -> Iterator[tuple[int, str]]:
-    """``(first line, text)`` of every record of a CSV/TSV file with a header row: the texts of a
-    file to predict, which needs no label (``textcls predict --input f.csv``).
+) -> Iterator[tuple[int, str, str | None]]:
+    """``(first line, text, task)`` of every record of a CSV/TSV file with a header row: the texts of a
+    file to predict, which needs no label (``textcls predict --input f.csv``). ``task`` is the record's
+    cell of a ``task`` column (any case, as ``read_delimited`` finds it), None where the header has
+    none or the cell is empty (as a JSON line without a "task" field: the caller's default applies).
 
     The text is the column(s) ``text_columns`` names in the header, stripped and joined with a
     space as ``read_delimited`` joins them; other columns (a label) are left. Lines, encoding,
@@ -946,11 +948,12 @@ def iter_text_column(
     lines = _RecordLines(path, _NoSkipBuffer("error"), encoding, "strict", keep_text=quoted)
     reader = csv.reader(lines.feed(), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE,
                         strict=quoted)
-    header, columns = None, []
+    header, columns, task_idx = None, [], None
     for lineno, _, row in _delimited_rows(reader, lines, path, delimiter):
         if header is None:
             header = [cell.strip() for cell in row]
             columns = _text_column_positions(path, lineno, header, tuple(text_columns), fmt)
+            task_idx = task_column(header, columns)
             continue
         if len(_trim(row)) > len(header):
             raise DataError(f"{path}:{lineno}: row has {len(row)} fields, the header has {len(header)} "
@@ -961,7 +964,8 @@ def iter_text_column(
                             f"{header[max(columns)]!r} (field {max(columns) + 1}); complete the row")
         text = " ".join(row[i].strip() for i in columns if row[i].strip())
         check_texts([text], f"{path}:{lineno}", first=None)
-        yield lineno, text
+        task = row[task_idx].strip() if task_idx is not None and task_idx < len(row) else ""
+        yield lineno, text, task or None
 
 
 def _text_column_positions(path: Path, lineno: int, header: list[str], names: tuple, fmt: str) -> list[int]:
