@@ -701,11 +701,29 @@ def _check_config_types(path: Path, config: dict) -> None:
     tasks = config.get("task_names")
     if tasks is not None and not (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)):
         raise corrupt("task_names", "null or a list of task names")
+    _check_task_heads(path, config["arch"].get("num_tasks"), tasks)
     if config.get("threshold") is not None:
         try:
             check_threshold(config["threshold"], f"{path}: 'threshold'")
         except ConfigError as exc:
             raise CheckpointError(str(exc)) from None
+
+
+def _check_task_heads(path: Path, heads, tasks) -> None:
+    """A model with one head per task (``arch.num_tasks`` > 1) needs its task names, one per head
+    in head order: without them no text can be sent to its head, and an export would write a
+    folder that no loader accepts."""
+    if isinstance(heads, bool) or not isinstance(heads, int) or heads <= 1:
+        return
+    if tasks is None:
+        problem = "'task_names' is missing"
+    elif len(tasks) != heads or len(set(tasks)) != len(tasks):
+        problem = f"'task_names' holds {len(tasks)} names ({len(set(tasks))} distinct)"
+    else:
+        return
+    raise CheckpointError(f"{path}: {problem}, but the model has one head per task for {heads} tasks ('arch' "
+                          f"num_tasks); the file is corrupt or was changed: restore the run's config.json (its "
+                          f"'task_names' list the {heads} tasks in training order) or retrain the run")
 
 
 def _require(run_dir: Path, config: dict, keys: tuple[str, ...]) -> None:

@@ -1,0 +1,68 @@
+"""A run with one head per task whose config.json lacks its task names (or holds the wrong
+number) is refused when it loads, by every path, in one line naming config.json; an export of
+it writes nothing (before the check it wrote a folder its own loader called corrupt)."""
+
+import json
+import shutil
+
+import datasets
+import numpy as np
+import pytest
+
+from textcls import Classifier
+from textcls.data.records import TextDataset
+from textcls.errors import CheckpointError
+from textcls.export import export_onnx
+from textcls.predictor import Predictor
+from textcls.serve import create_app
+
+
+@pytest.fixture(scope="module")
+def mtl_run(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    good, bad = ["great", "good", "lovely", "fine"], ["bad", "awful", "poor", "broken"]
+    texts, labels, tasks = [], [], []
+    for i in range(64):
+        positive = i % 2 == 0
+        texts.append(f"this one is {rng.choice(good if positive else bad)} and {rng.choice(good + bad)}")
+        labels.append("positive" if positive else "negative")
+        tasks.append(["books", "dvd", "music"][(i // 2) % 3])
+    splits = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": texts, "label": labels, "task": tasks})})
+    ds = TextDataset("tiny-mtl", splits, ["negative", "positive"], task_names=["books", "dvd", "music"])
+    clf = Classifier("fcsr-mtl", epochs=1, batch_size=16, params={"embeddings": None}).fit_dataset(ds)
+    run = tmp_path_factory.mktemp("mtl") / "run"
+    clf.save_pretrained(run)
+    return run
+
+
+def _edited(run, tmp_path, edit):
+    copy = tmp_path / "edited"
+    shutil.copytree(run, copy)
+    config = json.loads((copy / "config.json").read_text())
+    edit(config)
+    (copy / "config.json").write_text(json.dumps(config))
+    return copy
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda c: c.pop("task_names"), "'task_names' is missing"),
+    (lambda c: c.__setitem__("task_names", None), "'task_names' is missing"),
+    (lambda c: c["task_names"].pop(), r"'task_names' holds 2 names \(2 distinct\)"),
+    (lambda c: c.__setitem__("task_names", ["books", "books", "dvd"]), r"'task_names' holds 3 names \(2 distinct\)"),
+], ids=["missing", "null", "short", "repeated"])
+def test_task_names_that_do_not_match_the_heads_are_refused_by_every_path(mtl_run, tmp_path, edit, said):
+    copy = _edited(mtl_run, tmp_path, edit)
+    match = (f"{copy / 'config.json'}: {said}, but the model has one head per task for 3 tasks "
+             r"\('arch' num_tasks\); the file is corrupt or was changed")
+    for load in (Classifier.from_pretrained, Predictor.load, lambda r: create_app(r, freeze_gc=False)):
+        with pytest.raises(CheckpointError, match=match):
+            load(copy)
+    with pytest.raises(CheckpointError, match=match):
+        export_onnx(copy, tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists()
+
+
+def test_a_run_with_its_task_names_loads(mtl_run):
+    clf = Classifier.from_pretrained(mtl_run)
+    assert clf.task_names_ == ["books", "dvd", "music"] and clf.uses_tasks
+    assert Predictor.load(mtl_run).task_names == ["books", "dvd", "music"]
