@@ -625,3 +625,35 @@ def test_sklearn_estimator_checks(check):
     from sklearn.utils import estimator_checks
 
     getattr(estimator_checks, check)("Classifier", Classifier("tfidf-lr"))
+
+
+# ----------------------------------------------------------------- multi-label labels given in Python
+
+ML_TEXTS = ["red apple", "green apple", "red car", "blue car", "red green thing", "blue thing"] * 4
+ML_INTS = [[2, 10], [7, 10], [2], [3], [2, 7], [3]] * 4
+
+
+def test_multi_label_int_labels_stay_ints_through_score_save_serve_and_the_cli(tmp_path, capsys):
+    """fit turned them into strings: predict gave ['2'], and score refused the very labels the
+    model was fitted on ("label 0 is 2, which the model does not know")."""
+    from fastapi.testclient import TestClient
+
+    from textcls import cli
+    from textcls.serve import create_app
+
+    clf = Classifier("tfidf-lr").fit(ML_TEXTS, ML_INTS)
+    assert clf.classes_.tolist() == [2, 3, 7, 10]  # by value, as single-label classes: 2 before 10
+    predicted = clf.predict(ML_TEXTS)
+    assert all(isinstance(v, (int, np.integer)) for row in predicted for v in row) and any(predicted)
+    expected = np.mean([set(map(int, p)) == set(t) for p, t in zip(predicted, ML_INTS)])
+    assert clf.score(ML_TEXTS, ML_INTS) == expected
+    clf.save_pretrained(tmp_path / "run")
+    again = Classifier.from_pretrained(tmp_path / "run")
+    assert again.classes_.tolist() == [2, 3, 7, 10]
+    assert [list(map(int, row)) for row in again.predict(ML_TEXTS[:6])] == [list(map(int, r)) for r in predicted[:6]]
+    with TestClient(create_app(tmp_path / "run", freeze_gc=False)) as client:
+        answer = client.post("/predict", json={"text": ML_TEXTS[0]}).json()["predictions"][0]
+    assert answer["labels"] == list(map(int, predicted[0])) and all(type(v) is int for v in answer["labels"])
+    assert cli._run(["predict", str(tmp_path / "run"), ML_TEXTS[0]]) == 0
+    written = json.loads(capsys.readouterr().out)
+    assert written["labels"] == answer["labels"] and all(type(v) is int for v in written["labels"])

@@ -119,9 +119,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
         texts = as_list(X, "Classifier.fit(X, y)", "X", "texts")
         labels = as_list(y, "Classifier.fit(X, y)", "y", "labels")
         self.fit_dataset(dataset_from_lists(texts, labels))
-        if not self.multi_label_:
-            # Keep the caller's label values (ints stay ints) so predict() returns the same kind.
-            self.classes_ = np.array(_sorted_label_values(labels))
+        # Keep the caller's label values (ints stay ints, in lists too) so that predict() returns
+        # the same kind and score() knows the labels fit saw; the dataset's names are their str().
+        self.classes_ = np.array(_sorted_label_values(_flat_labels(labels) if self.multi_label_ else labels))
         return self
 
     def fit_dataset(self, dataset: TextDataset, *, run_dir: str | Path | None = None,
@@ -587,6 +587,11 @@ def _check_labels(labels: list) -> bool:
     return bool(multi_label)
 
 
+def _flat_labels(labels: list) -> list:
+    """Every class name of multi-label ``labels`` (lists of names), record after record."""
+    return [name for row in labels for name in row]
+
+
 def _sorted_label_values(labels: list) -> list:
     """The distinct label values in order (2 before 10); labels of unorderable mixed types
     (int and str) are a DataError naming the first record whose type differs from record 0's."""
@@ -616,9 +621,9 @@ def dataset_from_lists(texts: Sequence[str], labels: Sequence, name: str = "user
     check_texts(texts)
     multi_label = _check_labels(labels)
     if multi_label:
-        labels = [[str(_hashable(n)) for n in row] for row in labels]
-        names = sorted({n for row in labels for n in row})
-        column = {"labels": labels}
+        # Ordered by their original values (2 before 10), as single-label classes are.
+        names = [str(v) for v in _sorted_label_values(_flat_labels(labels))]
+        column = {"labels": [[str(_hashable(n)) for n in row] for row in labels]}
     else:
         # Order classes by their original values (2 before 10), then name them as strings.
         names = [str(v) for v in _sorted_label_values(labels)]
