@@ -517,6 +517,15 @@ def test_fit_refuses_a_single_string():
      "label 2 is None (missing); give text 2 a class name (str or int) or drop it"),
     ([["pos"], ["neg", None]] + [["pos"]] * 18,
      "label 1 holds None, not a class name; pass a list of class names (str or int)"),
+    # An empty list was fitted as "no class" and a repeated class merged, where a file's record
+    # is refused at its line for either.
+    ([[]] + [["pos"], ["neg"]] * 9 + [["pos"]],
+     "label 0 is an empty list (missing); give text 0 at least one class name or drop it"),
+    ([["pos"], ["neg"], ()] + [["pos"]] * 17,
+     "label 2 is an empty list (missing); give text 2 at least one class name or drop it"),
+    ([["pos"], ["neg", "pos", "neg"]] + [["pos"]] * 18, "label 1 names the class 'neg' twice; name each class once"),
+    ([[1], [2, 2]] + [[1]] * 18, "label 1 names the class 2 twice; name each class once"),
+    ([np.array([1]), np.array([2, 2])] + [np.array([1])] * 18, "label 1 names the class 2 twice; name each class once"),
 ])
 def test_missing_or_inconsistent_labels_name_the_record(labels, message):
     with pytest.raises(DataError) as err:

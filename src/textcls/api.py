@@ -562,6 +562,10 @@ def _check_labels(labels: list) -> bool:
                             "name, or every label as a list of class names (multi-label)", index=i)
         if isinstance(value, str) and not value.strip():
             raise DataError(f"label {i} is an empty string; give text {i} a class name or drop it", index=i)
+        if is_list and len(value) == 0:
+            # As a file's record with an empty label list is: a missing label, not "no class".
+            raise DataError(f"label {i} is an empty list (missing); give text {i} at least one class name "
+                            "or drop it", index=i)
         if is_list:
             for name in value:
                 if isinstance(name, str) and not name.strip():
@@ -584,6 +588,14 @@ def _check_labels(labels: list) -> bool:
             elif kind is not name_type[0]:
                 raise DataError(f"label {i} {verb} {kind.__name__} {short(_hashable(name))} but {name_type[1]}; "
                                 "use one type for all labels (all str or all int)", index=i)
+        if is_list:
+            # Merged, a repeated class would hide a typo or a join gone wrong (as in a file's record).
+            seen = set()
+            for name in map(_hashable, value):
+                if name in seen:
+                    raise DataError(f"label {i} names the class {short(name)} twice; name each class once",
+                                    index=i)
+                seen.add(name)
     return bool(multi_label)
 
 
