@@ -74,13 +74,58 @@ def test_predict_reads_a_csv_task_column_as_a_json_lines_task_field(mtl_run):
         "NAME, a \"task\" field per JSON line or a task column of a CSV/TSV file"]
 
 
-def test_a_run_without_task_heads_refuses_a_task_column_as_it_refuses_a_task_field(mtl_run):
+@pytest.fixture(scope="module")
+def pooled_run(mtl_run):
+    """A model without per-task heads trained on the same multi-task file: the tasks pooled."""
     pooled = mtl_run / "pooled"
     out = run("train", "--model", "tfidf-lr", "--data", str(mtl_run / "mtl.jsonl"), "--run-dir", str(pooled),
               "--no-progress")
     assert out.returncode == 0, out.stderr
+    return pooled
+
+
+def test_a_run_without_task_heads_refuses_a_task_column_as_it_refuses_a_task_field(mtl_run, pooled_run):
+    pooled = pooled_run
     (mtl_run / "q.csv").write_text("text,task\na great book,\nan awful dvd,dvd\n")
     out = run("predict", str(pooled), "--input", str(mtl_run / "q.csv"))
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip().splitlines() == [
         f"error: {mtl_run / 'q.csv'}:3: has a task, but tfidf-lr was not trained with one head per task; drop the tasks"]
+
+
+def one_error(out) -> str:
+    assert out.returncode == 2 and out.stdout == "", (out.returncode, out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
+    return lines[0]
+
+
+def test_evaluate_takes_the_task_of_data_without_one_from_task(mtl_run, pooled_run):
+    """evaluate on data without tasks advised "pass tasks=", a Python argument the CLI has no option for."""
+    run_dir = str(mtl_run / "run")
+    records = [r for r in task_records(30) if r["task"] == "dvd"]
+    (mtl_run / "dvd.jsonl").write_text("".join(json.dumps({"text": r["text"], "label": r["label"]}) + "\n"
+                                               for r in records))
+    (mtl_run / "dvd_tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    message = one_error(run("evaluate", run_dir, "--data", str(mtl_run / "dvd.jsonl")))
+    assert "pass --task NAME" in message and "tasks=" not in message
+    out = run("evaluate", run_dir, "--data", str(mtl_run / "dvd.jsonl"), "--task", "dvd",
+              "--output", str(mtl_run / "m1.json"))
+    assert out.returncode == 0, out.stderr
+    out = run("evaluate", run_dir, "--data", str(mtl_run / "dvd_tasks.jsonl"), "--output", str(mtl_run / "m2.json"))
+    assert out.returncode == 0, out.stderr
+    given, own = (json.loads((mtl_run / name).read_text()) for name in ("m1.json", "m2.json"))
+    assert given["accuracy"] == own["accuracy"] and given["roc_auc_macro"] == own["roc_auc_macro"]
+    assert list(own["per_task"]["tasks"]) == ["dvd"] and "per_task" not in given
+    # --task where the data names each record's task, a task the run lacks, and a run without heads.
+    assert "drop --task" in one_error(run("evaluate", run_dir, "--data", str(mtl_run / "dvd_tasks.jsonl"),
+                                          "--task", "dvd"))
+    assert "was not trained on that task" in one_error(run("evaluate", run_dir, "--data", str(mtl_run / "dvd.jsonl"),
+                                                           "--task", "garden"))
+    assert "not trained with one head per task" in one_error(
+        run("evaluate", str(pooled_run), "--data", str(mtl_run / "dvd.jsonl"), "--task", "dvd"))
+    (mtl_run / "garden.jsonl").write_text("".join(json.dumps({**r, "task": "garden" if i == 2 else r["task"]}) + "\n"
+                                                  for i, r in enumerate(records)))
+    assert one_error(run("evaluate", run_dir, "--data", str(mtl_run / "garden.jsonl"))) == (
+        f"error: {mtl_run / 'garden.jsonl'}:3: task 'garden' is not one fcsr-mtl was trained on; give one of: "
+        "books, dvd, kitchen")

@@ -444,6 +444,9 @@ def evaluate(
     output: Optional[Path] = typer.Option(None, help="Also write the metrics JSON here."),
     confusion_png: Optional[Path] = typer.Option(None, "--confusion-png", help="Write a confusion-matrix PNG here (multi-label data: one 2 x 2 panel per label)."),
     device: Optional[str] = typer.Option(None, help="cpu, cuda, cuda:N or auto. Default: the run's own, or cpu when it is a GPU this machine lacks."),
+    task: Optional[str] = typer.Option(None, "--task", help="The task of every record, for a run with one head per "
+                                       "task (e.g. fcsr-mtl), where the data names none (fdu_mtl/books; a file "
+                                       "without a task field or column)."),
     reader: ReaderArgs = None,
 ):
     """Evaluate a saved run on a dataset split, or on every record of a file; data with tasks
@@ -484,12 +487,13 @@ def evaluate(
         title = f"{clf.model} on {where} ({len(records)} documents)"
     if dataset.skipped:
         typer.echo(f"skipped {len(dataset.skipped)} bad records (first: {dataset.skipped[0]})", err=True)
+    records = _evaluation_tasks(clf, records, task, run_dir, where)
     # --on-bad-record also covers a record whose label the model does not know: skipped and counted
     # (the first note) with skip, as the reader's bad records are, else an error at its file and line.
     metrics = clf.evaluate(records, where=where, on_bad_record=reader.on_bad_record)
     if metrics.get("skipped"):
         typer.echo(metrics["notes"][0], err=True)
-    if "task" in records.column_names:
+    if "task" in records.column_names and task is None:  # --task's one task: its metrics are the whole's
         metrics["per_task"] = _task_metrics(clf, records, where, reader.on_bad_record)
     if output:
         artifacts.write_json(output, metrics)
@@ -505,6 +509,33 @@ def evaluate(
     if confusion_png and clf.multi_label_:
         typer.echo(f"wrote {confusion_png}: one 2 x 2 confusion panel per label (true no/yes x predicted no/yes); "
                    "multi-label data has no single C x C confusion matrix", err=True)
+
+
+def _evaluation_tasks(clf, records, task: Optional[str], run_dir: Path, where: str):
+    """``records`` with the task of every record where the run has one head per task: their own
+    (a task column), or ``task`` (--task) for data that names none; each one the run was trained on."""
+    from .data.records import record_place, with_task_column
+
+    heads = clf.task_names_ if clf.uses_tasks else None
+    if task is not None:
+        if not heads:
+            raise ConfigError(f"--task {task}: {run_dir} was not trained with one head per task; drop --task")
+        _check_task_option(task, heads, run_dir)
+        if "task" in records.column_names:
+            raise ConfigError(f"--task {task}: {where} names each record's task (its task column); drop --task")
+        return with_task_column(records, task)
+    if not heads:
+        return records
+    if "task" not in records.column_names:
+        raise ConfigError(f"{where}: names no task, and {run_dir} has one head per task ({', '.join(heads)}): pass "
+                          "--task NAME (the task of every record), or give the data a \"task\" field per JSON line "
+                          "or a task column of a CSV/TSV file")
+    tasks = records.with_format("arrow")["task"].to_pylist()
+    row = next((i for i, name in enumerate(tasks) if name not in heads), None)
+    if row is not None:
+        raise DataError(f"{record_place(records, row) or f'{where} record {row}'}: task {tasks[row]!r} is not one "
+                        f"{clf.model} was trained on; give one of: {', '.join(heads)}")
+    return records
 
 
 def _task_metrics(clf, records, where: str, on_bad_record: str) -> dict:

@@ -163,6 +163,19 @@ def record_place(split, row: int) -> str | None:
     return places[row] if places is not None and 0 <= row < len(places) else None
 
 
+def with_task_column(split: datasets.Dataset, task: str) -> datasets.Dataset:
+    """``split`` with a ``task`` column naming ``task`` for every record (data without tasks scored by a
+    model with one head per task), its records keeping their places and read policy."""
+    shown = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # add_column to a subsample flattens its indices behind a progress bar
+    try:
+        out = split.add_column("task", [task] * len(split))
+    finally:
+        if shown:
+            datasets.enable_progress_bars()
+    return attach_places(out, getattr(split, _PLACES, None), read_policy(split))
+
+
 def select_records(split: datasets.Dataset, rows) -> datasets.Dataset:
     """``split.select(rows)``, its records keeping their places. ``rows`` goes to ``select`` as
     given: ``datasets`` hashes it for the new fingerprint, a NumPy array at once, a list of
