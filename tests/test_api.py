@@ -666,3 +666,24 @@ def test_multi_label_int_labels_stay_ints_through_score_save_serve_and_the_cli(t
     assert cli._run(["predict", str(tmp_path / "run"), ML_TEXTS[0]]) == 0
     written = json.loads(capsys.readouterr().out)
     assert written["labels"] == answer["labels"] and all(type(v) is int for v in written["labels"])
+
+
+def test_multi_label_y_in_scikit_learn_is_lists_with_kfold_and_an_indicator_matrix_is_refused():
+    """Following scikit-learn's own advice for lists of labels (a 0/1 matrix) gave "y is a table;
+    pass one column of it, e.g. df['text']", which does not say how to pass multi-label labels."""
+    import pandas as pd
+    from sklearn.model_selection import KFold
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    labels = [[{2: "red", 3: "blue", 7: "green", 10: "fruit"}[n] for n in row] for row in ML_INTS]
+    search = GridSearchCV(Classifier("tfidf-lr"), {"seed": [0, 1]}, cv=KFold(2)).fit(ML_TEXTS, labels)
+    assert search.best_estimator_.multi_label_ and 0 <= search.best_score_ <= 1
+    indicator = MultiLabelBinarizer().fit_transform(labels)
+    for call, y in (("fit", indicator), ("fit", pd.DataFrame(indicator)), ("score", indicator)):
+        with pytest.raises(DataError) as err:
+            method = getattr(search.best_estimator_ if call == "score" else Classifier("tfidf-lr"), call)
+            method(ML_TEXTS, y)
+        assert str(err.value).startswith(f"Classifier.{call}(X, y): y is a table (")
+        assert "24 x 4); pass one label per text: a class name (one column, e.g. df['label']), or for " \
+               "multi-label a list of class names (from a 0/1 indicator matrix: MultiLabelBinarizer's " \
+               "inverse_transform(Y)); with lists, scikit-learn's cross-validation needs cv=KFold(n)" in str(err.value)

@@ -117,7 +117,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
     def fit(self, X: Sequence[str], y: Sequence) -> "Classifier":
         """Train on texts ``X`` and labels ``y`` (class names, or lists of names for multi-label)."""
         texts = as_list(X, "Classifier.fit(X, y)", "X", "texts")
-        labels = as_list(y, "Classifier.fit(X, y)", "y", "labels")
+        labels = _label_list(y, "Classifier.fit(X, y)")
         self.fit_dataset(dataset_from_lists(texts, labels))
         # Keep the caller's label values (ints stay ints, in lists too) so that predict() returns
         # the same kind and score() knows the labels fit saw; the dataset's names are their str().
@@ -220,7 +220,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         self._check_fitted("score")
         call = "Classifier.score(X, y)"
         texts = _inference_texts(X, call)
-        labels = as_list(y, call, "y", "labels")
+        labels = _label_list(y, call)
         if len(labels) != len(texts) or not texts:
             raise DataError(f"{call}: got {len(texts)} texts and {len(labels)} labels; pass one label per text, "
                             "at least one")
@@ -517,6 +517,18 @@ class Classifier(ClassifierMixin, BaseEstimator):
 
 def _hashable(value):
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _label_list(y, call: str) -> list:
+    """``y`` as a list of labels; a 2-D ``y`` (a 0/1 indicator matrix, as scikit-learn's advice on
+    lists of labels suggests, or a DataFrame) is refused saying how to pass multi-label labels."""
+    shape = getattr(y, "shape", None)
+    if not isinstance(y, (str, bytes)) and isinstance(shape, tuple) and len(shape) == 2:
+        raise DataError(f"{call}: y is a table ({type(y).__name__}, {shape[0]} x {shape[1]}); pass one label per "
+                        "text: a class name (one column, e.g. df['label']), or for multi-label a list of class names "
+                        "(from a 0/1 indicator matrix: MultiLabelBinarizer's inverse_transform(Y)); with lists, "
+                        "scikit-learn's cross-validation needs cv=KFold(n) (its default stratified split refuses them)")
+    return as_list(y, call, "y", "labels")
 
 
 def _inference_texts(X, call: str) -> list[str]:
