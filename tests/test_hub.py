@@ -328,3 +328,45 @@ def test_metrics_that_are_not_metrics_json_are_refused_before_any_request(hub, t
     err = capsys.readouterr().err
     assert f"{run / 'metrics.json'}: metrics is a list, not a dict; the run directory is corrupt" in err
     assert not hub.requests
+
+
+# --------------------------------------------------------------------------- the card's commands
+
+
+def _tiny_multi_task():
+    import datasets
+
+    from textcls.data.records import TextDataset
+
+    good, bad = ["great", "good", "lovely", "fine"], ["bad", "awful", "poor", "broken"]
+    texts = [f"this one is {(good if i % 2 == 0 else bad)[i % 4]} and {(good + bad)[i % 8]}" for i in range(64)]
+    labels = ["positive" if i % 2 == 0 else "negative" for i in range(64)]
+    tasks = [["home & kitchen", "dvd"][(i // 2) % 2] for i in range(64)]
+    splits = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": texts, "label": labels, "task": tasks})})
+    return TextDataset("tiny-mtl", splits, ["negative", "positive"], task_names=["home & kitchen", "dvd"])
+
+
+@pytest.mark.parametrize("preset, params, heads", [("fcsr-mtl", {"embeddings": None, "epochs": 1, "batch_size": 16}, True),
+                                                   ("tfidf-lr", {}, False)])
+def test_the_cards_commands_run_on_a_multi_task_run(tmp_path, monkeypatch, capsys, preset, params, heads):
+    """The card of a run with one head per task said `textcls predict run "a text"`, which fails
+    (no task); one of a model that pools the tasks passed a task, which that model refuses."""
+    import shlex
+
+    from textcls import artifacts, cli
+    from textcls.model_hub import model_card
+
+    clf = Classifier(preset, params=params).fit_dataset(_tiny_multi_task())
+    assert clf.uses_tasks is heads
+    clf.save_pretrained(tmp_path / "run")
+    card = model_card(artifacts.read_config(tmp_path / "run"), None, "me/mtl")
+    python = next(line for line in card.splitlines() if line.startswith("clf.predict("))
+    command = next(line for line in card.splitlines() if line.startswith("textcls predict "))
+    assert ('--task "home & kitchen"' in command or "--task 'home & kitchen'" in command) is heads
+    assert ('tasks=["home & kitchen"]' in python) is heads
+    predicted = eval(python, {"clf": Classifier.from_pretrained(tmp_path / "run")})
+    assert len(predicted) == 1
+    monkeypatch.chdir(tmp_path)  # the card's `hf download ... --local-dir run` put the run here
+    capsys.readouterr()
+    assert cli._run(shlex.split(command)[1:]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["label"] == predicted[0]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 
 from . import __version__, artifacts
@@ -160,8 +161,11 @@ def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> s
     lines += [f"- Parameters: {params:,}" if isinstance(params, int) else f"- Parameters: {params}"] if params else []
     lines += [f"- Labels ({len(labels)}; {kind}): {', '.join(f'`{n}`' for n in labels[:50])}"
               + (" ..." if len(labels) > 50 else "")]
-    if config.get("task_names"):
-        lines.append(f"- Tasks (one head each; pass `tasks=`): {', '.join(config['task_names'])}")
+    heads = _task_heads(config)
+    if heads:
+        lines.append(f"- Tasks (one head each; pass `tasks=`): {', '.join(heads)}")
+    elif config.get("task_names"):
+        lines.append(f"- Trained on the tasks {', '.join(config['task_names'])} with one head for all (pass no task)")
     if config.get("kind") == "ensemble":
         state = config.get("state") or {}
         lines += ["- Members (weights chosen on dev): " + ", ".join(
@@ -176,13 +180,24 @@ def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> s
         lines += ["", f"## Metrics (test split, {test.get('n', '?')} documents)", "", "| metric | value |", "|---|---|"]
         names = {"accuracy": "subset accuracy"} if config.get("multi_label") else {}
         lines += [f"| {names.get(key, key)} | {test[key]:.4f} |" for key in shown]
+    # A run with one head per task refuses a text without its task, on the command line too; one
+    # that pools the tasks refuses a task.
+    task_option = f" --task {shlex.quote(heads[0])}" if heads else ""
     lines += ["", "## How to load", "", "```python", "from textcls import Classifier", "",
               f'clf = Classifier.from_pretrained("{repo_id}")   # cached; HF_HUB_OFFLINE=1 reads the cache only',
-              'clf.predict(["a text to classify"])' if not config.get("task_names") else
-              f'clf.predict(["a text to classify"], tasks=["{config["task_names"][0]}"])',
+              'clf.predict(["a text to classify"])' if not heads else
+              f'clf.predict(["a text to classify"], tasks=[{json.dumps(heads[0])}])',
               "```", "", "From the command line:", "", "```bash",
-              f"hf download {repo_id} --local-dir run", 'textcls predict run "a text to classify"', "```", ""]
+              f"hf download {repo_id} --local-dir run", f'textcls predict run{task_option} "a text to classify"',
+              "```", ""]
     return "\n".join(lines)
+
+
+def _task_heads(config: dict) -> list[str] | None:
+    """The task names of a run with one head per task (``arch`` num_tasks > 1, as the estimator
+    decides), else None: a model trained on multi-task data may pool the tasks in one head."""
+    heads = (config.get("arch") or {}).get("num_tasks", 1)
+    return list(config["task_names"]) if isinstance(heads, int) and heads > 1 and config.get("task_names") else None
 
 
 def _card_dataset(name) -> tuple[str | None, str | None]:
