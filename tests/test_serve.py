@@ -11,18 +11,17 @@ import socket
 import threading
 import time
 
-import datasets
 import httpx
 import numpy as np
 import pytest
 import torch
 from fastapi.testclient import TestClient
+from tiny_runs import save_tiny_multitask_run
 from tolerance import KERNEL
 
 import textcls
 from textcls import Classifier, artifacts
 from textcls.data import load_dataset
-from textcls.data.records import TextDataset
 from textcls.errors import CheckpointError, ConfigError, DataError, ModelError
 from textcls.serve import ENV_RUN, MicroBatcher, app_from_env, create_app
 
@@ -57,19 +56,7 @@ def trec_run(tmp_path_factory):
 @pytest.fixture(scope="session")
 def mtl_run(tmp_path_factory):
     """fcsr-mtl (one head per task, attention maps) on a tiny two-task set, no GloVe."""
-    rng = np.random.default_rng(0)
-    good, bad = ["great", "good", "lovely", "fine"], ["bad", "awful", "poor", "broken"]
-    texts, labels, tasks = [], [], []
-    for i in range(64):
-        positive = i % 2 == 0
-        texts.append(f"this one is {rng.choice(good if positive else bad)} and {rng.choice(good + bad)}")
-        labels.append("positive" if positive else "negative")
-        tasks.append(["books", "dvd"][(i // 2) % 2])
-    splits = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": texts, "label": labels, "task": tasks})})
-    ds = TextDataset("tiny-mtl", splits, ["negative", "positive"], task_names=["books", "dvd"])
-    clf = Classifier("fcsr-mtl", epochs=1, batch_size=16, params={"embeddings": None}).fit_dataset(ds)
-    run = tmp_path_factory.mktemp("mtl_run")
-    clf.save_pretrained(run)
+    run = save_tiny_multitask_run(tmp_path_factory.mktemp("mtl_run"), ["books", "dvd"])
     return run, Classifier.from_pretrained(run)
 
 

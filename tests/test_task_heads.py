@@ -5,12 +5,10 @@ it writes nothing (before the check it wrote a folder its own loader called corr
 import json
 import shutil
 
-import datasets
-import numpy as np
 import pytest
+from tiny_runs import save_tiny_multitask_run
 
 from textcls import Classifier
-from textcls.data.records import TextDataset
 from textcls.errors import CheckpointError
 from textcls.export import export_onnx
 from textcls.predictor import Predictor
@@ -19,20 +17,7 @@ from textcls.serve import create_app
 
 @pytest.fixture(scope="module")
 def mtl_run(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    good, bad = ["great", "good", "lovely", "fine"], ["bad", "awful", "poor", "broken"]
-    texts, labels, tasks = [], [], []
-    for i in range(64):
-        positive = i % 2 == 0
-        texts.append(f"this one is {rng.choice(good if positive else bad)} and {rng.choice(good + bad)}")
-        labels.append("positive" if positive else "negative")
-        tasks.append(["books", "dvd", "music"][(i // 2) % 3])
-    splits = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": texts, "label": labels, "task": tasks})})
-    ds = TextDataset("tiny-mtl", splits, ["negative", "positive"], task_names=["books", "dvd", "music"])
-    clf = Classifier("fcsr-mtl", epochs=1, batch_size=16, params={"embeddings": None}).fit_dataset(ds)
-    run = tmp_path_factory.mktemp("mtl") / "run"
-    clf.save_pretrained(run)
-    return run
+    return save_tiny_multitask_run(tmp_path_factory.mktemp("mtl") / "run", ["books", "dvd", "music"])
 
 
 def _edited(run, tmp_path, edit):
