@@ -368,9 +368,9 @@ def test_malformed_explanations_are_refused_naming_the_record_and_the_key(tmp_pa
         r"'words'\[1\] is not a dict with a string 'text'": record(words=("a", "b"), weights=(1, 2)) | {
             "words": [{"text": "a"}, {}]},
         "'probabilities' is not a dict": record(probabilities=[0.3, 0.7]),
-        "'label' is float, not a class": record(label=1.0),
-        "'label' is bool, not a class": record(label=True),
-        r"'labels' is not a list of classes \(strings or integers\)": record(labels=["a", 2.5]),
+        "'label' is NoneType, not a class": record(label=None),
+        "'label' is float, not a class": record(label=float("nan")),
+        r"'labels' is not a list of classes \(strings, bools or finite numbers\)": record(labels=["a", None]),
         "'sentence_attention' has rows but 'sentences' is None": record(
             sentence_attention=[{"name": "s", "weights": [1.0]}]),
         r"'sentences'\[0\] is not a dict .* within the 2 words": record(
@@ -395,6 +395,9 @@ def test_labels_fitted_as_ints_are_explained_as_the_ints_predict_returns(tmp_pat
     assert set(explanation["probabilities"]) == {"1", "3"}
     assert f'<span class="label">{explanation["label"]}</span>' in render_html(explanation)
     assert json.loads(json.dumps(explanation))["label"] == explanation["label"]
+    # Every class value fit takes is a label an explanation may hold (bool and float ones too).
+    for value in (True, 1.5, "pos"):
+        assert f'<span class="label">{value}</span>' in render_html(record(label=value))
 
 
 def test_a_folder_in_the_way_of_a_later_file_writes_nothing(tmp_path):

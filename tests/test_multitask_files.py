@@ -84,13 +84,27 @@ def pooled_run(mtl_run):
     return pooled
 
 
-def test_a_run_without_task_heads_refuses_a_task_column_as_it_refuses_a_task_field(mtl_run, pooled_run):
-    pooled = pooled_run
-    (mtl_run / "q.csv").write_text("text,task\na great book,\nan awful dvd,dvd\n")
-    out = run("predict", str(pooled), "--input", str(mtl_run / "q.csv"))
-    assert out.returncode == 2 and out.stdout == ""
+@pytest.mark.parametrize("name, content", [
+    ("q.csv", "text,task\na great book,\nan awful dvd,dvd\n"),
+    ("q.jsonl", '{"text": "a great book"}\n{"text": "an awful dvd", "task": "dvd"}\n'),
+])
+def test_a_run_without_task_heads_reads_no_task_from_its_input_and_says_so_once(mtl_run, pooled_run, name, content):
+    """A pooled run trained on a multi-task file predicts that file: its tasks (a CSV column, a
+    JSON line's field) are not read, one stderr line says so, and the output names no task (it
+    refused the file before: a CSV column cannot be dropped without editing the file)."""
+    (mtl_run / name).write_text(content)
+    out = run("predict", str(pooled_run), "--input", str(mtl_run / name))
+    assert out.returncode == 0, out.stderr
+    line = 3 if name.endswith(".csv") else 2  # the first record that names a task (a CSV has its header)
     assert out.stderr.strip().splitlines() == [
-        f"error: {mtl_run / 'q.csv'}:3: has a task, but tfidf-lr was not trained with one head per task; drop the tasks"]
+        f"{mtl_run / name}:{line}: the input's tasks are not read: tfidf-lr was trained with no head per task "
+        "(one model for all tasks)"]
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    plain = run("predict", str(pooled_run), "a great book", "an awful dvd")
+    assert rows == [json.loads(line) for line in plain.stdout.splitlines()]
+    assert all("task" not in row for row in rows)
+    # An explicit --task is still refused: the user asked for a head the run lacks.
+    assert "drop --task" in one_error(run("predict", str(pooled_run), "--task", "dvd", "--input", str(mtl_run / name)))
 
 
 def one_error(out) -> str:

@@ -775,6 +775,13 @@ def test_a_task_field_or_column_makes_multi_task_data(tmp_path):
                for t, label, task in zip(ds[split]["text"], ds[split]["label"], ds[split]["task"])}
         assert got == {r["text"]: (r["task"], r["label"]) for r in rows}, path
         assert ds.task_ids("test") == [ds.task_names.index(t) for t in ds["test"]["task"]]
+    # A task name is trimmed in every format, as a class name is: "books " is not a second task.
+    spaced = [dict(r, task=f" {r['task']} ") for r in rows]
+    spaced_jsonl = write(tmp_path / "s.jsonl", "".join(json.dumps(r) + "\n" for r in spaced))
+    spaced_parquet = tmp_path / "s.parquet"
+    datasets.Dataset.from_list(spaced).to_parquet(str(spaced_parquet))
+    for path in (spaced_jsonl, spaced_parquet):
+        assert load_dataset(str(path), test_fraction=0.25).task_names == ["books", "dvd", "kitchen"], path
     # A file without one stays single-task, and a "task" column named as the label is the label.
     assert load_dataset(str(write(tmp_path / "p.csv", "text,label\n" + "".join(f"d{i},{'ab'[i % 2]}\n" for i in range(9))))).task_names is None
     assert load_dataset(str(tsv), label_column="task", text_columns=["text"]).task_names is None

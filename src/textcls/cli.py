@@ -629,12 +629,33 @@ def predict(
         return
     if source.where == "stdin" and _is_terminal(sys.stdin):
         _note(STDIN_HINT.format(what="one JSON object per line" if source.fmt == "jsonl" else "one per line"))
+    blocks = _TaskBlocks(source, predictor)
     if source.where != "stdin":
         # A bad record found half-way would leave the predictions before it written: check first.
-        for items, tasks, where_of in source.blocks():
+        for items, tasks, where_of in blocks:
             _check_tasks(predictor, tasks, where_of)
-    for items, tasks, where_of in source.blocks():
+    for items, tasks, where_of in blocks:
         _write_predictions(predictor, items, tasks, threshold, where_of)
+
+
+class _TaskBlocks:
+    """``source.blocks()`` as the run reads them. A run without per-task heads pools the tasks,
+    so the tasks a file names (a JSON line's field, a CSV/TSV task column, as the data it was
+    trained on may have had) are not read: said once on stderr, and left out of the output."""
+
+    def __init__(self, source: "_PredictInput", predictor):
+        self.source, self.predictor, self.said = source, predictor, False
+
+    def __iter__(self):
+        for items, tasks, where_of in self.source.blocks():
+            if not self.predictor.uses_tasks and any(t is not None for t in tasks):
+                if not self.said:
+                    first = next(i for i, t in enumerate(tasks) if t is not None)
+                    _note(f"{where_of(first)}: the input's tasks are not read: {self.predictor.model} was trained "
+                          "with no head per task (one model for all tasks)")
+                    self.said = True
+                tasks = [None] * len(tasks)
+            yield items, tasks, where_of
 
 
 def _is_terminal(stream) -> bool:
@@ -805,9 +826,10 @@ def _text_namer(where: Optional[str], first: int):
 
 
 def _check_tasks(predictor, tasks: list, where_of) -> None:
-    """Every text has a task the run was trained on, where it has one head per task, and none where
-    it has not; a text is named by ``where_of(i)``. Run on a file's every block before the first
-    prediction is written, so that a bad task on a late line leaves no output half-way."""
+    """Every text has a task the run was trained on, where it has one head per task (a run
+    without them is given none: ``--task`` is refused, a file's tasks are not read); a text is
+    named by ``where_of(i)``. Run on a file's every block before the first prediction is
+    written, so that a bad task on a late line leaves no output half-way."""
     if predictor.uses_tasks:
         missing = next((i for i, t in enumerate(tasks) if t is None), None)
         if missing is not None:
@@ -818,10 +840,6 @@ def _check_tasks(predictor, tasks: list, where_of) -> None:
         if unknown is not None:
             raise DataError(f"{where_of(unknown)}: task {tasks[unknown]!r} is not one {predictor.model} was trained "
                             f"on; give one of: {', '.join(predictor.task_names)}")
-    elif any(t is not None for t in tasks):
-        row = next(i for i, t in enumerate(tasks) if t is not None)
-        raise ConfigError(f"{where_of(row)}: has a task, but {predictor.model} was not trained with one head per task; "
-                          "drop the tasks")
 
 
 def _limit_threads(threads: int) -> None:

@@ -294,9 +294,9 @@ def _head_problem(e: dict) -> str | None:
         if not isinstance(e[key], str):
             return f"'{key}' is {type(e[key]).__name__}, not a string"
     if "label" in e and not _is_class_value(e["label"]):
-        return f"'label' is {type(e['label']).__name__}, not a class (a string or an integer)"
+        return f"'label' is {type(e['label']).__name__}, not a class (a string, a bool or a finite number)"
     if "labels" in e and not (isinstance(e["labels"], list) and all(map(_is_class_value, e["labels"]))):
-        return "'labels' is not a list of classes (strings or integers)"
+        return "'labels' is not a list of classes (strings, bools or finite numbers)"
     probabilities = e["probabilities"]
     if not isinstance(probabilities, dict) or not all(
             isinstance(name, str) and is_number(p) and math.isfinite(p) for name, p in probabilities.items()):
@@ -307,7 +307,8 @@ def _head_problem(e: dict) -> str | None:
 
 
 def _is_class_value(value) -> bool:
-    return isinstance(value, str) or is_integer(value)
+    """A class value as ``Classifier.fit`` takes one: a string, a bool or a finite number."""
+    return isinstance(value, (str, bool)) or (is_number(value) and math.isfinite(value))
 
 
 def _units_problem(e: dict) -> str | None:

@@ -292,7 +292,8 @@ class RecordBuffer:
         self.texts.append(text)
         self.labels.append(label)
         if task is not NO_TASK:
-            self.tasks.append(task)
+            # Trimmed as class names are (a CSV cell is already): "books " must not be a second task.
+            self.tasks.append(task.strip())
         if self.places is not None:
             self.places.append(where)
         return True
