@@ -485,6 +485,20 @@ def test_hf_source_with_columns(tmp_path, monkeypatch):
         load_dataset("hf:someone/reviews", text_columns=["body"], label_column="stars")
 
 
+def test_a_task_column_of_a_hub_dataset_makes_multi_task_data(tmp_path, monkeypatch):
+    """hf:<id> reads a "task" column as a local parquet file does (it was read as no column at
+    all, and a multi-task preset trained one head for the tasks pooled)."""
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.Value("string"),
+                                  "task": datasets.Value("string")})
+    train = {"text": ["a", "b", "c", "d"], "label": ["pos", "neg", "pos", "neg"], "task": ["dvd", "books", "books ", "dvd"]}
+    test = {"text": ["e", "f"], "label": ["pos", "neg"], "task": ["books", "dvd"]}
+    write_hub_parquet(tmp_path / "hub", "someone/domains", {"train": train, "test": test}, features)
+    monkeypatch.setenv("TEXTCLS_HUB_DIR", str(tmp_path / "hub"))
+    ds = load_dataset("hf:someone/domains")
+    assert ds.task_names == ["books", "dvd"]
+    assert ds["test"]["task"] == ["books", "dvd"] and ds.task_ids("test") == [0, 1]
+
+
 def test_a_catalogue_corpus_keeps_a_nul_character_as_published(tmp_path, monkeypatch):
     """A U+0000 in a published corpus's string (a hub copy, the only one of dbpedia, yelp,
     amazon...; a local JSON Lines copy's \\u0000 escape) is read as published: its user cannot fix

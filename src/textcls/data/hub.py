@@ -247,6 +247,7 @@ def load_hub(
             label_names=spec.label_names,
             text_join=spec.text_join,
             keep=keep,
+            tasks=not as_published,  # a user's hub dataset names tasks as a local file does
         )
         class_names = class_names or names
         notes[ours] = f"official (hub split '{theirs}')" + (
