@@ -497,6 +497,12 @@ def test_a_task_column_of_a_hub_dataset_makes_multi_task_data(tmp_path, monkeypa
     ds = load_dataset("hf:someone/domains")
     assert ds.task_names == ["books", "dvd"]
     assert ds["test"]["task"] == ["books", "dvd"] and ds.task_ids("test") == [0, 1]
+    # Tasks coded as a ClassLabel (as hub datasets often are) are their names.
+    coded = datasets.Features({**features, "task": datasets.ClassLabel(names=["dvd", "books"])})
+    write_hub_parquet(tmp_path / "hub", "someone/coded", {"train": {**train, "task": [0, 1, 1, 0]},
+                                                          "test": {**test, "task": [1, 0]}}, coded)
+    ds = load_dataset("hf:someone/coded")
+    assert ds.task_names == ["books", "dvd"] and ds["test"]["task"] == ["books", "dvd"]
 
 
 def test_a_catalogue_corpus_keeps_a_nul_character_as_published(tmp_path, monkeypatch):

@@ -77,7 +77,7 @@ from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, Seque
 import datasets
 
 from ..errors import ConfigError, DataError
-from ..validate import RepeatedJSONKey, check_flag, json_object_with_unique_keys
+from ..validate import RepeatedJSONKey, check_flag, is_integer, json_object_with_unique_keys
 from .records import RecordPlaces, TextDataset, attach_places
 
 SPLIT_ORDER = ("train", "dev", "test")
@@ -1668,6 +1668,13 @@ def read_table(
         return names[value] if value < len(names) else f"<unknown class id {value}>"
 
     task_col = TASK_FIELD if tasks and TASK_FIELD in columns and TASK_FIELD not in (*text_cols, label_col) else None
+    task_feature = table.features[task_col] if task_col else None
+
+    def task_name(value):
+        # A hub dataset often codes its tasks as a ClassLabel: the task is the id's name.
+        if isinstance(task_feature, datasets.ClassLabel) and is_integer(value) and 0 <= value < task_feature.num_classes:
+            return task_feature.int2str(value)
+        return value
     left_out = 0
     i = 0
     wanted = [*text_cols, label_col, *([task_col] if task_col else [])]
@@ -1684,7 +1691,7 @@ def read_table(
                     left_out += 1
                     i += 1
                     continue
-            buffer.add(f"{where}: record {i}", text, label, task=batch[task_col][j] if task_col else NO_TASK)
+            buffer.add(f"{where}: record {i}", text, label, task=task_name(batch[task_col][j]) if task_col else NO_TASK)
             i += 1
     return feature_names, left_out
 
