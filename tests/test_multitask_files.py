@@ -142,4 +142,13 @@ def test_evaluate_takes_the_task_of_data_without_one_from_task(mtl_run, pooled_r
                                                   for i, r in enumerate(records)))
     assert one_error(run("evaluate", run_dir, "--data", str(mtl_run / "garden.jsonl"))) == (
         f"error: {mtl_run / 'garden.jsonl'}:3: task 'garden' is not one fcsr-mtl was trained on; give one of: "
-        "books, dvd, kitchen")
+        "books, dvd, kitchen, or pass on_bad_record=\"skip\" (CLI: --on-bad-record skip) to skip and count it")
+    # A bad record like one with an unknown label: skipped and counted with --on-bad-record skip.
+    out = run("evaluate", run_dir, "--data", str(mtl_run / "garden.jsonl"), "--on-bad-record", "skip",
+              "--output", str(mtl_run / "m3.json"))
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"skipped 1 record of a task the model was not trained on (first: {mtl_run / 'garden.jsonl'}:3: task "
+        f"'garden' is not one fcsr-mtl was trained on); the metrics are over the other {len(records) - 1}"]
+    skipped = json.loads((mtl_run / "m3.json").read_text())
+    assert skipped["skipped"] == 1 and skipped["per_task"]["tasks"].keys() == {r["task"] for r in records}

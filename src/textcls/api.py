@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from . import artifacts, model_hub
 from .data.prepare import column_values, label_targets, target_array, unknown_label_problem, unknown_labels
-from .data.records import TextDataset, read_policy, select_records
+from .data.records import TextDataset, read_policy, record_place, select_records
 from .errors import CheckpointError, ConfigError, DataError, ModelError, close_names
 from .estimators import Estimator, check_device, estimator_for
 from .eval.metrics import compute_metrics
@@ -280,7 +280,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
                  on_bad_record: str | None = None) -> dict:
         """All metrics (eval.metrics) on a split with `text` and `label`/`labels` columns.
 
-        A record whose label the model does not know is a bad record: an error naming its file
+        A record whose label the model does not know, or (a model with one head per task) whose
+        task it was not trained on, is a bad record: an error naming its file
         and line (records read from a user's file or folder; catalogue records by split and
         index), or, with
         ``on_bad_record="skip"``, left out, counted in ``metrics["skipped"]`` and said in the
@@ -301,6 +302,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
             raise DataError(f"{where}: no 'text' column (its columns: {', '.join(split.column_names)}); "
                             "name the text column 'text', e.g. split.rename_column(<name>, 'text')")
         names = [str(c) for c in self.classes_]
+        split, skipped_tasks = self._without_unknown_tasks(split, where, policy)
         split, skipped = self._without_unknown_labels(split, names, where) if policy == "skip" else (split, None)
         targets = label_targets(split, names, self.multi_label_, where, fix=(
             'relabel the record or train on data with this class, or pass on_bad_record="skip" '
@@ -311,13 +313,40 @@ class Classifier(ClassifierMixin, BaseEstimator):
         y = target_array(targets, len(self.classes_), self.multi_label_)
         metrics = compute_metrics(y, probs, names, multi_label=self.multi_label_,
                                   **({"threshold": cut} if self.multi_label_ else {}))
-        if skipped:
-            metrics["skipped"] = skipped[0]
-            metrics["notes"].insert(0, skipped[1])
-            if on_bad_record is None:
-                # Records read with skip are skipped here by default: said where a caller sees it.
-                logging.getLogger("textcls").warning("%s", skipped[1])
+        said = [s for s in (skipped_tasks, skipped) if s]
+        if said:
+            metrics["skipped"] = sum(count for count, _ in said)
+            for _, note in reversed(said):
+                metrics["notes"].insert(0, note)
+                if on_bad_record is None:
+                    # Records read with skip are skipped here by default: said where a caller sees it.
+                    logging.getLogger("textcls").warning("%s", note)
         return metrics
+
+    def _without_unknown_tasks(self, split, where: str, policy: str):
+        """``split`` less its records of a task the model has no head for, and (how many, the
+        note that counts them), or None when there are none. Such a record is a bad record, as one
+        with an unknown label is: an error at its place unless ``policy`` is "skip"."""
+        if not self.uses_tasks or "task" not in split.column_names:
+            return split, None
+        tasks = column_values(split, "task")
+        bad = [row for row, task in enumerate(tasks) if task not in self.task_names_]
+        if not bad:
+            return split, None
+        first = (f"{record_place(split, bad[0]) or f'{where} record {bad[0]}'}: task {tasks[bad[0]]!r} is not one "
+                 f"{self.model} was trained on")
+        if policy != "skip":
+            raise DataError(f"{first}; give one of: {', '.join(self.task_names_)}, or pass on_bad_record=\"skip\" "
+                            "(CLI: --on-bad-record skip) to skip and count it", index=bad[0])
+        if len(bad) == len(split):
+            raise DataError(f"{where}: every record has a task the model was not trained on (first: {first}); "
+                            f"score the model on data of its tasks ({', '.join(self.task_names_)})")
+        keep = np.ones(len(split), dtype=bool)
+        keep[bad] = False
+        kept = select_records(split, np.flatnonzero(keep))
+        what = "record" if len(bad) == 1 else "records"
+        return kept, (len(bad), f"skipped {len(bad)} {what} of a task the model was not trained on (first: {first}); "
+                                f"the metrics are over the other {len(kept)}")
 
     def _without_unknown_labels(self, split, names: list[str], where: str):
         """``split`` less its records with a label the model does not know, and (how many, the
