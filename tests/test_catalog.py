@@ -503,6 +503,16 @@ def test_a_task_column_of_a_hub_dataset_makes_multi_task_data(tmp_path, monkeypa
                                                           "test": {**test, "task": [1, 0]}}, coded)
     ds = load_dataset("hf:someone/coded")
     assert ds.task_names == ["books", "dvd"] and ds["test"]["task"] == ["books", "dvd"]
+    # Plain integer tasks are named by their digits, as integer labels are; a negative ClassLabel
+    # id (the hub's "none") is a missing task, a bad record.
+    numbered = datasets.Features({**features, "task": datasets.Value("int64")})
+    write_hub_parquet(tmp_path / "hub", "someone/numbered", {"train": {**train, "task": [1, 2, 2, 1]},
+                                                             "test": {**test, "task": [2, 1]}}, numbered)
+    assert load_dataset("hf:someone/numbered").task_names == ["1", "2"]
+    write_hub_parquet(tmp_path / "hub", "someone/unset", {"train": {**train, "task": [0, 1, -1, 0]},
+                                                          "test": {**test, "task": [1, 0]}}, coded)
+    with pytest.raises(DataError, match=r"^hf:someone/unset train: record 2: missing or empty task"):
+        load_dataset("hf:someone/unset")
 
 
 def test_a_catalogue_corpus_keeps_a_nul_character_as_published(tmp_path, monkeypatch):

@@ -64,6 +64,9 @@ def test_predict_reads_a_csv_task_column_as_a_json_lines_task_field(mtl_run):
     from_jsonl = predictions(run("predict", run_dir, "--input", str(mtl_run / "p.jsonl"), "--task", "kitchen"))
     assert [r["task"] for r in from_csv] == ["books", "dvd", "kitchen"]  # an empty cell takes --task
     assert from_csv == from_jsonl
+    # A JSON line's task is read as the training reader reads it: trimmed, a blank one is none.
+    (mtl_run / "s.jsonl").write_text("".join(json.dumps({"text": t, "task": f" {k} "}) + "\n" for t, k in rows))
+    assert predictions(run("predict", run_dir, "--input", str(mtl_run / "s.jsonl"), "--task", "kitchen")) == from_csv
     # Each head answers: the same text under another task's head gets that head's probabilities.
     books = predictions(run("predict", run_dir, "--input", str(mtl_run / "p.jsonl"), "--task", "books"))
     assert from_csv[2]["probabilities"] != books[2]["probabilities"]
@@ -152,3 +155,10 @@ def test_evaluate_takes_the_task_of_data_without_one_from_task(mtl_run, pooled_r
         f"'garden' is not one fcsr-mtl was trained on); the metrics are over the other {len(records) - 1}"]
     skipped = json.loads((mtl_run / "m3.json").read_text())
     assert skipped["skipped"] == 1 and skipped["per_task"]["tasks"].keys() == {r["task"] for r in records}
+    # A record of an unknown task and one of an unknown label: each note counts the records left after both.
+    with (mtl_run / "garden.jsonl").open("a") as f:
+        f.write(json.dumps({**records[0], "label": "meh"}) + "\n")
+    out = run("evaluate", run_dir, "--data", str(mtl_run / "garden.jsonl"), "--on-bad-record", "skip")
+    assert out.returncode == 0, out.stderr
+    notes = out.stderr.strip().splitlines()
+    assert len(notes) == 2 and all(n.endswith(f"the metrics are over the other {len(records) - 1}") for n in notes)

@@ -798,7 +798,7 @@ def test_every_record_of_a_multi_task_file_needs_its_task(tmp_path):
     lines[4] = json.dumps({"text": "empty", "label": "a", "task": " "})
     assert refused(DataError, str(write(path, "\n".join(lines) + "\n"))).startswith(f"{path}:5: missing or empty task")
     lines[4] = json.dumps({"text": "number", "label": "a", "task": 3})
-    assert refused(DataError, str(write(path, "\n".join(lines) + "\n"))).startswith(f"{path}:5: the task is a JSON int")
+    assert refused(DataError, str(write(path, "\n".join(lines) + "\n"))).startswith(f"{path}:5: the task is int")
     # The first record names no task, a later one does: neither dropped nor guessed.
     later = write(tmp_path / "l.jsonl", '{"text": "x", "label": "a"}\n' + "".join(json.dumps(r) + "\n" for r in rows))
     assert refused(DataError, str(later)).startswith(f"{later}:2: this record has a 'task' field but the first "

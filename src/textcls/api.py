@@ -285,7 +285,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         and line (records read from a user's file or folder; catalogue records by split and
         index), or, with
         ``on_bad_record="skip"``, left out, counted in ``metrics["skipped"]`` and said in the
-        first note. ``None`` follows the policy the records were read with (``load_dataset(...,
+        first notes (one for unknown tasks, then one for unknown labels). ``None`` follows the policy the records were read with (``load_dataset(...,
         on_bad_record=)``, the CLI's ``--on-bad-record``), else "error"; a skip it decides is also
         logged as a warning on the ``textcls`` logger, as the caller did not ask for it here (the
         CLI, which passes its option, says the note on stderr itself)."""
@@ -317,6 +317,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         if said:
             metrics["skipped"] = sum(count for count, _ in said)
             for _, note in reversed(said):
+                note = f"{note}; the metrics are over the other {len(split)}"  # after every skip
                 metrics["notes"].insert(0, note)
                 if on_bad_record is None:
                     # Records read with skip are skipped here by default: said where a caller sees it.
@@ -345,8 +346,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         keep[bad] = False
         kept = select_records(split, np.flatnonzero(keep))
         what = "record" if len(bad) == 1 else "records"
-        return kept, (len(bad), f"skipped {len(bad)} {what} of a task the model was not trained on (first: {first}); "
-                                f"the metrics are over the other {len(kept)}")
+        return kept, (len(bad), f"skipped {len(bad)} {what} of a task the model was not trained on (first: {first})")
 
     def _without_unknown_labels(self, split, names: list[str], where: str):
         """``split`` less its records with a label the model does not know, and (how many, the
@@ -362,8 +362,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         keep[[row for row, _ in bad]] = False  # one entry a record
         kept = select_records(split, np.flatnonzero(keep))  # an array: datasets hashes a list int by int
         what = "record" if len(bad) == 1 else "records"
-        return kept, (len(bad), f"skipped {len(bad)} {what} with a label the model does not know "
-                                     f"(first: {first}); the metrics are over the other {len(kept)}")
+        return kept, (len(bad), f"skipped {len(bad)} {what} with a label the model does not know (first: {first})")
 
     # ------------------------------------------------------------------ persistence
     def num_parameters(self) -> dict:

@@ -540,11 +540,15 @@ def _task_metrics(clf, records, where: str, on_bad_record: str) -> dict:
     the same bad-record policy as the whole (each task's records keep their places)."""
     import numpy as np
 
+    from .data.readers import natural_key
     from .data.records import select_records
     from .eval.metrics import task_metrics
 
     tasks = np.asarray(records["task"])
-    order = [t for t in (clf.task_names_ or []) if t in set(tasks)] or sorted(set(tasks))
+    # The run's task order, then, for a pooled run (which scores every record), the tasks it was
+    # not trained on; a run with per-task heads skipped their records (or refused them).
+    known = [t for t in (clf.task_names_ or []) if t in set(tasks)]
+    order = known + ([] if clf.uses_tasks else sorted(set(tasks) - set(known), key=natural_key))
     per_task = {task: clf.evaluate(select_records(records, np.flatnonzero(tasks == task)),
                                    where=f"{where} (task {task})", on_bad_record=on_bad_record)
                 for task in order}
@@ -893,7 +897,9 @@ def _jsonl_items(lines: List[str], where: str, first: int, fields: tuple = ("tex
         # A \u0000 escape is a character the model reads like any other, as Classifier.predict and
         # POST /predict take it (a NUL *byte* in the file is refused by read_texts: a damaged file).
         texts.append(text)
-        tasks.append(record.get("task"))
+        task = record.get("task")
+        # Trimmed, and a blank one is none (--task's), as the training reader and a CSV cell read it.
+        tasks.append((task.strip() or None) if isinstance(task, str) else task)
     return texts, tasks
 
 

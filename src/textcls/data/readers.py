@@ -71,6 +71,7 @@ import sys
 import zlib
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
@@ -304,7 +305,7 @@ class RecordBuffer:
                         "records: each trains its own head) or remove the record")
             return False
         if not isinstance(task, str):
-            self.reject(where, f"the task is a JSON {_json_kind(task)} ({task!r:.40}), not a task name",
+            self.reject(where, f"the task is {_json_kind(task)} ({task!r:.40}), not a task name",
                         "write the task's name as a string")
             return False
         return True
@@ -1668,13 +1669,7 @@ def read_table(
         return names[value] if value < len(names) else f"<unknown class id {value}>"
 
     task_col = TASK_FIELD if tasks and TASK_FIELD in columns and TASK_FIELD not in (*text_cols, label_col) else None
-    task_feature = table.features[task_col] if task_col else None
-
-    def task_name(value):
-        # A hub dataset often codes its tasks as a ClassLabel: the task is the id's name.
-        if isinstance(task_feature, datasets.ClassLabel) and is_integer(value) and 0 <= value < task_feature.num_classes:
-            return task_feature.int2str(value)
-        return value
+    task_name = partial(_table_task_name, table.features[task_col] if task_col else None)
     left_out = 0
     i = 0
     wanted = [*text_cols, label_col, *([task_col] if task_col else [])]
@@ -1694,6 +1689,17 @@ def read_table(
             buffer.add(f"{where}: record {i}", text, label, task=task_name(batch[task_col][j]) if task_col else NO_TASK)
             i += 1
     return feature_names, left_out
+
+
+def _table_task_name(feature, value):
+    """A table's task cell as a task name. A hub dataset often codes its tasks as a ClassLabel:
+    the task is the id's name (a negative id, the hub's "none", is a missing task); other integer
+    tasks are named by their digits, as integer labels are."""
+    if not is_integer(value):
+        return value
+    if isinstance(feature, datasets.ClassLabel):
+        return None if value < 0 else feature.int2str(value) if value < feature.num_classes else str(value)
+    return str(value)
 
 
 def _table_column(where, columns, spec, role) -> str:
