@@ -342,11 +342,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
         if len(bad) == len(split):
             raise DataError(f"{where}: every record has a task the model was not trained on (first: {first}); "
                             f"score the model on data of its tasks ({', '.join(self.task_names_)})")
-        keep = np.ones(len(split), dtype=bool)
-        keep[bad] = False
-        kept = select_records(split, np.flatnonzero(keep))
-        what = "record" if len(bad) == 1 else "records"
-        return kept, (len(bad), f"skipped {len(bad)} {what} of a task the model was not trained on (first: {first})")
+        return _without_rows(split, bad), (len(bad), f"skipped {len(bad)} {_records(len(bad))} of a task the "
+                                                     f"model was not trained on (first: {first})")
 
     def _without_unknown_labels(self, split, names: list[str], where: str):
         """``split`` less its records with a label the model does not know, and (how many, the
@@ -358,11 +355,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
         if len(bad) == len(split):
             raise DataError(f"{where}: every record has a label the model does not know (first: {first}); "
                             "score the model on data labelled with its classes")
-        keep = np.ones(len(split), dtype=bool)
-        keep[[row for row, _ in bad]] = False  # one entry a record
-        kept = select_records(split, np.flatnonzero(keep))  # an array: datasets hashes a list int by int
-        what = "record" if len(bad) == 1 else "records"
-        return kept, (len(bad), f"skipped {len(bad)} {what} with a label the model does not know (first: {first})")
+        return _without_rows(split, [row for row, _ in bad]), (
+            len(bad), f"skipped {len(bad)} {_records(len(bad))} with a label the model does not know (first: {first})")
 
     # ------------------------------------------------------------------ persistence
     def num_parameters(self) -> dict:
@@ -545,6 +539,17 @@ class Classifier(ClassifierMixin, BaseEstimator):
 
 def _hashable(value):
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _without_rows(split, rows: list[int]):
+    """``split`` less ``rows`` (one entry a record), its records keeping their places."""
+    keep = np.ones(len(split), dtype=bool)
+    keep[rows] = False
+    return select_records(split, np.flatnonzero(keep))  # an array: datasets hashes a list int by int
+
+
+def _records(count: int) -> str:
+    return "record" if count == 1 else "records"
 
 
 def _label_list(y, call: str) -> list:

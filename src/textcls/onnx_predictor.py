@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .artifacts import DEFAULT_THRESHOLD, check_threshold, is_sha256, sha256_bytes, sha256_file
+from .artifacts import check_threshold, is_sha256, run_threshold, sha256_bytes, sha256_file
 from .data.padding import EVAL_MAX_PIECES, sorted_batches
 from .errors import CheckpointError, ConfigError
 from .inputs import as_list, check_finite_probabilities, check_texts, task_indices
@@ -270,8 +270,7 @@ class OnnxClassifier:
         self.folder = folder
         self.shape = sidecar["shape"]
         self.multi_label = bool(sidecar["multi_label"])
-        saved = sidecar.get("threshold")
-        self.threshold = DEFAULT_THRESHOLD if saved is None else float(saved)
+        self.threshold = run_threshold(sidecar)  # the run's rule: its saved one, else the default
         self.label_names = list(sidecar["label_names"])
         self.classes_ = np.array(sidecar.get("label_values") or self.label_names)
         self.task_names = sidecar.get("task_names")
