@@ -247,7 +247,8 @@ def load_hub(
             label_names=spec.label_names,
             text_join=spec.text_join,
             keep=keep,
-            tasks=not as_published,  # a user's hub dataset names tasks as a local file does
+            # A user's hub dataset names tasks as a local file does; a catalogue corpus names none.
+            task_column=None if as_published else options.task_column,
         )
         class_names = class_names or names
         notes[ours] = f"official (hub split '{theirs}')" + (

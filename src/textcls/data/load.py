@@ -31,7 +31,7 @@ from .readers import ReadOptions
 from .records import TextDataset
 from .splits import DEFAULT_TEST_FRACTION, MAX_HELD_OUT, carve_split, check_max_per_split, subsample
 
-_FILE_ONLY = ("text_columns", "label_column", "header", "delimiter", "format")
+_FILE_ONLY = ("text_columns", "label_column", "task_column", "header", "delimiter", "format")
 
 
 def load_dataset(
@@ -48,6 +48,7 @@ def load_dataset(
     delimiter: str | None = None,
     format: str | None = None,
     max_per_split: int | None = None,
+    task_column: str | None = readers.TASK_FIELD,
 ) -> TextDataset:
     """Load a dataset as records: ``text`` plus ``label`` (class name) or ``labels`` (list).
 
@@ -61,8 +62,11 @@ def load_dataset(
     as dev. ``max_per_split`` keeps a seeded stratified subsample of each split.
     ``test_fraction`` is used only where a test split is carved.
 
-    File options (``text_columns``, ``label_column``, ``header``, ``delimiter``, ``format``)
-    apply to local files; ``text_columns``/``label_column`` also to ``hf:`` sources.
+    File options (``text_columns``, ``label_column``, ``task_column``, ``header``, ``delimiter``,
+    ``format``) apply to local files; ``text_columns``/``label_column``/``task_column`` also to
+    ``hf:`` sources. ``task_column`` names the JSON field or the column of each record's task
+    (default ``task``: where the data has one, it is multi-task); ``None`` reads no task, so a
+    field of that name is data like any other.
     ``encoding`` overrides every file's encoding (catalogue files have the right default).
     Bad records raise ``DataError`` or, with ``on_bad_record="skip"``, are skipped and
     listed in ``TextDataset.skipped``.
@@ -80,6 +84,7 @@ def load_dataset(
         header=header,
         delimiter=delimiter,
         format=format,
+        task_column=task_column,
     )
     root = _data_dir(data_dir)
     default_fraction = DEFAULT_TEST_FRACTION
@@ -87,7 +92,7 @@ def load_dataset(
     if isinstance(source, (list, tuple)):
         ds = readers.read_path([_resolve_path(str(p), root) for p in source], options)
     elif str(source).startswith("hf:"):
-        _reject_options(options, str(source), allowed=("text_columns", "label_column"))
+        _reject_options(options, str(source), allowed=("text_columns", "label_column", "task_column"))
         spec = parse_hf(str(source))
         ds = load_hub(str(source), spec, options, why="check the id and the network, or set TEXTCLS_HUB_DIR")
     elif (entry := find_entry(str(source))) is not None:
@@ -116,9 +121,11 @@ def check_source(source: str | os.PathLike, *, data_dir: str | os.PathLike | Non
 
 def _reject_options(options: ReadOptions, what: str, allowed: Sequence[str]) -> None:
     for name in _FILE_ONLY:
-        if name not in allowed and getattr(options, name) is not None:
+        if name not in allowed and readers.option_given(options, name):
+            # task_column=None has a flag of its own, which the CLI would not name after the parameter.
+            flags = " (CLI: --task-column NAME / --no-task-column)" if name == "task_column" else ""
             raise ConfigError(
-                f"parameter '{name}' applies to local files, not to '{what}'; leave it out for this source"
+                f"parameter '{name}'{flags} applies to local files, not to '{what}'; leave it out for this source"
             )
 
 

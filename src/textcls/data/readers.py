@@ -33,7 +33,11 @@ Multi-task data: a ``task`` field of JSON Lines (when the first record has one),
 of parquet, or one of CSV/TSV with a header row (any case; unless it is named as a text or the label) gives every split a
 ``task`` column and the dataset its ``task_names`` (the train split's tasks), as the fdu_mtl loader
 does. Every record must then name its task (a missing, empty or non-string task is a bad record), and
-a dev or test record of a task train lacks is a bad record at its file and line.
+a dev or test record of a task train lacks is a bad record at its file and line; each such refusal
+advises ``task_column=None`` too. ``ReadOptions.task_column`` names the field or column (default
+``task``): another name must be a field of the first JSON record or a column of the header or table
+(exactly, as a label column is named), apart from the text and the label, or it is refused; ``None``
+reads no task, so a ``task`` field is data like any other field the reader leaves (single-task data).
 
 A folder holding ``train.*`` / ``dev.*`` (or ``valid.*``, ``validation.*``, ``val.*``) /
 ``test.*`` files, or ``train/`` / ``dev/`` / ``test/`` sub-folders, is read split by split.
@@ -121,6 +125,14 @@ def _option_advice(advice: str, instead: str = "restore the published file") -> 
     layout = _PUBLISHED_LAYOUT.get()
     return advice if layout is None else f"{instead} (its layout: {layout})"
 
+
+def _not_a_task_advice(field: str) -> str:
+    """The opt-out of a refusal about a record's task: the file's ``field`` may be data that is no
+    task at all (metadata); "" for a catalogue file, whose tasks its loader gives."""
+    if _PUBLISHED_LAYOUT.get() is not None:
+        return ""
+    return f"; if {field!r} is not a task, pass task_column=None (CLI: --no-task-column) to read it as no task"
+
 # Zhang et al.'s yahoo/yelp fields exceed the csv module's 128 KiB default field limit.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
@@ -136,6 +148,9 @@ class ReadOptions:
     header: bool | None = None
     delimiter: str | None = None
     format: str | None = None
+    # The JSON field / CSV-TSV / parquet / hf column naming each record's task (multi-task data);
+    # None reads no task: a field of that name is then data like any other field the reader leaves.
+    task_column: str | None = TASK_FIELD
 
     def __post_init__(self):
         if self.on_bad_record not in ("error", "skip"):
@@ -165,6 +180,21 @@ class ReadOptions:
             if self.label_column in (self.text_columns or ()):
                 raise ConfigError(f"column {self.label_column!r} is given as both the label and a text column; "
                                   "name the text column(s) and the label column apart")
+        if self.task_column is not None:
+            self._check_task_column()
+
+    def _check_task_column(self) -> None:
+        """A task column is a name; one named apart from the default must not be the text or the
+        label column (the default ``task`` gives way to a text or label column of that name)."""
+        task = self.task_column
+        if not isinstance(task, str) or not task.strip():
+            raise ConfigError(f"parameter 'task_column' = {task!r}: a task column is a name (str), or None to read "
+                              "no task")
+        if task != TASK_FIELD:
+            role = "the label" if task == self.label_column else "a text" if task in (self.text_columns or ()) else None
+            if role is not None:
+                raise ConfigError(f"column {task!r} is given as both the task and {role} column; name the task "
+                                  "column apart, or pass task_column=None (CLI: --no-task-column) to read no task")
 
 
 def _as_index(column: str | int, parameter: str) -> str | int:
@@ -205,6 +235,7 @@ class RecordBuffer:
         self.labels: list[Any] = []
         # Each kept record's task, where its file names one (a "task" field or column): multi-task data.
         self.tasks: list[str] = []
+        self.task_field = TASK_FIELD  # the field or column the tasks are read from (ReadOptions.task_column)
         # Each kept record's file and line, for checks after reading (an unknown label at
         # evaluate); a catalogue corpus's records are named by split and index instead.
         self.places: RecordPlaces | None = None if as_published else RecordPlaces()
@@ -302,11 +333,11 @@ class RecordBuffer:
     def _task_is_a_name(self, where: str, task: Any) -> bool:
         if task is None or isinstance(task, str) and not task.strip():
             self.reject(where, "missing or empty task", "give the record its task (the file names a task for its "
-                        "records: each trains its own head) or remove the record")
+                        "records: each trains its own head) or remove the record" + _not_a_task_advice(self.task_field))
             return False
         if not isinstance(task, str):
             self.reject(where, f"the task is {_json_kind(task)} ({task!r:.40}), not a task name",
-                        "write the task's name as a string")
+                        "write the task's name as a string" + _not_a_task_advice(self.task_field))
             return False
         return True
 
@@ -816,13 +847,15 @@ def read_delimited(
     label_map: dict[str, str] | None = None,
     text_transform: Callable[[str], str] | None = None,
     quoting: int | None = None,
+    task_column: str | None = TASK_FIELD,
 ) -> None:
-    """Append the records of a CSV/TSV file to ``buffer`` (see the module docstring)."""
+    """Append the records of a CSV/TSV file to ``buffer`` (see the module docstring); ``task_column``
+    names the header's column of each record's task (None: no task)."""
     before, skipped_before = len(buffer), len(buffer.skipped)
     if quoting is None:
         quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
     quoted = quoting != csv.QUOTE_NONE
-    header = _header_setting(path, header, text_columns, label_column)
+    header = _header_setting(path, header, text_columns, label_column, task_column)
     auto_header = header is None  # decided below from the first row
     lines = _RecordLines(path, buffer, encoding, decode_errors, keep_text=quoted)
     # Reading chosen against unterminated or stray quotes (a CSV whose quote at line N was never
@@ -847,7 +880,8 @@ def read_delimited(
             if header:
                 columns = [c.strip() for c in row]
                 text_idx, label_idx = _resolve_columns(path, columns, text_columns, label_column)
-                task_idx = task_column(columns, [*text_idx, label_idx])
+                task_idx = find_task_column(path, columns, [*text_idx, label_idx], task_column)
+                buffer.task_field = task_column or TASK_FIELD
                 continue
             text_idx, label_idx = _resolve_indices(path, len(row), text_columns, label_column, lineno)
             if auto_header:
@@ -865,16 +899,19 @@ def read_delimited(
         _check_first_row_is_record(path, first_row, label_idx, raw_labels)
 
 
-def _header_setting(path: Path, header: bool | None, text_columns, label_column) -> bool | None:
+def _header_setting(path: Path, header: bool | None, text_columns, label_column,
+                    task_column: str | None = TASK_FIELD) -> bool | None:
     """Whether the file has a header row: as given; True when columns are named, False when
-    they are indices; None (decide from the first row) when no column is given."""
-    named = [c for c in [*(text_columns or ()), label_column] if isinstance(c, str)]
+    they are indices; None (decide from the first row) when no column is given. A task column
+    named apart from the default ``task`` is a column named."""
+    named_task = task_column not in (None, TASK_FIELD)
+    named = [c for c in [*(text_columns or ()), label_column] if isinstance(c, str)] + [task_column] * named_task
     if header is False and named:
         raise DataError(
             f"{path}: columns are named ({', '.join(map(repr, named))}) but header=False; "
             "pass 0-based column indices or header=True"
         )
-    if header is None and (text_columns is not None or label_column is not None):
+    if header is None and (text_columns is not None or label_column is not None or named_task):
         header = bool(named)
     return header
 
@@ -928,11 +965,13 @@ def iter_text_column(
     text_columns: Sequence[str] = ("text",),
     delimiter: str | None = None,
     encoding: str = "utf-8",
+    task_column: str | None = TASK_FIELD,
 ) -> Iterator[tuple[int, str, str | None]]:
     """``(first line, text, task)`` of every record of a CSV/TSV file with a header row: the texts of a
     file to predict, which needs no label (``textcls predict --input f.csv``). ``task`` is the record's
-    cell of a ``task`` column (any case, as ``read_delimited`` finds it), None where the header has
-    none or the cell is empty (as a JSON line without a "task" field: the caller's default applies).
+    cell of the ``task_column`` column (the default ``task`` in any case, as ``read_delimited`` finds
+    it; None: no task is read), None where the header has none or the cell is empty (as a JSON line
+    without a "task" field: the caller's default applies).
 
     The text is the column(s) ``text_columns`` names in the header, stripped and joined with a
     space as ``read_delimited`` joins them; other columns (a label) are left. Lines, encoding,
@@ -955,7 +994,7 @@ def iter_text_column(
         if header is None:
             header = [cell.strip() for cell in row]
             columns = _text_column_positions(path, lineno, header, tuple(text_columns), fmt)
-            task_idx = task_column(header, columns)
+            task_idx = find_task_column(path, header, columns, task_column)
             continue
         if len(_trim(row)) > len(header):
             raise DataError(f"{path}:{lineno}: row has {len(row)} fields, the header has {len(header)} "
@@ -992,10 +1031,29 @@ class _NoSkipBuffer(RecordBuffer):
         raise DataError(f"{where}: {reason}; {fix}")
 
 
-def task_column(header: list[str], used: Sequence[int] = ()) -> int | None:
-    """The position of the ``task`` column (any case) of a CSV/TSV ``header`` row, unless it is one of
-    the ``used`` columns (read as a text or the label); None when there is none."""
-    return next((i for i, name in enumerate(header) if name.strip().lower() == TASK_FIELD and i not in used), None)
+def find_task_column(path: Path, header: list[str], used: Sequence[int] = (),
+                     name: str | None = TASK_FIELD) -> int | None:
+    """The position of the task column ``name`` of a CSV/TSV ``header`` row; None when there is none.
+    The default ``task`` is found in any case and gives way to a ``used`` column (read as a text or
+    the label); another name (``task_column=``) must be a column of its own, or it is refused."""
+    if name is None:
+        return None
+    if name == TASK_FIELD:
+        return next((i for i, c in enumerate(header) if c.strip().lower() == TASK_FIELD and i not in used), None)
+    if name not in header:
+        shown = ", ".join(header)
+        raise DataError(f"{path}: no column {name!r}; the columns are: {shown}; " + _named_task_advice())
+    at = header.index(name)
+    if at in used:
+        raise DataError(f"{path}: column {name!r} is read as a text or the label, and task_column= names it as the "
+                        "task too; " + _named_task_advice())
+    return at
+
+
+def _named_task_advice(kind: str = "column") -> str:
+    """The advice of a refused ``task_column=`` name (``kind``: a JSON "field" or a "column")."""
+    return (f"pass task_column= (CLI: --task-column NAME) naming the {kind} of each record's task, or "
+            "task_column=None (CLI: --no-task-column) to read no task")
 
 
 def _add_row(buffer: RecordBuffer, where: str, row: list[str], columns, text_idx, label_idx, *, delimiter: str,
@@ -1401,8 +1459,10 @@ def read_jsonl(
     label_column: str | None = None,
     encoding: str = "utf-8",
     text_join: str = " ",
+    task_column: str | None = TASK_FIELD,
 ) -> None:
-    """Append the records of a JSON Lines file (optionally gzipped) to ``buffer``."""
+    """Append the records of a JSON Lines file (optionally gzipped) to ``buffer``; ``task_column``
+    names the field of each record's task, read where the first record has it (None: no task)."""
     before, skipped_before = len(buffer), len(buffer.skipped)
     fields: list[str] | None = None
     label_field: str | None = None
@@ -1423,15 +1483,11 @@ def read_jsonl(
             buffer.reject(where, f"a JSON {_json_kind(obj)}, not an object", "write one JSON object a line")
             continue
         if fields is None:
-            keys = list(obj)
-            fields = _pick_fields(path, lineno, keys, text_columns, TEXT_CANDIDATES, "text_columns")
-            label_field = _pick_fields(
-                path, lineno, keys, None if label_column is None else [label_column], LABEL_CANDIDATES, "label_column"
-            )[0]
-            first_record, tasks = where, TASK_FIELD in keys and TASK_FIELD not in (*fields, label_field)
-        if not tasks and TASK_FIELD in obj and TASK_FIELD not in (*fields, label_field):
-            buffer.reject(where, f"this record has a {TASK_FIELD!r} field but the first record ({first_record}) has "
-                          "none", "give every record its task, or none")
+            fields, label_field, tasks = _jsonl_fields(path, lineno, list(obj), text_columns, label_column, task_column)
+            first_record, buffer.task_field = where, task_column or TASK_FIELD
+        if not tasks and task_column in obj and task_column not in (*fields, label_field):
+            buffer.reject(where, f"this record has a {task_column!r} field but the first record ({first_record}) has "
+                          "none", "give every record its task, or none" + _not_a_task_advice(task_column))
             continue
         present = [f for f in fields if f in obj]
         if not present or label_field not in obj:
@@ -1462,7 +1518,7 @@ def read_jsonl(
         parts = [obj[f] for f in present]
         text = text_join.join(str(p) for p in parts if p is not None and str(p).strip())
         buffer.add(where, text, label, key=obj.get(buffer.published_empty_key) if buffer.published_empty_key else None,
-                   task=obj.get(TASK_FIELD) if tasks else NO_TASK)
+                   task=obj.get(task_column) if tasks else NO_TASK)
     _finish(path, buffer, before, skipped_before)
     if label_field is not None:
         _check_label_column(
@@ -1470,6 +1526,24 @@ def read_jsonl(
             _option_advice("name the class field with label_column= (CLI: --label-column NAME) and the text field "
                           "with text_columns= (CLI: --text-column NAME)"),
         )
+
+
+def _jsonl_fields(path, lineno, keys, text_columns, label_column, task_column) -> tuple[list[str], str, bool]:
+    """From the first record's ``keys``: the text fields, the label field, and whether the records name
+    their task (a ``task_column`` field that is neither). A ``task_column`` named apart from the
+    default ``task`` must be a field of that record, and neither the text nor the label."""
+    fields = _pick_fields(path, lineno, keys, text_columns, TEXT_CANDIDATES, "text_columns")
+    label_field = _pick_fields(
+        path, lineno, keys, None if label_column is None else [label_column], LABEL_CANDIDATES, "label_column"
+    )[0]
+    if task_column not in (None, TASK_FIELD):
+        if task_column not in keys:
+            raise DataError(f"{path}:{lineno}: no field {task_column!r}; the fields are: {', '.join(keys)}; "
+                            + _named_task_advice("field"))
+        if task_column in (*fields, label_field):
+            raise DataError(f"{path}:{lineno}: field {task_column!r} is read as the text or the label, and "
+                            "task_column= names it as the task too; " + _named_task_advice("field"))
+    return fields, label_field, task_column in keys and task_column not in (*fields, label_field)
 
 
 def _json_kind(value: Any) -> str:
@@ -1627,7 +1701,7 @@ def read_table(
     label_names: Sequence[str] | None = None,
     text_join: str = " ",
     keep: Callable[[Any], Any] | None = None,
-    tasks: bool = False,
+    task_column: str | None = None,
 ) -> tuple[list[str] | None, int]:
     """Append the records of a ``datasets.Dataset`` to ``buffer``.
 
@@ -1636,7 +1710,9 @@ def read_table(
     e.g. an unlabelled test split) are missing labels. ``keep(label)`` may rewrite a label or
     return None to leave a record out of the dataset by definition (not a bad record).
     Returns the ``ClassLabel`` names (or None) and the number of records left out by ``keep``.
-    ``tasks``: read a ``task`` column (not a text or the label one) as each record's task.
+    ``task_column``: the column of each record's task (None: no task); the default ``task`` is read
+    where the table has it and it is not a text or the label column, another name must be a column
+    of its own.
     """
     columns = list(table.column_names)
     text_cols = [_table_column(where, columns, c, "text_columns") for c in (text_columns or [])]
@@ -1668,7 +1744,8 @@ def read_table(
             return str(value)
         return names[value] if value < len(names) else f"<unknown class id {value}>"
 
-    task_col = TASK_FIELD if tasks and TASK_FIELD in columns and TASK_FIELD not in (*text_cols, label_col) else None
+    task_col = _table_task_column(where, columns, task_column, (*text_cols, label_col))
+    buffer.task_field = task_column or TASK_FIELD
     task_name = partial(_table_task_name, table.features[task_col] if task_col else None)
     left_out = 0
     i = 0
@@ -1689,6 +1766,19 @@ def read_table(
             buffer.add(f"{where}: record {i}", text, label, task=task_name(batch[task_col][j]) if task_col else NO_TASK)
             i += 1
     return feature_names, left_out
+
+
+def _table_task_column(where: str, columns: list[str], task_column: str | None, used: Sequence[str]) -> str | None:
+    """The column of a table's tasks (read_table's ``task_column``), or None."""
+    if task_column is None or task_column == TASK_FIELD:
+        return task_column if task_column in columns and task_column not in used else None
+    if task_column not in columns:
+        raise DataError(f"{where}: no column {task_column!r}; the columns are: {', '.join(columns)}; "
+                        + _named_task_advice())
+    if task_column in used:
+        raise DataError(f"{where}: column {task_column!r} is read as a text or the label, and task_column= names it "
+                        "as the task too; " + _named_task_advice())
+    return task_column
 
 
 def _table_task_name(feature, value):
@@ -1718,7 +1808,7 @@ def read_parquet(path: Path, buffer: RecordBuffer, options: ReadOptions) -> list
     before, skipped_before = len(buffer), len(buffer.skipped)
     names, _ = read_table(
         table, buffer, where=str(path), text_columns=options.text_columns, label_column=options.label_column,
-        tasks=True,
+        task_column=options.task_column,
     )
     _finish(path, buffer, before, skipped_before)
     label = options.label_column
@@ -1833,8 +1923,9 @@ def _task_names(buffers: dict[str, RecordBuffer]) -> list[str] | None:
     for split, b in buffers.items():
         if len(b.tasks) != len(b.texts):
             where = b.places[len(b.tasks)] if b.places is not None and len(b.places) > len(b.tasks) else split
-            raise DataError(f"{where}: the {split} records have no {TASK_FIELD!r}, but the {with_tasks[0]} records "
-                            f"name their task; give every record its task, or none")
+            field = buffers[with_tasks[0]].task_field
+            raise DataError(f"{where}: the {split} records have no {field!r}, but the {with_tasks[0]} records "
+                            f"name their task; give every record its task, or none{_not_a_task_advice(field)}")
     train = buffers.get("train")
     names = sorted(set(train.tasks if train is not None else (t for b in buffers.values() for t in b.tasks)),
                    key=natural_key)
@@ -1846,7 +1937,8 @@ def _task_names(buffers: dict[str, RecordBuffer]) -> list[str] | None:
         for i in sorted(set(range(len(b.tasks))) - set(keep)):
             b.reject(b.places[i] if b.places is not None else f"{split} record {i}",
                      f"task {b.tasks[i]!r} is not one of the train split's tasks ({', '.join(names)})",
-                     "train has no head for it: add its records to train, or remove the record")
+                     "train has no head for it: add its records to train, or remove the record"
+                     + _not_a_task_advice(b.task_field))
         b.keep_rows(keep)
     return names
 
@@ -1896,13 +1988,20 @@ def _first_line_is_fasttext(path: Path) -> bool:
 
 # The reader options each format reads; another one set on its file would be ignored.
 _OPTIONS_OF_FORMAT = {
-    "csv": ("delimiter", "header", "text_columns", "label_column"),
-    "tsv": ("delimiter", "header", "text_columns", "label_column"),
-    "jsonl": ("text_columns", "label_column"),
-    "parquet": ("text_columns", "label_column"),
+    "csv": ("delimiter", "header", "text_columns", "label_column", "task_column"),
+    "tsv": ("delimiter", "header", "text_columns", "label_column", "task_column"),
+    "jsonl": ("text_columns", "label_column", "task_column"),
+    "parquet": ("text_columns", "label_column", "task_column"),
 }
 _CLI_FLAG = {"delimiter": "--delimiter", "header": "--header/--no-header", "text_columns": "--text-column",
-             "label_column": "--label-column"}
+             "label_column": "--label-column", "task_column": "--task-column"}
+
+
+def option_given(options: ReadOptions, name: str) -> bool:
+    """Whether the reader option ``name`` is set: not None, or for ``task_column`` not its default
+    ``task`` (None, reading no task, is set too)."""
+    value = getattr(options, name)
+    return value != TASK_FIELD if name == "task_column" else value is not None
 
 
 def _cli_of(role: str) -> str:
@@ -1912,7 +2011,10 @@ def _cli_of(role: str) -> str:
 
 def _refuse_options_of_other_formats(path: Path, fmt: str, options: ReadOptions) -> None:
     for name, flag in _CLI_FLAG.items():
-        if getattr(options, name) is not None and name not in _OPTIONS_OF_FORMAT.get(fmt, ()):
+        # task_column=None on a format without tasks asks for what the reader does anyway.
+        if options.task_column is None and name == "task_column":
+            continue
+        if option_given(options, name) and name not in _OPTIONS_OF_FORMAT.get(fmt, ()):
             # Not worded "parameter 'x'": the CLI adds the option's name after that phrase, which
             # named it twice ("parameter 'delimiter' (--delimiter) (CLI: --delimiter)").
             raise ConfigError(f"{path}: the option {name}= (CLI: {flag}) does not apply to a {fmt} file; leave it out")
@@ -1934,9 +2036,11 @@ def read_file(path: Path, buffer: RecordBuffer, options: ReadOptions, fmt: str |
             label_column=options.label_column,
             encoding=encoding,
             quoting=csv.QUOTE_NONE if fmt == "tsv" else None,
+            task_column=options.task_column,
         )
     elif fmt == "jsonl":
-        read_jsonl(path, buffer, text_columns=options.text_columns, label_column=options.label_column, encoding=encoding)
+        read_jsonl(path, buffer, text_columns=options.text_columns, label_column=options.label_column, encoding=encoding,
+                   task_column=options.task_column)
     elif fmt == "fasttext":
         read_fasttext(path, buffer, encoding=encoding)
     elif fmt == "parquet":
