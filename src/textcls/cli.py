@@ -40,6 +40,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions
                   help="Compact neural text classifiers, reproduced from their papers.")
 
 DEFAULT_DATA = "fine-food"
+# data/readers.py's TASK_FIELD, not imported from there: that module imports datasets, which predict
+# never loads (tests/test_startup.py). tests/test_readers.py checks the two agree.
+DEFAULT_TASK_COLUMN = "task"
 CONFUSION_PNG = "confusion_matrix.png"  # train --confusion-png writes it into the run folder
 MEMORY_HINT = ("cap the document length with --set max_length=N (e.g. 500; hierarchical models: "
                "max_sentences / max_sentence_length) or use a smaller --batch-size")
@@ -61,6 +64,8 @@ class ReaderArgs:
     encoding: Optional[str] = None
     text_column: tuple = ()
     label_column: Optional[str] = None
+    task_column: Optional[str] = None
+    no_task_column: bool = False
     file_format: Optional[str] = None
     header: Optional[bool] = None
     delimiter: Optional[str] = None
@@ -71,13 +76,15 @@ class ReaderArgs:
     def __post_init__(self):
         if self.on_bad_record not in ("error", "skip"):
             raise ConfigError(f"--on-bad-record '{self.on_bad_record}' is not one of error, skip")
+        check_task_column_flags(self.task_column, self.no_task_column)
 
     def file_options(self) -> dict:
         """The ``load_dataset`` / ``ReadOptions`` keywords the user set."""
         options = {"encoding": self.encoding, "text_columns": list(self.text_column) or None,
-                   "label_column": self.label_column, "format": self.file_format,
+                   "label_column": self.label_column, "task_column": self.task_column, "format": self.file_format,
                    "header": self.header, "delimiter": self.delimiter}
-        return {k: v for k, v in options.items() if v is not None}
+        options = {k: v for k, v in options.items() if v is not None}
+        return {**options, "task_column": None} if self.no_task_column else options
 
     def load_options(self) -> dict:
         """Every ``load_dataset`` keyword these options set (file options, bad records, test split)."""
@@ -97,6 +104,12 @@ def _reader_parameters() -> list:
             [], "--text-column", help="Text column(s) of a CSV/JSONL file (repeatable; joined).")),
         inspect.Parameter("label_column", kw, annotation=Optional[str], default=typer.Option(
             None, "--label-column", help="Label column of a CSV/JSONL file.")),
+        inspect.Parameter("task_column", kw, annotation=Optional[str], default=typer.Option(
+            None, "--task-column", help="Task column of a CSV/JSONL/parquet file or hf: dataset (default: task, "
+                                        "where the data has one: multi-task data).")),
+        inspect.Parameter("no_task_column", kw, annotation=bool, default=typer.Option(
+            False, "--no-task-column", help="Read no task: a task field or column is data like any other "
+                                            "(single-task data).")),
         inspect.Parameter("file_format", kw, annotation=Optional[str], default=typer.Option(
             None, "--format", help="Format of a local file when its extension does not say "
                                    "(csv, tsv, jsonl, parquet, fasttext, ...).")),
@@ -111,6 +124,19 @@ def _reader_parameters() -> list:
         inspect.Parameter("split_seed", kw, annotation=int, default=typer.Option(
             0, "--split-seed", help="Seed of the test split drawn when the data has none.")),
     ]
+
+
+def check_task_column_flags(task_column: Optional[str], no_task_column: bool) -> None:
+    """--task-column NAME and --no-task-column ask for opposite things: a usage error."""
+    if task_column is not None and no_task_column:
+        raise ConfigError(f"--task-column {task_column} and --no-task-column contradict each other; give one of them")
+
+
+def task_column_of(task_column: Optional[str], no_task_column: bool) -> Optional[str]:
+    """The reader's ``task_column`` from the two options: None for --no-task-column, else the name
+    (default ``task``)."""
+    check_task_column_flags(task_column, no_task_column)
+    return None if no_task_column else task_column or DEFAULT_TASK_COLUMN
 
 
 def _reader_options(func):
@@ -598,6 +624,10 @@ def predict(
     task: Optional[str] = typer.Option(None, "--task", help="The task of every text, for a run with one head per "
                                                             "task (e.g. fcsr-mtl on fdu_mtl); a JSON line's 'task' "
                                                             "field or a CSV/TSV row's 'task' column wins."),
+    task_column: Optional[str] = typer.Option(None, "--task-column", help="The JSON Lines field or CSV/TSV column "
+                                              "holding each record's task. Default: task."),
+    no_task_column: bool = typer.Option(False, "--no-task-column", help="Read no task from the input: a 'task' "
+                                        "field or column is data like any other (--task still applies)."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Multi-label runs: the probability from which a "
                                               "class is predicted. Default: the run's saved threshold, else 0.5."),
     threads: int = typer.Option(1, "--threads", help="CPU threads. Default 1: on a busy 2-core machine two OpenMP "
@@ -612,7 +642,8 @@ def predict(
         check_device(device)
     if texts and input_path is not None:
         raise ConfigError("give texts as arguments or --input FILE, not both")
-    source = _PredictInput.of(input_path, input_format, text_columns, delimiter, encoding, task, given=bool(texts))
+    source = _PredictInput.of(input_path, input_format, text_columns, delimiter, encoding, task,
+                              task_column_of(task_column, no_task_column), given=bool(texts))
     if texts:
         texts = _argument_texts(texts)  # before the run loads
     from .predictor import Predictor, check_threshold
@@ -678,13 +709,14 @@ class _PredictInput:
     delimiter: Optional[str]
     encoding: Optional[str]
     task: Optional[str]
+    task_column: Optional[str] = DEFAULT_TASK_COLUMN  # the field or column of a record's task; None: none
 
     @property
     def where(self) -> str:
         return "stdin" if self.path is None or str(self.path) == "-" else str(self.path)
 
     @classmethod
-    def of(cls, path, fmt, text_columns, delimiter, encoding, task, given: bool) -> "_PredictInput":
+    def of(cls, path, fmt, text_columns, delimiter, encoding, task, task_column, given: bool) -> "_PredictInput":
         """The input options checked before the run loads: a format predict reads, and options it uses."""
         from .inputs import PREDICT_FORMATS, READ_ADVICE, check_input_file, format_of_name, refuse_unread_content
 
@@ -694,23 +726,24 @@ class _PredictInput:
         if not stdin:
             check_input_file(path)
         fmt = fmt or ("text" if stdin else format_of_name(path))
-        source = cls(None if stdin else path, fmt, tuple(text_columns or ()), delimiter, encoding, task)
+        source = cls(None if stdin else path, fmt, tuple(text_columns or ()), delimiter, encoding, task, task_column)
         source._check_options(given)
         if not stdin:
             refuse_unread_content(path, _file_head(path), fmt)
         return source
 
     def _check_options(self, given: bool) -> None:
+        task_flag = {None: "--no-task-column", DEFAULT_TASK_COLUMN: None}.get(self.task_column, "--task-column")
         used = {"--text-column": self.text_columns, "--delimiter": self.delimiter, "--encoding": self.encoding,
-                "--format": self.fmt in ("csv", "tsv")}
+                task_flag: task_flag is not None, "--format": self.fmt in ("csv", "tsv")}
         for flag, value in used.items():
             if value and given:
                 raise ConfigError(f"{flag}{' ' + self.fmt if flag == '--format' else ''} applies to --input files; "
                                   f"texts given as arguments are one text each: drop {flag}")
-        for flag, value in list(used.items())[:3]:
+        for flag, value in list(used.items())[:4]:
             if not value:
                 continue
-            takes = ("csv", "tsv", "jsonl") if flag == "--text-column" else ("csv", "tsv")
+            takes = ("csv", "tsv", "jsonl") if flag in ("--text-column", task_flag) else ("csv", "tsv")
             if self.fmt not in takes:
                 raise ConfigError(f"{flag} applies to {', '.join(takes)} input, and {self.where} is read as "
                                   f"{self.fmt}: drop {flag}, or pass --format {takes[0]}")
@@ -735,7 +768,8 @@ class _PredictInput:
         for block, first, where in _input_blocks(self.path):
             if first == 1 and self.where == "stdin":  # a file's head was checked by of()
                 refuse_unread_content(where, block[:8], self.fmt)
-            items, tasks = _block_items(block, first, where, self.fmt, self.task, self.text_columns or ("text",))
+            items, tasks = _block_items(block, first, where, self.fmt, self.task, self.text_columns or ("text",),
+                                        self.task_column)
             yield items, tasks, _text_namer(where, first)
 
 
@@ -755,7 +789,8 @@ def _delimited_blocks(source: _PredictInput):
     from .data.readers import iter_text_column
 
     records = iter_text_column(source.path, fmt=source.fmt, text_columns=source.text_columns or ("text",),
-                               delimiter=source.delimiter, encoding=source.encoding or "utf-8")
+                               delimiter=source.delimiter, encoding=source.encoding or "utf-8",
+                               task_column=source.task_column)
     batch, tasks, lines, size = [], [], [], 0
     for lineno, text, task in records:
         batch.append(text)
@@ -809,13 +844,13 @@ def _check_task_option(task: Optional[str], task_names, run_dir: Path) -> None:
 
 
 def _block_items(block: bytes, first: int, where: str, fmt: str, task: Optional[str],
-                 fields: tuple = ("text",)) -> tuple[list, list]:
+                 fields: tuple = ("text",), task_field: Optional[str] = DEFAULT_TASK_COLUMN) -> tuple[list, list]:
     """The texts (or JSON Lines items, their text in ``fields``) of one block of the input and their
-    tasks: a line's own, else ``task`` (--task; None: not given)."""
+    tasks: a line's own (its ``task_field``; None: none is read), else ``task`` (--task; None: not given)."""
     lines = read_texts(block, where, first_line=first)
     if fmt != "jsonl":
         return lines, [task] * len(lines)
-    texts, tasks = _jsonl_items(lines, where, first, fields)
+    texts, tasks = _jsonl_items(lines, where, first, fields, task_field)
     _refuse_unencodable(texts, _text_namer(where, first), from_argv=False)  # a JSON escape of a lone surrogate ("\\udc80")
     return texts, [t if t is not None else task for t in tasks]
 
@@ -877,10 +912,12 @@ def _input_blocks(path: Optional[Path]):
             yield carry, first, where
 
 
-def _jsonl_items(lines: List[str], where: str, first: int, fields: tuple = ("text",)) -> tuple[list, list]:
+def _jsonl_items(lines: List[str], where: str, first: int, fields: tuple = ("text",),
+                 task_field: Optional[str] = DEFAULT_TASK_COLUMN) -> tuple[list, list]:
     """The texts and tasks (None where a line has none) of JSON Lines ``{"text": ..., "task": ...}``; the
     text is the string field ``fields`` names (--text-column), or those of them a line has, joined
-    with a space as train joins them."""
+    with a space as train joins them; the task the field ``task_field`` (--task-column; None: no task
+    is read, --no-task-column)."""
     from .inputs import check_texts
 
     texts, tasks = [], []
@@ -891,13 +928,15 @@ def _jsonl_items(lines: List[str], where: str, first: int, fields: tuple = ("tex
             raise DataError(f"{where}:{number}: not valid JSON ({exc.msg}); write one JSON object per line, "
                             "e.g. {\"text\": \"...\"}") from None
         text = _jsonl_text(record, fields, f"{where}:{number}")
-        if not isinstance(record.get("task", ""), (str, type(None))):
-            raise DataError(f"{where}:{number}: field \"task\" is {type(record['task']).__name__}, not a task name")
+        task = record.get(task_field) if task_field is not None and isinstance(record, dict) else None
+        if not isinstance(task, (str, type(None))):
+            raise DataError(f"{where}:{number}: field {json.dumps(task_field)} is {type(task).__name__}, not a task "
+                            "name; write the task's name as a string, or pass --no-task-column if the field is not "
+                            "a task")
         check_texts([text], f"{where}:{number}", first=None)  # the line names it: no "text N" besides
         # A \u0000 escape is a character the model reads like any other, as Classifier.predict and
         # POST /predict take it (a NUL *byte* in the file is refused by read_texts: a damaged file).
         texts.append(text)
-        task = record.get("task")
         # Trimmed, and a blank one is none (--task's), as the training reader and a CSV cell read it.
         tasks.append((task.strip() or None) if isinstance(task, str) else task)
     return texts, tasks
