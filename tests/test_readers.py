@@ -823,3 +823,150 @@ def test_a_held_out_record_of_a_task_train_lacks_is_refused_at_its_record(tmp_pa
     write(folder / "test.jsonl", "".join(json.dumps({"text": r["text"], "label": r["label"]}) + "\n" for r in test))
     assert refused(DataError, str(folder)).startswith(f"{folder / 'test.jsonl'}:1: the test records have no 'task', "
                                                       "but the train records name their task")
+
+
+# ---------------------------------------------------------------------------------------
+# task_column: which field or column names a record's task, or none
+
+
+def meta_rows(n=40):
+    """Single-task records, some of them with a "task" field that is metadata, not a task."""
+    return [{"text": f"doc {i}", "label": "ab"[i % 2], **({"task": "meta"} if i % 7 == 0 else {})} for i in range(n)]
+
+
+def write_parquet(path, columns: dict):
+    datasets.Dataset.from_dict(columns).to_parquet(str(path))
+    return path
+
+
+def test_task_column_none_reads_a_task_field_or_column_as_data(tmp_path):
+    """A "task" field that is metadata made the file multi-task, and its records without one (or
+    with a number) bad records: the only advice offered dropped them."""
+    rows = meta_rows()
+    jsonl = write(tmp_path / "m.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    numbers = write(tmp_path / "n.jsonl", "".join(json.dumps({**r, "task": i}) + "\n" for i, r in enumerate(rows)))
+    csv_file = write(tmp_path / "m.csv", "text,label,task\n" + "".join(f"{r['text']},{r['label']},{r.get('task', '')}\n"
+                                                                       for r in rows))
+    parquet = write_parquet(tmp_path / "m.parquet", {"text": [r["text"] for r in rows], "label": [r["label"] for r in rows],
+                                                      "task": [r.get("task") for r in rows]})
+    for path in (jsonl, numbers, csv_file, parquet):
+        with pytest.raises(DataError):
+            load_dataset(str(path))  # read as tasks, as before
+        ds = load_dataset(str(path), task_column=None)
+        assert ds.task_names is None and ds.skipped == [], path
+        assert all("task" not in ds[split].column_names for split in ds.splits), path
+        kept = records(ds) + records(ds, "test")
+        assert sorted(kept) == sorted((r["text"], r["label"]) for r in rows), path  # every record, once
+
+
+def test_a_named_task_column_reads_the_tasks_from_that_field_or_column(tmp_path):
+    rows = task_rows(tasks=("dvd", "books"))
+    # A "task" field or column beside it is data: here it would make every record a task of its own.
+    jsonl = write(tmp_path / "d.jsonl", "".join(json.dumps({"text": r["text"], "label": r["label"], "domain": r["task"],
+                                                            "task": f"id{i}"}) + "\n" for i, r in enumerate(rows)))
+    csv_file = write(tmp_path / "d.csv", "text,label,task,domain\n" + "".join(
+        f"{r['text']},{r['label']},id{i},{r['task']}\n" for i, r in enumerate(rows)))
+    parquet = write_parquet(tmp_path / "d.parquet", {"text": [r["text"] for r in rows],
+                                                      "label": [r["label"] for r in rows],
+                                                      "domain": [r["task"] for r in rows],
+                                                      "task": [f"id{i}" for i in range(len(rows))]})
+    for path in (jsonl, csv_file, parquet):
+        ds = load_dataset(str(path), task_column="domain", test_fraction=0.25)
+        assert ds.task_names == ["books", "dvd"], path
+        got = {t: task for split in ("train", "test") for t, task in zip(ds[split]["text"], ds[split]["task"])}
+        assert got == {r["text"]: r["task"] for r in rows}, path
+    # A named column is found as it is spelt (as a label column is), not in any case.
+    upper = write(tmp_path / "u.csv", "text,label,Domain\n" + "".join(f"{r['text']},{r['label']},{r['task']}\n"
+                                                                       for r in rows))
+    assert "no column 'domain'; the columns are: text, label, Domain" in refused(DataError, str(upper),
+                                                                                   task_column="domain")
+
+
+def test_a_named_task_column_the_data_lacks_or_reads_otherwise_is_refused(tmp_path):
+    rows = task_rows()
+    jsonl = write(tmp_path / "t.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    csv_file = write(tmp_path / "t.csv", "text,label\n" + "".join(f"{r['text']},{r['label']}\n" for r in rows))
+    parquet = write_parquet(tmp_path / "t.parquet", {"text": [r["text"] for r in rows], "label": [r["label"] for r in rows]})
+    advice = ("pass task_column= (CLI: --task-column NAME) naming the {} of each record's task, or task_column=None "
+              "(CLI: --no-task-column) to read no task")
+    assert refused(DataError, str(jsonl), task_column="domain") == (
+        f"{jsonl}:1: no field 'domain'; the fields are: text, label, task; " + advice.format("field"))
+    assert refused(DataError, str(csv_file), task_column="domain") == (
+        f"{csv_file}: no column 'domain'; the columns are: text, label; " + advice.format("column"))
+    assert refused(DataError, str(parquet), task_column="domain") == (
+        f"{parquet}: no column 'domain'; the columns are: text, label; " + advice.format("column"))
+    # The task column named as the label or a text column: refused before any file is read.
+    assert refused(ConfigError, str(jsonl), label_column="label", task_column="label") == (
+        "column 'label' is given as both the task and the label column; name the task column apart, or pass "
+        "task_column=None (CLI: --no-task-column) to read no task")
+    assert refused(ConfigError, "/no/such.csv", text_columns=["text"], task_column="text").startswith(
+        "column 'text' is given as both the task and a text column")
+    # ... or as the label or text the reader picked by itself.
+    assert refused(DataError, str(jsonl), task_column="label").startswith(
+        f"{jsonl}:1: field 'label' is read as the text or the label, and task_column= names it as the task too")
+    assert refused(DataError, str(csv_file), task_column="text").startswith(
+        f"{csv_file}: column 'text' is read as a text or the label, and task_column= names it as the task too")
+    # A named column needs a header; a format without tasks does not take one; a task column is a name.
+    assert refused(DataError, str(csv_file), header=False, task_column="domain").startswith(
+        f"{csv_file}: columns are named ('domain') but header=False")
+    ft = write(tmp_path / "t.ft", "".join(f"__label__{r['label']} {r['text']}\n" for r in rows))
+    assert refused(ConfigError, str(ft), task_column="domain") == (
+        f"{ft}: the option task_column= (CLI: --task-column) does not apply to a fasttext file; leave it out")
+    assert load_dataset(str(ft), task_column=None).task_names is None  # reading no task asks for nothing it lacks
+    for bad in (3, "", ["domain"]):
+        assert refused(ConfigError, str(jsonl), task_column=bad).startswith(f"parameter 'task_column' = {bad!r}: a task "
+                                                                            "column is a name (str), or None")
+
+
+def test_a_catalogue_dataset_refuses_task_column():
+    """Its loader names its tasks (fdu_mtl's domains): a task_column would be ignored."""
+    for value in (None, "domain"):
+        assert refused(ConfigError, "trec", task_column=value) == (
+            "parameter 'task_column' (CLI: --task-column NAME / --no-task-column) applies to local files, not to "
+            "'trec'; leave it out for this source")
+
+
+def test_every_refusal_about_a_records_task_advises_task_column_none(tmp_path):
+    """The advice was only to fix or skip (drop) the record, where the field may be no task at all."""
+    opt_out = "if '{}' is not a task, pass task_column=None (CLI: --no-task-column) to read it as no task"
+    skip = ', or pass on_bad_record="skip" (CLI: --on-bad-record skip) to skip and count it'
+    rows = task_rows()
+    lines = [json.dumps(r) for r in rows]
+    lines[4] = json.dumps({"text": "no task", "label": "a"})
+    path = write(tmp_path / "t.jsonl", "\n".join(lines) + "\n")
+    assert refused(DataError, str(path)) == (
+        f"{path}:5: missing or empty task; give the record its task (the file names a task for its records: each "
+        f"trains its own head) or remove the record; {opt_out.format('task')}{skip}")
+    lines[4] = json.dumps({"text": "number", "label": "a", "domain": 7})
+    renamed = write(tmp_path / "r.jsonl", "\n".join(json.dumps({"text": r["text"], "label": r["label"],
+                                                                 "domain": r["task"]}) for r in rows[:4])
+                    + "\n" + lines[4] + "\n")
+    assert refused(DataError, str(renamed), task_column="domain") == (
+        f"{renamed}:5: the task is int (7), not a task name; write the task's name as a string; "
+        f"{opt_out.format('domain')}{skip}")
+    later = write(tmp_path / "l.jsonl", json.dumps({"text": "a", "label": "a"}) + "\n" + json.dumps(rows[1]) + "\n")
+    assert refused(DataError, str(later)) == (
+        f"{later}:2: this record has a 'task' field but the first record ({later}:1) has none; give every record "
+        f"its task, or none; {opt_out.format('task')}{skip}")
+    folder = tmp_path / "split"
+    write(folder / "train.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    write(folder / "test.jsonl", json.dumps({"text": "new", "label": "a", "task": "garden"}) + "\n")
+    assert refused(DataError, str(folder)) == (
+        f"{folder / 'test.jsonl'}:1: task 'garden' is not one of the train split's tasks (books, dvd); train has no "
+        f"head for it: add its records to train, or remove the record; {opt_out.format('task')}{skip}")
+    write(folder / "test.jsonl", json.dumps({"text": "new", "label": "a"}) + "\n")
+    assert refused(DataError, str(folder)) == (
+        f"{folder / 'test.jsonl'}:1: the test records have no 'task', but the train records name their task; give "
+        f"every record its task, or none; {opt_out.format('task')}")
+    # With the opt-out taken, every one of these files reads, single-task, every record kept.
+    for source in (path, later, folder):
+        ds = load_dataset(str(source), task_column=None)
+        assert ds.task_names is None and ds.skipped == []
+
+
+def test_the_cli_default_task_column_is_the_readers():
+    """cli.py spells the default out (it must not import the reader, which imports datasets)."""
+    from textcls.cli import DEFAULT_TASK_COLUMN
+    from textcls.data.readers import TASK_FIELD, ReadOptions
+
+    assert DEFAULT_TASK_COLUMN == TASK_FIELD == ReadOptions().task_column
