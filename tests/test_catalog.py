@@ -515,6 +515,27 @@ def test_a_task_column_of_a_hub_dataset_makes_multi_task_data(tmp_path, monkeypa
         load_dataset("hf:someone/unset")
 
 
+def test_a_hub_dataset_takes_task_column(tmp_path, monkeypatch):
+    """hf:<id> takes task_column as a local file does: None reads its "task" column as data, a name
+    reads that column's tasks, and a name the dataset lacks is refused with its columns."""
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.Value("string"),
+                                  "task": datasets.Value("string"), "domain": datasets.Value("string")})
+    train = {"text": ["a", "b", "c", "d"], "label": ["pos", "neg", "pos", "neg"], "task": ["x", None, "y", "z"],
+             "domain": ["dvd", "books", "books", "dvd"]}
+    test = {"text": ["e", "f"], "label": ["pos", "neg"], "task": ["w", "x"], "domain": ["books", "dvd"]}
+    write_hub_parquet(tmp_path / "hub", "someone/meta", {"train": train, "test": test}, features)
+    monkeypatch.setenv("TEXTCLS_HUB_DIR", str(tmp_path / "hub"))
+    with pytest.raises(DataError, match=r"^hf:someone/meta train: record 1: missing or empty task"):
+        load_dataset("hf:someone/meta")  # its "task" column read as tasks, as before
+    ds = load_dataset("hf:someone/meta", task_column=None)
+    assert ds.task_names is None and "task" not in ds["test"].column_names and len(ds["train"]) == 4
+    ds = load_dataset("hf:someone/meta", task_column="domain")
+    assert ds.task_names == ["books", "dvd"] and ds["test"]["task"] == ["books", "dvd"]
+    with pytest.raises(DataError, match=r"^hf:someone/meta train: no column 'area'; the columns are: text, label, "
+                                        r"task, domain; pass task_column="):
+        load_dataset("hf:someone/meta", task_column="area")
+
+
 def test_a_catalogue_corpus_keeps_a_nul_character_as_published(tmp_path, monkeypatch):
     """A U+0000 in a published corpus's string (a hub copy, the only one of dbpedia, yelp,
     amazon...; a local JSON Lines copy's \\u0000 escape) is read as published: its user cannot fix
