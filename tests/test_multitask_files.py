@@ -162,3 +162,88 @@ def test_evaluate_takes_the_task_of_data_without_one_from_task(mtl_run, pooled_r
     assert out.returncode == 0, out.stderr
     notes = out.stderr.strip().splitlines()
     assert len(notes) == 2 and all(n.endswith(f"the metrics are over the other {len(records) - 1}") for n in notes)
+
+
+def metadata_file(path):
+    """The practitioner's file: 200 single-task records, some with a "task" field that is metadata."""
+    rows = [{"text": ("good great" if i % 2 else "bad awful") + f" item {i}", "label": "pos" if i % 2 else "neg",
+             **({"task": "meta"} if i % 7 == 0 else {})} for i in range(200)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_no_task_column_trains_a_pooled_run_on_a_file_whose_task_field_is_metadata(tmp_path):
+    """Such a file could not be trained on at all: its records without a task were refused, and the
+    only advice dropped them."""
+    data = metadata_file(tmp_path / "e.jsonl")
+    message = one_error(run("train", "--model", "tfidf-lr", "--data", str(data), "--run-dir", str(tmp_path / "r0"),
+                            "--no-progress"))
+    assert message.startswith(f"error: {data}:2: missing or empty task;") and "(CLI: --no-task-column)" in message
+    assert not (tmp_path / "r0").exists()
+    run_dir = tmp_path / "run"
+    out = run("train", "--model", "tfidf-lr", "--data", str(data), "--run-dir", str(run_dir), "--no-progress",
+              "--no-task-column")
+    assert out.returncode == 0, out.stderr
+    assert json.loads((run_dir / "config.json").read_text())["task_names"] is None
+    dataset = json.loads((run_dir / "metrics.json").read_text())["dataset"]
+    assert dataset["splits"] == {"train": 180, "test": 20} and dataset["skipped"] == 0  # no record dropped
+    out = run("evaluate", str(run_dir), "--data", str(data), "--no-task-column", "--output", str(tmp_path / "m.json"))
+    assert out.returncode == 0, out.stderr
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["n"] == 200 and "per_task" not in metrics
+    out = run("predict", str(run_dir), "--input", str(data), "--no-task-column")
+    assert out.returncode == 0 and out.stderr == "", out.stderr  # no note about tasks it does not read
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(rows) == 200 and all("task" not in row for row in rows)
+
+
+def test_a_named_task_column_trains_one_head_per_task_of_that_field(tmp_path):
+    """--task-column domain: the tasks are the "domain" field's; a "task" field beside it is data."""
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"text": r["text"], "label": r["label"], "domain": r["task"], "task": i}) + "\n"
+                            for i, r in enumerate(task_records())))
+    out = run("train", "--model", "fcsr-mtl", "--data", str(data), "--epochs", "1", "--run-dir", str(tmp_path / "run"),
+              "--no-progress", "--task-column", "domain")
+    assert out.returncode == 0, out.stderr
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["task_names"] == list(TASKS) and config["arch"]["num_tasks"] == len(TASKS)
+
+
+def test_predict_reads_the_task_from_the_task_column_named_or_none(mtl_run):
+    """predict read a JSON line's "task" field and a CSV "task" column whatever the options: a file
+    whose tasks are in another column, or whose "task" column is no task, could not be predicted."""
+    run_dir = str(mtl_run / "run")
+    rows = [("a great book", "books"), ("an awful dvd", "dvd"), ("a fine pan", "kitchen")]
+    (mtl_run / "named.csv").write_text("text,task,domain\n" + "".join(f"{t},x{i},{k}\n" for i, (t, k) in enumerate(rows)))
+    (mtl_run / "named.jsonl").write_text("".join(json.dumps({"text": t, "task": i, "domain": k}) + "\n"
+                                                 for i, (t, k) in enumerate(rows)))
+    (mtl_run / "own.jsonl").write_text("".join(json.dumps({"text": t, "task": k}) + "\n" for t, k in rows))
+    own = predictions(run("predict", run_dir, "--input", str(mtl_run / "own.jsonl")))
+    for name in ("named.csv", "named.jsonl"):
+        named = predictions(run("predict", run_dir, "--input", str(mtl_run / name), "--task-column", "domain"))
+        assert [r["task"] for r in named] == [k for _, k in rows] and named == own, name
+        # --no-task-column: the "task" column or field is not read; --task gives every text its task.
+        none = predictions(run("predict", run_dir, "--input", str(mtl_run / name), "--no-task-column", "--task", "dvd"))
+        assert [r["task"] for r in none] == ["dvd"] * 3, name
+        # Without the option, the "task" column or field (x0, 0, ...) is read as the task.
+        assert run("predict", run_dir, "--input", str(mtl_run / name)).returncode == 2
+    dvd = predictions(run("predict", run_dir, "--input", str(mtl_run / "own.jsonl"), "--task", "dvd",
+                          "--no-task-column"))
+    assert dvd == none
+    assert one_error(run("predict", run_dir, "--input", str(mtl_run / "named.csv"), "--task-column", "area")) == (
+        f"error: {mtl_run / 'named.csv'}: no column 'area'; the columns are: text, task, domain; pass task_column= "
+        "(CLI: --task-column NAME) naming the column of each record's task, or task_column=None (CLI: "
+        "--no-task-column) to read no task")
+    assert one_error(run("predict", run_dir, "--input", str(mtl_run / "named.jsonl"))) == (
+        f"error: {mtl_run / 'named.jsonl'}:1: field \"task\" is int, not a task name; write the task's name as a "
+        "string, or pass --no-task-column if the field is not a task")
+    assert one_error(run("predict", run_dir, "--input", str(mtl_run / "named.csv"), "--task-column", "domain",
+                         "--no-task-column")) == (
+        "error: --task-column domain and --no-task-column contradict each other; give one of them")
+    assert one_error(run("predict", run_dir, "a great book", "--no-task-column")) == (
+        "error: --no-task-column applies to --input files; texts given as arguments are one text each: drop "
+        "--no-task-column")
+    (mtl_run / "plain.txt").write_text("a great book\n")
+    assert one_error(run("predict", run_dir, "--input", str(mtl_run / "plain.txt"), "--task-column", "domain")) == (
+        f"error: --task-column applies to csv, tsv, jsonl input, and {mtl_run / 'plain.txt'} is read as text: drop "
+        "--task-column, or pass --format csv")
