@@ -658,3 +658,29 @@ def test_per_task_metrics_skip_unknown_labels_under_the_same_policy_as_the_whole
     assert per_task["tasks"]["dvd"]["skipped"] == 1 and "skipped" not in per_task["tasks"]["books"]
     with pytest.raises(DataError, match="label 'meh' is not one the model knows"):
         _task_metrics(clf, records, "mtl/test", "error")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (("train", "--model", "tfidf-lr", "--data", "{data}", "--run-dir", "{tmp}/run", "--task-column", "domain",
+      "--no-task-column"),
+     "error: --task-column domain and --no-task-column contradict each other; give one of them"),
+    (("evaluate", "{tmp}/no-run", "--data", "{data}", "--no-task-column", "--task-column", "domain"),
+     "error: --task-column domain and --no-task-column contradict each other; give one of them"),
+    (("train", "--model", "tfidf-lr", "--data", "{data}", "--run-dir", "{tmp}/run", "--label-column", "label",
+      "--task-column", "label"),
+     "error: column 'label' is given as both the task and the label column; name the task column apart, or pass "
+     "task_column=None (CLI: --no-task-column) to read no task"),
+    (("train", "--model", "tfidf-lr", "--data", "{data}", "--run-dir", "{tmp}/run", "--task-column", "domain"),
+     "error: {data}: no column 'domain'; the columns are: text, label; pass task_column= (CLI: --task-column NAME) "
+     "naming the column of each record's task, or task_column=None (CLI: --no-task-column) to read no task"),
+    (("train", "--model", "tfidf-lr", "--data", "trec", "--run-dir", "{tmp}/run", "--no-task-column"),
+     "error: parameter 'task_column' (CLI: --task-column NAME / --no-task-column) applies to local files, not to "
+     "'trec'; leave it out for this source"),
+])
+def test_task_column_refusals_are_one_line_and_write_nothing(tmp_path, capsys, monkeypatch, argv, expected):
+    monkeypatch.chdir(tmp_path)
+    data = write_csv(tmp_path / "d.csv")
+    argv = [a.format(data=data, tmp=tmp_path) for a in argv]
+    code, out, err = call(capsys, *argv)
+    assert code == 2 and out == "" and one_line_error(err) == expected.format(data=data), err
+    assert [p.name for p in tmp_path.iterdir()] == ["d.csv"]
