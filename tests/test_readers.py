@@ -997,9 +997,22 @@ def test_the_first_json_record_without_a_named_task_field_is_fatal_and_says_it_d
     assert len(ds.skipped) == 1 and ds.skipped[0].startswith(f"{gap2}:2: ")
 
 
+def test_a_dataset_read_with_a_task_column_other_than_the_default_says_so(tmp_path):
+    """What a run trained on it saves (config.json "task_column"): the default is left out."""
+    rows = [{"text": f"doc {i}", "label": "ab"[i % 2], "domain": "xy"[i % 2], "task": "meta"} for i in range(20)]
+    path = write(tmp_path / "d.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    assert load_dataset(str(path), task_column="domain").task_column == "domain"
+    assert load_dataset(str(path), task_column=None).task_column is None
+    assert load_dataset(str(path)).task_column == "task"
+
+
 def test_the_cli_default_task_column_is_the_readers():
     """cli.py spells the default out (it must not import the reader, which imports datasets)."""
     from textcls.cli import DEFAULT_TASK_COLUMN
     from textcls.data.readers import TASK_FIELD, ReadOptions
 
-    assert DEFAULT_TASK_COLUMN == TASK_FIELD == ReadOptions().task_column
+    from textcls.artifacts import DEFAULT_TASK_COLUMN as SAVED_DEFAULT
+    from textcls.data.records import TextDataset
+
+    default = TextDataset.__dataclass_fields__["task_column"].default
+    assert DEFAULT_TASK_COLUMN == TASK_FIELD == ReadOptions().task_column == SAVED_DEFAULT == default
