@@ -370,3 +370,17 @@ def test_the_cards_commands_run_on_a_multi_task_run(tmp_path, monkeypatch, capsy
     capsys.readouterr()
     assert cli._run(shlex.split(command)[1:]) == 0, capsys.readouterr().err
     assert json.loads(capsys.readouterr().out)["label"] == predicted[0]
+
+
+def test_the_card_of_a_run_trained_with_a_named_task_column_names_it(tmp_path):
+    """config.json "task_column": the card says which field of the data held the tasks."""
+    from textcls import artifacts
+    from textcls.model_hub import model_card
+
+    clf = Classifier("tfidf-lr").fit_dataset(_tiny_multi_task())
+    clf.save_pretrained(tmp_path / "run")
+    assert "task_column" not in model_card(artifacts.read_config(tmp_path / "run"), None, "me/mtl")
+    clf.task_column_ = "domain"
+    clf.save_pretrained(tmp_path / "named")
+    card = model_card(artifacts.read_config(tmp_path / "named"), None, "me/mtl")
+    assert "- The tasks were read from the data's `domain` field or column (`task_column=\"domain\"`)" in card

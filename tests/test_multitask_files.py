@@ -247,3 +247,99 @@ def test_predict_reads_the_task_from_the_task_column_named_or_none(mtl_run):
     assert one_error(run("predict", run_dir, "--input", str(mtl_run / "plain.txt"), "--task-column", "domain")) == (
         f"error: --task-column applies to csv, tsv, jsonl input, and {mtl_run / 'plain.txt'} is read as text: drop "
         "--task-column, or pass --format csv")
+
+
+@pytest.fixture(scope="module")
+def domain_run(tmp_path_factory):
+    """fcsr-mtl trained with --task-column domain on a file whose "task" field is annotation metadata."""
+    folder = tmp_path_factory.mktemp("domain")
+    data = folder / "meta.jsonl"
+    data.write_text("".join(json.dumps({"text": r["text"], "label": r["label"], "domain": r["task"],
+                                        "task": f"annot-{'ab'[i % 2]}"}) + "\n" for i, r in enumerate(task_records())))
+    out = run("train", "--model", "fcsr-mtl", "--data", str(data), "--epochs", "1", "--run-dir", str(folder / "run"),
+              "--no-progress", "--task-column", "domain")
+    assert out.returncode == 0, out.stderr
+    return folder
+
+
+def test_a_run_records_its_task_column_and_evaluate_and_predict_read_it(domain_run):
+    """evaluate read the "task" metadata again (refused, advising --no-task-column, which failed too,
+    never naming --task-column): the run did not record the column it was trained with."""
+    run_dir, data = domain_run / "run", domain_run / "meta.jsonl"
+    assert json.loads((run_dir / "config.json").read_text())["task_column"] == "domain"
+    out = run("evaluate", str(run_dir), "--data", str(data), "--output", str(domain_run / "m.json"))
+    assert out.returncode == 0, out.stderr
+    assert list(json.loads((domain_run / "m.json").read_text())["per_task"]["tasks"]) == list(TASKS)
+    rows = predictions(run("predict", str(run_dir), "--input", str(data)))
+    assert [r["task"] for r in rows] == [r["task"] for r in task_records()]
+    # An explicit option still wins, and a refusal that follows names the run's column.
+    hint = f"; {run_dir} read its tasks from 'domain': pass --task-column domain"
+    assert one_error(run("evaluate", str(run_dir), "--data", str(data), "--task-column", "task")).endswith(
+        "is not one fcsr-mtl was trained on; give one of: books, dvd, kitchen, or pass on_bad_record=\"skip\" (CLI: "
+        "--on-bad-record skip) to skip and count it" + hint)
+    assert one_error(run("evaluate", str(run_dir), "--data", str(data), "--no-task-column")) == (
+        f"error: {data}: names no task, and {run_dir} has one head per task (books, dvd, kitchen): pass --task NAME "
+        "(the task of every record), or read each record's task with --task-column NAME (--no-task-column reads "
+        "none)" + hint)
+    assert one_error(run("predict", str(run_dir), "--input", str(data), "--no-task-column")) == (
+        f"error: {data}:1: no task; fcsr-mtl has one head per task (books, dvd, kitchen): pass --task NAME, or read "
+        "each record's task with --task-column NAME (--no-task-column reads none)" + hint)
+    # A file without the run's column is predicted with --task, as one without a "task" field is.
+    (domain_run / "plain.jsonl").write_text(json.dumps({"text": "a great book"}) + "\n")
+    (domain_run / "plain.csv").write_text("text\na great book\n")
+    for name in ("plain.jsonl", "plain.csv"):
+        assert [r["task"] for r in predictions(run("predict", str(run_dir), "--input", str(domain_run / name),
+                                                   "--task", "dvd"))] == ["dvd"], name
+
+
+def test_a_pooled_run_trained_with_no_task_column_evaluates_without_tasks(tmp_path):
+    """evaluate on the same file printed per-task metrics of the metadata values, silently."""
+    data = metadata_file(tmp_path / "e.jsonl")
+    run_dir = tmp_path / "run"
+    out = run("train", "--model", "tfidf-lr", "--data", str(data), "--run-dir", str(run_dir), "--no-progress",
+              "--no-task-column")
+    assert out.returncode == 0, out.stderr
+    assert json.loads((run_dir / "config.json").read_text())["task_column"] is None
+    out = run("evaluate", str(run_dir), "--data", str(data), "--output", str(tmp_path / "m.json"))
+    assert out.returncode == 0, out.stderr
+    assert "per_task" not in json.loads((tmp_path / "m.json").read_text()) and "meta" not in out.stdout
+    # A run trained with the default task column leaves the key out (its config is as before).
+    out = run("train", "--model", "tfidf-lr", "--data", str(data), "--run-dir", str(tmp_path / "r2"), "--no-progress",
+              "--on-bad-record", "skip")
+    assert out.returncode == 0, out.stderr
+    assert "task_column" not in json.loads((tmp_path / "r2" / "config.json").read_text())
+
+
+def test_predict_refuses_a_task_field_the_first_json_line_lacks_or_the_text(domain_run):
+    """A misspelt --task-column on JSON Lines predicted every record with --task's task, silently
+    (a CSV refused it); --task-column text was read as the task."""
+    run_dir, data = str(domain_run / "run"), domain_run / "meta.jsonl"
+    assert one_error(run("predict", run_dir, "--input", str(data), "--task-column", "domian", "--task", "books")) == (
+        f"error: the first record ({data}:1) has no field 'domian', and it decides the file's fields; its fields "
+        "are: text, label, domain, task; pass --task-column NAME naming the field of each record's task, or "
+        "--no-task-column to read no task")
+    assert one_error(run("predict", run_dir, "--input", str(data), "--task-column", "Domain")).startswith(
+        f"error: the first record ({data}:1) has no field 'Domain' (did you mean 'domain'? a named field is matched "
+        "exactly)")
+    assert one_error(run("predict", run_dir, "--input", str(data), "--task-column", "text")) == (
+        f"error: {data}:1: field 'text' is read as the text, so it cannot be the task field too; pass --task-column "
+        "NAME naming the field of each record's task, or --no-task-column to read no task")
+
+
+def test_predict_from_stdin_advises_an_option_that_works(domain_run):
+    """The advice was --format csv, which stdin refuses (--format csv reads a file)."""
+    first = (domain_run / "meta.jsonl").read_text().splitlines()[0] + "\n"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+
+    def piped(*args):
+        return subprocess.run(CLI + ["predict", str(domain_run / "run"), "--input", "-", *args], input=first,
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    for flag in (["--task-column", "domain"], ["--text-column", "text"]):
+        assert one_error(piped(*flag)) == (
+            f"error: {flag[0]} applies to csv, tsv, jsonl input, and stdin is read as text: drop {flag[0]}, or pass "
+            "--format jsonl")
+        assert predictions(piped(*flag, "--format", "jsonl"))[0]["task"] == "books"
+    assert one_error(piped("--delimiter", ";")) == (
+        "error: --delimiter applies to csv, tsv input, and stdin is read as text: drop --delimiter, or pass --input "
+        "FILE.csv (a CSV/TSV file, not stdin)")

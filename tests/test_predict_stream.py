@@ -187,7 +187,7 @@ def test_tasks_reach_a_run_with_one_head_per_task(capsys, monkeypatch, tmp_path)
     (("x", "--text-column", "body"), "--text-column applies to --input files"),
     (("--format", "csv"), "--format csv reads a file (it is read twice: checked, then predicted); pass --input"),
     (("--input", "-", "--text-column", "body"), "--text-column applies to csv, tsv, jsonl input, and stdin is read "
-                                                "as text: drop --text-column, or pass --format csv"),
+                                                "as text: drop --text-column, or pass --format jsonl"),
     (("--input", "-", "--format", "jsonl", "--delimiter", ";"), "--delimiter applies to csv, tsv input"),
     (("x", "--input", "-"), "give texts as arguments or --input FILE, not both"),
 ])

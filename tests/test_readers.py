@@ -878,8 +878,14 @@ def test_a_named_task_column_reads_the_tasks_from_that_field_or_column(tmp_path)
     # A named column is found as it is spelt (as a label column is), not in any case.
     upper = write(tmp_path / "u.csv", "text,label,Domain\n" + "".join(f"{r['text']},{r['label']},{r['task']}\n"
                                                                        for r in rows))
-    assert "no column 'domain'; the columns are: text, label, Domain" in refused(DataError, str(upper),
-                                                                                   task_column="domain")
+    assert "no column 'domain' (did you mean 'Domain'? a named column is matched exactly); the columns are: text, " \
+        "label, Domain" in refused(DataError, str(upper), task_column="domain")
+    # The default "task" is found in any case; a named one (TASK for a Task header) exactly, with the hint.
+    tsv = write(tmp_path / "t.tsv", "text\tlabel\tTask\n" + "".join(f"{r['text']}\t{r['label']}\t{r['task']}\n"
+                                                                   for r in rows))
+    assert load_dataset(str(tsv)).task_names == load_dataset(str(tsv), task_column="Task").task_names == ["books", "dvd"]
+    assert f"{tsv}: no column 'TASK' (did you mean 'Task'? a named column is matched exactly)" in refused(
+        DataError, str(tsv), task_column="TASK")
 
 
 def test_a_named_task_column_the_data_lacks_or_reads_otherwise_is_refused(tmp_path):
@@ -890,7 +896,8 @@ def test_a_named_task_column_the_data_lacks_or_reads_otherwise_is_refused(tmp_pa
     advice = ("pass task_column= (CLI: --task-column NAME) naming the {} of each record's task, or task_column=None "
               "(CLI: --no-task-column) to read no task")
     assert refused(DataError, str(jsonl), task_column="domain") == (
-        f"{jsonl}:1: no field 'domain'; the fields are: text, label, task; " + advice.format("field"))
+        f"the first record ({jsonl}:1) has no field 'domain', and it decides the file's fields; its fields are: "
+        "text, label, task; " + advice.format("field"))
     assert refused(DataError, str(csv_file), task_column="domain") == (
         f"{csv_file}: no column 'domain'; the columns are: text, label; " + advice.format("column"))
     assert refused(DataError, str(parquet), task_column="domain") == (
@@ -902,13 +909,24 @@ def test_a_named_task_column_the_data_lacks_or_reads_otherwise_is_refused(tmp_pa
     assert refused(ConfigError, "/no/such.csv", text_columns=["text"], task_column="text").startswith(
         "column 'text' is given as both the task and a text column")
     # ... or as the label or text the reader picked by itself.
+    picked = " (picked automatically: pass {0}= (CLI: --{1} NAME) for another), so it cannot be the task {2} too"
     assert refused(DataError, str(jsonl), task_column="label").startswith(
-        f"{jsonl}:1: field 'label' is read as the text or the label, and task_column= names it as the task too")
+        f"{jsonl}:1: field 'label' is read as the label" + picked.format("label_column", "label-column", "field"))
     assert refused(DataError, str(csv_file), task_column="text").startswith(
-        f"{csv_file}: column 'text' is read as a text or the label, and task_column= names it as the task too")
+        f"{csv_file}: column 'text' is read as a text" + picked.format("text_columns", "text-column", "column"))
+    assert refused(DataError, str(csv_file), text_columns=["text"], task_column="label").startswith(
+        f"{csv_file}: column 'label' is read as the label" + picked.format("label_column", "label-column", "column"))
+    assert refused(DataError, str(parquet), task_column="text").startswith(
+        f"{parquet}: column 'text' is read as a text or the label, so it cannot be the task column too")
     # A named column needs a header; a format without tasks does not take one; a task column is a name.
-    assert refused(DataError, str(csv_file), header=False, task_column="domain").startswith(
-        f"{csv_file}: columns are named ('domain') but header=False")
+    assert refused(DataError, str(csv_file), header=False, task_column="domain") == (
+        f"{csv_file}: task_column='domain' but header=False; a task column is found by its header name, so the file "
+        "needs a header row: pass header=True (CLI: --header), or task_column=None (CLI: --no-task-column) to read "
+        "no task")
+    # ... which is also what a column index (a header-less file's way to name a column) is told.
+    assert refused(DataError, str(csv_file), header=False, text_columns=[0], label_column=1,
+                   task_column="2").startswith(f"{csv_file}: task_column='2' but header=False; a task column is found "
+                                               "by its header name")
     ft = write(tmp_path / "t.ft", "".join(f"__label__{r['label']} {r['text']}\n" for r in rows))
     assert refused(ConfigError, str(ft), task_column="domain") == (
         f"{ft}: the option task_column= (CLI: --task-column) does not apply to a fasttext file; leave it out")
@@ -964,9 +982,37 @@ def test_every_refusal_about_a_records_task_advises_task_column_none(tmp_path):
         assert ds.task_names is None and ds.skipped == []
 
 
+def test_the_first_json_record_without_a_named_task_field_is_fatal_and_says_it_decides(tmp_path):
+    """The first record decides the file's fields (as for the label): its gap is no skippable bad
+    record, and the message says why, where a later record's gap is one."""
+    rows = [{"text": f"doc {i}", "label": "ab"[i % 2], "domain": "xy"[i % 2]} for i in range(20)]
+    gap1 = write(tmp_path / "gap1.jsonl", "".join(json.dumps({k: v for k, v in r.items() if i or k != "domain"}) + "\n"
+                                                  for i, r in enumerate(rows)))
+    assert refused(DataError, str(gap1), task_column="domain", on_bad_record="skip").startswith(
+        f"the first record ({gap1}:1) has no field 'domain', and it decides the file's fields; its fields are: text, "
+        "label; ")
+    gap2 = write(tmp_path / "gap2.jsonl", "".join(json.dumps({k: v for k, v in r.items() if i != 1 or k != "domain"})
+                                                  + "\n" for i, r in enumerate(rows)))
+    ds = load_dataset(str(gap2), task_column="domain", on_bad_record="skip")
+    assert len(ds.skipped) == 1 and ds.skipped[0].startswith(f"{gap2}:2: ")
+
+
+def test_a_dataset_read_with_a_task_column_other_than_the_default_says_so(tmp_path):
+    """What a run trained on it saves (config.json "task_column"): the default is left out."""
+    rows = [{"text": f"doc {i}", "label": "ab"[i % 2], "domain": "xy"[i % 2], "task": "meta"} for i in range(20)]
+    path = write(tmp_path / "d.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    assert load_dataset(str(path), task_column="domain").task_column == "domain"
+    assert load_dataset(str(path), task_column=None).task_column is None
+    assert load_dataset(str(path)).task_column == "task"
+
+
 def test_the_cli_default_task_column_is_the_readers():
     """cli.py spells the default out (it must not import the reader, which imports datasets)."""
     from textcls.cli import DEFAULT_TASK_COLUMN
     from textcls.data.readers import TASK_FIELD, ReadOptions
 
-    assert DEFAULT_TASK_COLUMN == TASK_FIELD == ReadOptions().task_column
+    from textcls.artifacts import DEFAULT_TASK_COLUMN as SAVED_DEFAULT
+    from textcls.data.records import TextDataset
+
+    default = TextDataset.__dataclass_fields__["task_column"].default
+    assert DEFAULT_TASK_COLUMN == TASK_FIELD == ReadOptions().task_column == SAVED_DEFAULT == default

@@ -51,3 +51,22 @@ def test_a_run_with_its_task_names_loads(mtl_run):
     clf = Classifier.from_pretrained(mtl_run)
     assert clf.task_names_ == ["books", "dvd", "music"] and clf.uses_tasks
     assert Predictor.load(mtl_run).task_names == ["books", "dvd", "music"]
+
+
+def test_a_runs_task_column_loads_and_saves_and_a_bad_one_is_refused(mtl_run, tmp_path):
+    """config.json "task_column": the field the run's tasks were read from (left out for the default
+    "task"; null: none read), on the loaded Classifier and Predictor, kept by a save; a value that
+    is no name is refused as a corrupt config, by name."""
+    clf = Classifier.from_pretrained(mtl_run)
+    assert clf.task_column_ == "task" and Predictor.load(mtl_run).task_column == "task"
+    assert "task_column" not in json.loads((mtl_run / "config.json").read_text())
+    named = _edited(mtl_run, tmp_path, lambda c: c.__setitem__("task_column", "domain"))
+    clf = Classifier.from_pretrained(named)
+    assert clf.task_column_ == "domain" and Predictor.load(named).task_column == "domain"
+    clf.save_pretrained(tmp_path / "again")
+    assert json.loads((tmp_path / "again" / "config.json").read_text())["task_column"] == "domain"
+    for bad in ("", 3, ["domain"]):
+        copy = _edited(mtl_run, tmp_path / str(len(str(bad))), lambda c: c.__setitem__("task_column", bad))
+        for load in (Classifier.from_pretrained, Predictor.load):
+            with pytest.raises(CheckpointError, match=r"'task_column' = .* should be null or the name of the field"):
+                load(copy)

@@ -72,7 +72,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
     progress: show a progress bar while training.
 
     Learned attributes: ``estimator_`` (the fitted ``Estimator``), ``preset_`` (the preset it
-    trained with), ``classes_``, ``multi_label_``, ``task_names_``, ``dataset_name_``,
+    trained with), ``classes_``, ``multi_label_``, ``task_names_``, ``task_column_`` (the field or column
+    its data's tasks were read from, ``load_dataset``'s ``task_column``; None: none), ``dataset_name_``,
     ``threshold_`` (multi-label: a class is predicted from this probability on, in
     ``predict``, ``score``, ``explain`` and ``evaluate``; a loaded run's ``threshold`` from
     config.json, else 0.5, the rule of docs/serve.md; set it to change it, and
@@ -141,13 +142,14 @@ class Classifier(ClassifierMixin, BaseEstimator):
             artifacts.refuse_finished_run(run_dir, resume)
         estimator.fit(dataset, run_dir=run_dir, resume=resume, progress=self.progress, device=self.device)
         self._adopt(estimator, np.array(dataset.label_names), dataset.multi_label, dataset.task_names, dataset.name,
-                    artifacts.DEFAULT_THRESHOLD)
+                    artifacts.DEFAULT_THRESHOLD, dataset.task_column)
         # save_pretrained's check: only a training that wrote its epochs.csv there (the engine's)
         # trained in run_dir; a classic model's resume into another model's run trained nowhere.
         self._trained_in = os.path.realpath(run_dir) if run_dir is not None and estimator.resumable else None
         return self
 
-    def _adopt(self, estimator: Estimator, classes, multi_label, task_names, dataset_name, threshold) -> None:
+    def _adopt(self, estimator: Estimator, classes, multi_label, task_names, dataset_name, threshold,
+               task_column: str | None = artifacts.DEFAULT_TASK_COLUMN) -> None:
         """Take a fitted (or restored) estimator and what the labels are."""
         self.estimator_ = estimator
         self.threshold_ = threshold
@@ -155,6 +157,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.multi_label_ = bool(multi_label)
         self.task_names_ = list(task_names) if task_names else None
+        self.task_column_ = task_column
         self.dataset_name_ = dataset_name
         self.model_ = estimator.model_
         self.pipeline_ = estimator.pipeline_
@@ -396,6 +399,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
             "multi_label": bool(self.multi_label_),
             "dataset": self.dataset_name_,
             "task_names": self.task_names_,
+            # Only where not the default: the runs saved before the key have the default.
+            **({"task_column": self.task_column_} if self.task_column_ != artifacts.DEFAULT_TASK_COLUMN else {}),
             **({"threshold": self._threshold()} if self.multi_label_ else {}),
             "estimator": self.get_params(),
             "state": state,
@@ -509,7 +514,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
                                   f"{shown(*saved)}; the file is corrupt or was changed, retrain or restore the run")
         clf._adopt(estimator, np.array(config.get("label_values", config["label_names"])),
                    config.get("multi_label", False), config.get("task_names"), config.get("dataset"),
-                   artifacts.run_threshold(config))
+                   artifacts.run_threshold(config), config.get("task_column", artifacts.DEFAULT_TASK_COLUMN))
         if config.get("quantize") is not None:
             try:
                 clf.quantize(config["quantize"])

@@ -59,6 +59,9 @@ RUN_FILES = (CONFIG, WEIGHTS, TOKENIZER, METRICS, EPOCHS_CSV)
 FORMAT_VERSION = 2
 # A multi-label run's decision threshold when its config.json saves none (see run_threshold).
 DEFAULT_THRESHOLD = 0.5
+# The data reader's default task column (data/readers.py's TASK_FIELD, which imports datasets): a run
+# trained with another one, or None (no task read), saves it in config.json as "task_column".
+DEFAULT_TASK_COLUMN = "task"
 # What atomic_write_bytes' temporary files are called (".<target>.<random>.tmp"), and what the
 # engine's were before it used it ("<target>.tmp-<pid>"): a killed write leaves one behind.
 _TEMPORARY = re.compile(r"^(\..+\.[A-Za-z0-9_]+\.tmp|.+\.tmp-\d+)$")
@@ -698,6 +701,9 @@ def _check_config_types(path: Path, config: dict) -> None:
         raise corrupt("label_values", f"a list of {len(names)} class values, one per class name")
     if not isinstance(config.get("multi_label", False), bool):
         raise corrupt("multi_label", "true or false")
+    column = config.get("task_column", DEFAULT_TASK_COLUMN)
+    if column is not None and not (isinstance(column, str) and column.strip()):
+        raise corrupt("task_column", "null or the name of the field or column the run's tasks were read from")
     tasks = config.get("task_names")
     if tasks is not None and not (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)):
         raise corrupt("task_names", "null or a list of task names")

@@ -11,6 +11,7 @@ continues.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import functools
 import inspect
@@ -105,8 +106,9 @@ def _reader_parameters() -> list:
         inspect.Parameter("label_column", kw, annotation=Optional[str], default=typer.Option(
             None, "--label-column", help="Label column of a CSV/JSONL file.")),
         inspect.Parameter("task_column", kw, annotation=Optional[str], default=typer.Option(
-            None, "--task-column", help="Task column of a CSV/JSONL/parquet file or hf: dataset (default: task, "
-                                        "where the data has one: multi-task data).")),
+            None, "--task-column", help="Task column of a CSV/JSONL/parquet file or hf: dataset, matched exactly "
+                                        "(default: task in any case, where the data has one: multi-task data; "
+                                        "evaluate: the run's own).")),
         inspect.Parameter("no_task_column", kw, annotation=bool, default=typer.Option(
             False, "--no-task-column", help="Read no task: a task field or column is data like any other "
                                             "(single-task data).")),
@@ -495,6 +497,7 @@ def evaluate(
         raise ConfigError(f"--test-fraction: {data} is one file, scored whole (every record); leave it out, or "
                           "pass --split test to score the test part train carves from it")
     clf = _load_run(run_dir, device)
+    reader = _with_run_task_column(reader, clf.task_column_, data, task)
     if file is not None:
         # A single file has no split: score all of it, not the test slice train would carve.
         try:
@@ -513,10 +516,9 @@ def evaluate(
         title = f"{clf.model} on {where} ({len(records)} documents)"
     if dataset.skipped:
         typer.echo(f"skipped {len(dataset.skipped)} bad records (first: {dataset.skipped[0]})", err=True)
-    records = _evaluation_tasks(clf, records, task, run_dir, where)
-    # --on-bad-record also covers a record whose label the model does not know: skipped and counted
-    # (the first note) with skip, as the reader's bad records are, else an error at its file and line.
-    metrics = clf.evaluate(records, where=where, on_bad_record=reader.on_bad_record)
+    used = task_column_of(reader.task_column, reader.no_task_column)
+    records = _evaluation_tasks(clf, records, task, run_dir, where, used)
+    metrics = _evaluate_records(clf, records, where, reader.on_bad_record, used, run_dir)
     if metrics.get("skipped"):  # its notes come first: one for unknown tasks, one for unknown labels
         for note in metrics["notes"][:2]:
             if note.startswith("skipped "):
@@ -539,9 +541,37 @@ def evaluate(
                    "multi-label data has no single C x C confusion matrix", err=True)
 
 
-def _evaluation_tasks(clf, records, task: Optional[str], run_dir: Path, where: str):
+def _evaluate_records(clf, records, where: str, on_bad_record: str, used: Optional[str], run_dir: Path) -> dict:
+    """``clf.evaluate``; a refused task the run has no head for names the run's own task column
+    where the data's tasks were read from another (``used``)."""
+    # --on-bad-record also covers a record whose label the model does not know: skipped and counted
+    # (the first note) with skip, as the reader's bad records are, else an error at its file and line.
+    try:
+        return clf.evaluate(records, where=where, on_bad_record=on_bad_record)
+    except DataError as exc:
+        hint = run_task_column_hint(clf.task_column_, used, run_dir) if "trained on" in str(exc) else ""
+        if not hint:
+            raise
+        raise DataError(f"{exc}{hint}") from None
+
+
+def _with_run_task_column(reader: "ReaderArgs", run_column: Optional[str], data: str, task: Optional[str]):
+    """``reader`` reading the tasks from the run's own task column (config.json "task_column") when
+    the user gave neither --task-column nor --no-task-column (nor --task: data naming no task), and
+    ``data`` is no catalogue dataset (whose loader names its tasks)."""
+    from .data.catalog import find_entry
+
+    if (run_column == DEFAULT_TASK_COLUMN or reader.task_column is not None or reader.no_task_column
+            or task is not None or find_entry(data) is not None):
+        return reader
+    return dataclasses.replace(reader, task_column=run_column, no_task_column=run_column is None)
+
+
+def _evaluation_tasks(clf, records, task: Optional[str], run_dir: Path, where: str,
+                      used: Optional[str] = DEFAULT_TASK_COLUMN):
     """``records`` with the task of every record where the run has one head per task: their own
-    (a task column), or ``task`` (--task, one the run was trained on) for data that names none."""
+    (a task column), or ``task`` (--task, one the run was trained on) for data that names none;
+    ``used``: the field or column the data's tasks were read from (None: none)."""
     from .data.records import with_task_column
 
     heads = clf.task_names_ if clf.uses_tasks else None
@@ -556,8 +586,9 @@ def _evaluation_tasks(clf, records, task: Optional[str], run_dir: Path, where: s
         return records
     if "task" not in records.column_names:
         raise ConfigError(f"{where}: names no task, and {run_dir} has one head per task ({', '.join(heads)}): pass "
-                          "--task NAME (the task of every record), or give the data a \"task\" field per JSON line "
-                          "or a task column of a CSV/TSV file")
+                          f"--task NAME (the task of every record), "
+                          f"{'' if used is None else 'or give the data '}{task_source_advice(used)}"
+                          f"{run_task_column_hint(clf.task_column_, used, run_dir)}")
     return records  # a record of a task the run lacks is Classifier.evaluate's bad record
 
 
@@ -622,10 +653,12 @@ def predict(
                                                                       "for csv, tab for tsv)."),
     encoding: Optional[str] = typer.Option(None, "--encoding", help="Text encoding of a CSV/TSV file (default utf-8)."),
     task: Optional[str] = typer.Option(None, "--task", help="The task of every text, for a run with one head per "
-                                                            "task (e.g. fcsr-mtl on fdu_mtl); a JSON line's 'task' "
-                                                            "field or a CSV/TSV row's 'task' column wins."),
+                                                            "task (e.g. fcsr-mtl on fdu_mtl); a record's own task, "
+                                                            "in the field or column --task-column names (default: "
+                                                            "the run's, else task), wins."),
     task_column: Optional[str] = typer.Option(None, "--task-column", help="The JSON Lines field or CSV/TSV column "
-                                              "holding each record's task. Default: task."),
+                                              "holding each record's task, matched exactly. Default: the one the run "
+                                              "was trained with, else task (any case)."),
     no_task_column: bool = typer.Option(False, "--no-task-column", help="Read no task from the input: a 'task' "
                                         "field or column is data like any other (--task still applies)."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Multi-label runs: the probability from which a "
@@ -643,12 +676,14 @@ def predict(
     if texts and input_path is not None:
         raise ConfigError("give texts as arguments or --input FILE, not both")
     source = _PredictInput.of(input_path, input_format, text_columns, delimiter, encoding, task,
-                              task_column_of(task_column, no_task_column), given=bool(texts))
+                              task_column_of(task_column, no_task_column), given=bool(texts),
+                              column_given=task_column is not None or no_task_column)
     if texts:
         texts = _argument_texts(texts)  # before the run loads
     from .predictor import Predictor, check_threshold
 
     predictor = Predictor.load(run_dir, device=device, threads=threads, note=_note)
+    source = source.with_run_task_column(predictor.task_column)
     if threshold is not None:
         if not predictor.multi_label:
             raise ConfigError(f"--threshold applies to multi-label runs; {run_dir} predicts one label per text")
@@ -665,9 +700,9 @@ def predict(
     if source.where != "stdin":
         # A bad record found half-way would leave the predictions before it written: check first.
         for items, tasks, where_of in blocks:
-            _check_tasks(predictor, tasks, where_of)
+            _check_tasks(predictor, tasks, where_of, source.task_column)
     for items, tasks, where_of in blocks:
-        _write_predictions(predictor, items, tasks, threshold, where_of)
+        _write_predictions(predictor, items, tasks, threshold, where_of, source.task_column)
 
 
 class _TaskBlocks:
@@ -710,13 +745,17 @@ class _PredictInput:
     encoding: Optional[str]
     task: Optional[str]
     task_column: Optional[str] = DEFAULT_TASK_COLUMN  # the field or column of a record's task; None: none
+    # --task-column or --no-task-column given: a named field the input lacks is refused. Else the
+    # run's column (with_run_task_column) is read where the input has it, as the default task is.
+    column_given: bool = True
 
     @property
     def where(self) -> str:
         return "stdin" if self.path is None or str(self.path) == "-" else str(self.path)
 
     @classmethod
-    def of(cls, path, fmt, text_columns, delimiter, encoding, task, task_column, given: bool) -> "_PredictInput":
+    def of(cls, path, fmt, text_columns, delimiter, encoding, task, task_column, given: bool,
+           column_given: bool = True) -> "_PredictInput":
         """The input options checked before the run loads: a format predict reads, and options it uses."""
         from .inputs import PREDICT_FORMATS, READ_ADVICE, check_input_file, format_of_name, refuse_unread_content
 
@@ -726,7 +765,8 @@ class _PredictInput:
         if not stdin:
             check_input_file(path)
         fmt = fmt or ("text" if stdin else format_of_name(path))
-        source = cls(None if stdin else path, fmt, tuple(text_columns or ()), delimiter, encoding, task, task_column)
+        source = cls(None if stdin else path, fmt, tuple(text_columns or ()), delimiter, encoding, task, task_column,
+                     column_given)
         source._check_options(given)
         if not stdin:
             refuse_unread_content(path, _file_head(path), fmt)
@@ -745,8 +785,11 @@ class _PredictInput:
                 continue
             takes = ("csv", "tsv", "jsonl") if flag in ("--text-column", task_flag) else ("csv", "tsv")
             if self.fmt not in takes:
+                # CSV/TSV is read from a file only (refused below from stdin): advise what works.
+                instead = (f"--format {takes[0]}" if self.where != "stdin" else "--format jsonl" if "jsonl" in takes
+                           else f"--input FILE.csv (a CSV/TSV file, not stdin)")
                 raise ConfigError(f"{flag} applies to {', '.join(takes)} input, and {self.where} is read as "
-                                  f"{self.fmt}: drop {flag}, or pass --format {takes[0]}")
+                                  f"{self.fmt}: drop {flag}, or pass {instead}")
         if self.fmt in ("csv", "tsv") and self.where == "stdin":
             raise ConfigError(f"--format {self.fmt} reads a file (it is read twice: checked, then predicted); "
                               f"pass --input FILE.{self.fmt}")
@@ -759,6 +802,13 @@ class _PredictInput:
                 raise ConfigError(str(exc).replace("parameter 'delimiter' = ", "--delimiter ")
                                   .replace("parameter 'encoding' = ", "--encoding ")) from None
 
+    def with_run_task_column(self, run_column: Optional[str]) -> "_PredictInput":
+        """Read the tasks from the run's own task column (``Predictor.task_column``) when neither
+        --task-column nor --no-task-column was given, as evaluate does."""
+        if self.column_given or run_column == DEFAULT_TASK_COLUMN:
+            return self
+        return dataclasses.replace(self, task_column=run_column)
+
     def blocks(self):
         from .inputs import refuse_unread_content
 
@@ -769,7 +819,7 @@ class _PredictInput:
             if first == 1 and self.where == "stdin":  # a file's head was checked by of()
                 refuse_unread_content(where, block[:8], self.fmt)
             items, tasks = _block_items(block, first, where, self.fmt, self.task, self.text_columns or ("text",),
-                                        self.task_column)
+                                        self.task_column, self.column_given)
             yield items, tasks, _text_namer(where, first)
 
 
@@ -790,7 +840,7 @@ def _delimited_blocks(source: _PredictInput):
 
     records = iter_text_column(source.path, fmt=source.fmt, text_columns=source.text_columns or ("text",),
                                delimiter=source.delimiter, encoding=source.encoding or "utf-8",
-                               task_column=source.task_column)
+                               task_column=source.task_column, task_column_required=source.column_given)
     batch, tasks, lines, size = [], [], [], 0
     for lineno, text, task in records:
         batch.append(text)
@@ -843,14 +893,15 @@ def _check_task_option(task: Optional[str], task_names, run_dir: Path) -> None:
                           f"{', '.join(task_names)}")
 
 
-def _block_items(block: bytes, first: int, where: str, fmt: str, task: Optional[str],
-                 fields: tuple = ("text",), task_field: Optional[str] = DEFAULT_TASK_COLUMN) -> tuple[list, list]:
+def _block_items(block: bytes, first: int, where: str, fmt: str, task: Optional[str], fields: tuple = ("text",),
+                 task_field: Optional[str] = DEFAULT_TASK_COLUMN, named: bool = True) -> tuple[list, list]:
     """The texts (or JSON Lines items, their text in ``fields``) of one block of the input and their
-    tasks: a line's own (its ``task_field``; None: none is read), else ``task`` (--task; None: not given)."""
+    tasks: a line's own (its ``task_field``; None: none is read), else ``task`` (--task; None: not given).
+    ``named``: --task-column named ``task_field``, which the first line must then have."""
     lines = read_texts(block, where, first_line=first)
     if fmt != "jsonl":
         return lines, [task] * len(lines)
-    texts, tasks = _jsonl_items(lines, where, first, fields, task_field)
+    texts, tasks = _jsonl_items(lines, where, first, fields, task_field, named)
     _refuse_unencodable(texts, _text_namer(where, first), from_argv=False)  # a JSON escape of a lone surrogate ("\\udc80")
     return texts, [t if t is not None else task for t in tasks]
 
@@ -861,21 +912,40 @@ def _text_namer(where: Optional[str], first: int):
     return (lambda i: f"text {first + i}") if where is None else (lambda i: f"{where}:{first + i}")
 
 
-def _check_tasks(predictor, tasks: list, where_of) -> None:
+def _check_tasks(predictor, tasks: list, where_of, task_field: Optional[str] = DEFAULT_TASK_COLUMN) -> None:
     """Every text has a task the run was trained on, where it has one head per task (a run
     without them is given none: ``--task`` is refused, a file's tasks are not read); a text is
-    named by ``where_of(i)``. Run on a file's every block before the first prediction is
-    written, so that a bad task on a late line leaves no output half-way."""
+    named by ``where_of(i)``, its task read from the field or column ``task_field``. Run on a
+    file's every block before the first prediction is written, so that a bad task on a late line
+    leaves no output half-way."""
     if predictor.uses_tasks:
+        hint = run_task_column_hint(predictor.task_column, task_field, predictor.run_dir)
         missing = next((i for i, t in enumerate(tasks) if t is None), None)
         if missing is not None:
             raise ConfigError(f"{where_of(missing)}: no task; {predictor.model} has one head per task "
-                              f"({', '.join(predictor.task_names)}): pass --task NAME, a \"task\" field per JSON line or a "
-                              "task column of a CSV/TSV file")
+                              f"({', '.join(predictor.task_names)}): pass --task NAME, "
+                              f"{task_source_advice(task_field)}{hint}")
         unknown = next((i for i, t in enumerate(tasks) if t not in predictor.task_names), None)
         if unknown is not None:
             raise DataError(f"{where_of(unknown)}: task {tasks[unknown]!r} is not one {predictor.model} was trained "
-                            f"on; give one of: {', '.join(predictor.task_names)}")
+                            f"on; give one of: {', '.join(predictor.task_names)}{hint}")
+
+
+def task_source_advice(task_field: Optional[str]) -> str:
+    """Where records name their task, read from ``task_field`` (--task-column; None: none is read)."""
+    if task_field is None:
+        return "or read each record's task with --task-column NAME (--no-task-column reads none)"
+    if task_field == DEFAULT_TASK_COLUMN:  # found in any case in a header
+        return "a \"task\" field per JSON line or a task column of a CSV/TSV file"
+    return f"a {json.dumps(task_field)} field per JSON line or a {task_field!r} column of a CSV/TSV file"
+
+
+def run_task_column_hint(run_column: Optional[str], used: Optional[str], run_dir) -> str:
+    """"; RUN read its tasks from 'domain': pass --task-column domain" where a run trained with a
+    task column other than the default is given data read with another one; else ""."""
+    if run_column in (used, None, DEFAULT_TASK_COLUMN):
+        return ""
+    return f"; {run_dir} read its tasks from {run_column!r}: pass --task-column {run_column}"
 
 
 def _limit_threads(threads: int) -> None:
@@ -913,7 +983,7 @@ def _input_blocks(path: Optional[Path]):
 
 
 def _jsonl_items(lines: List[str], where: str, first: int, fields: tuple = ("text",),
-                 task_field: Optional[str] = DEFAULT_TASK_COLUMN) -> tuple[list, list]:
+                 task_field: Optional[str] = DEFAULT_TASK_COLUMN, named: bool = True) -> tuple[list, list]:
     """The texts and tasks (None where a line has none) of JSON Lines ``{"text": ..., "task": ...}``; the
     text is the string field ``fields`` names (--text-column), or those of them a line has, joined
     with a space as train joins them; the task the field ``task_field`` (--task-column; None: no task
@@ -928,6 +998,8 @@ def _jsonl_items(lines: List[str], where: str, first: int, fields: tuple = ("tex
             raise DataError(f"{where}:{number}: not valid JSON ({exc.msg}); write one JSON object per line, "
                             "e.g. {\"text\": \"...\"}") from None
         text = _jsonl_text(record, fields, f"{where}:{number}")
+        if number == 1 and named and task_field not in (None, DEFAULT_TASK_COLUMN):
+            _check_task_field(record, where, fields, task_field)
         task = record.get(task_field) if task_field is not None and isinstance(record, dict) else None
         if not isinstance(task, (str, type(None))):
             raise DataError(f"{where}:{number}: field {json.dumps(task_field)} is {type(task).__name__}, not a task "
@@ -940,6 +1012,16 @@ def _jsonl_items(lines: List[str], where: str, first: int, fields: tuple = ("tex
         # Trimmed, and a blank one is none (--task's), as the training reader and a CSV cell read it.
         tasks.append((task.strip() or None) if isinstance(task, str) else task)
     return texts, tasks
+
+
+def _check_task_field(record: dict, where: str, fields: tuple, task_field: str) -> None:
+    """The first line of a JSON Lines input decides its fields, as train's reader reads them: a field
+    --task-column names must be one of them, and not the text."""
+    from .inputs import check_named_task_column
+
+    check_named_task_column(f"{where}:1", task_field, list(record), {f: "the text" for f in fields},
+                            "pass --task-column NAME naming the field of each record's task, or --no-task-column "
+                            "to read no task", kind="field", first_record=True)
 
 
 def _jsonl_text(record, fields: tuple, where: str) -> str:
@@ -958,7 +1040,8 @@ def _jsonl_text(record, fields: tuple, where: str) -> str:
     return " ".join(v for v in present if isinstance(v, str) and v.strip()) if len(fields) > 1 else present[0]
 
 
-def _write_predictions(predictor, texts: list, tasks: list, threshold, where_of=None) -> None:
+def _write_predictions(predictor, texts: list, tasks: list, threshold, where_of=None,
+                       task_field: Optional[str] = DEFAULT_TASK_COLUMN) -> None:
     """Predict ``texts`` and write one JSON line each. An error about one text names it by
     ``where_of(i)``, its place in the input (``f.txt:3``); None: the texts are the arguments, named
     by their number among them (from 1). A label is written as the run's class value: a number for a
@@ -967,7 +1050,7 @@ def _write_predictions(predictor, texts: list, tasks: list, threshold, where_of=
         return
     texts_are_arguments = where_of is None
     where_of = where_of or _text_namer(None, 1)
-    _check_tasks(predictor, tasks, where_of)
+    _check_tasks(predictor, tasks, where_of, task_field)
     try:
         # A line of a file is one text: its message gives no number of its own, the line names it.
         probs = predictor.predict_proba(texts, tasks if predictor.uses_tasks else None,

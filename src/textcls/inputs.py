@@ -169,3 +169,22 @@ def refuse_unread_content(where, head: bytes, fmt: str) -> None:
         return  # the CSV reader decompresses it
     if kind is not None:
         raise DataError(f"{where}: is {kind}, not text; {READ_ADVICE}")
+
+
+def check_named_task_column(where: str, name: str, names: Sequence[str], roles: dict[str, str], advice: str,
+                            kind: str = "column", first_record: bool = False) -> None:
+    """The one check of a task column named apart from the default ``task`` (``task_column=``,
+    ``--task-column``), for every reader (CSV/TSV header, first JSON record, table) and predict's
+    JSON Lines input: it is one of ``names`` (matched exactly; a match in another case is
+    suggested), and none read in another role (``roles``: name -> "a text" / "the label ...").
+    ``kind``: "column" or "field"; ``first_record``: ``names`` are the fields of the first JSON
+    record at ``where``, which decides the file's fields; ``advice`` ends every refusal."""
+    if name not in names:
+        near = next((n for n in names if n.lower() == name.lower()), None)
+        hint = f" (did you mean {near!r}? a named {kind} is matched exactly)" if near is not None else ""
+        lead = (f"the first record ({where}) has no {kind} {name!r}{hint}, and it decides the file's fields; its "
+                if first_record else f"{where}: no {kind} {name!r}{hint}; the ")
+        raise DataError(f"{lead}{kind}s are: {', '.join(names)}; {advice}")
+    if name in roles:
+        raise DataError(f"{where}: {kind} {name!r} is read as {roles[name]}, so it cannot be the task {kind} too; "
+                        f"{advice}")

@@ -166,6 +166,9 @@ def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> s
         lines.append(f"- Tasks (one head each; pass `tasks=`): {', '.join(heads)}")
     elif config.get("task_names"):
         lines.append(f"- Trained on the tasks {', '.join(config['task_names'])} with one head for all (pass no task)")
+    if config.get("task_names") and isinstance(config.get("task_column"), str):  # read from another field
+        lines.append(f"- The tasks were read from the data's `{config['task_column']}` field or column "
+                     f"(`task_column=\"{config['task_column']}\"`)")
     if config.get("kind") == "ensemble":
         state = config.get("state") or {}
         lines += ["- Members (weights chosen on dev): " + ", ".join(

@@ -41,7 +41,8 @@ class Predictor:
     """A loaded run. Build it with ``Predictor.load(run_dir)``.
 
     Attributes: ``classes_`` (label values), ``label_names``, ``multi_label``, ``task_names``
-    (per-task heads, else None), ``threshold`` (multi-label), ``model`` (the preset name),
+    (per-task heads, else None), ``task_column`` (the field or column its data's tasks were read
+    from; None: none), ``threshold`` (multi-label), ``model`` (the preset name),
     ``device``, ``backend`` (``"numpy"`` or ``"estimator"``), ``stages`` (a NumPy run's
     ``(encode, logits)``: texts -> ``FlatIds`` -> logits, which the speed benchmark times apart;
     else None).
@@ -57,6 +58,8 @@ class Predictor:
         self.classes_ = np.array(config.get("label_values") or self.label_names)
         self.multi_label = bool(config.get("multi_label", False))
         self.task_names = list(config["task_names"]) if uses_tasks and config.get("task_names") else None
+        # The field or column its training data's tasks were read from (None: none was read).
+        self.task_column = config.get("task_column", artifacts.DEFAULT_TASK_COLUMN)
         if config.get("threshold") is not None:  # read_config checked it; a config built by hand was not
             check_threshold(config["threshold"], f"{self.run_dir / artifacts.CONFIG}: 'threshold'")
         self.threshold = run_threshold(config)

@@ -103,6 +103,8 @@ def load_dataset(
         path = _resolve_path(str(source), root)
         ds = readers.read_path(path, options, name=str(source))
 
+    if task_column != readers.TASK_FIELD:  # a run trained on it saves it (config.json "task_column")
+        ds = replace(ds, task_column=task_column)
     if "test" not in ds.splits:
         ds = carve_split(ds, "test", test_fraction or default_fraction, split_seed)
     if max_per_split is not None:

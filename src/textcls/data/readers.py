@@ -82,6 +82,7 @@ from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, Seque
 import datasets
 
 from ..errors import ConfigError, DataError
+from ..inputs import check_named_task_column
 from ..validate import RepeatedJSONKey, check_flag, is_integer, json_object_with_unique_keys
 from .records import RecordPlaces, TextDataset, attach_places
 
@@ -880,7 +881,8 @@ def read_delimited(
             if header:
                 columns = [c.strip() for c in row]
                 text_idx, label_idx = _resolve_columns(path, columns, text_columns, label_column)
-                task_idx = find_task_column(path, columns, [*text_idx, label_idx], task_column)
+                task_idx = find_task_column(path, columns, [*text_idx, label_idx], task_column, _task_roles(
+                    [columns[i] for i in text_idx], columns[label_idx], text_columns, label_column))
                 buffer.task_field = task_column or TASK_FIELD
                 continue
             text_idx, label_idx = _resolve_indices(path, len(row), text_columns, label_column, lineno)
@@ -906,6 +908,10 @@ def _header_setting(path: Path, header: bool | None, text_columns, label_column,
     named apart from the default ``task`` is a column named."""
     named_task = task_column not in (None, TASK_FIELD)
     named = [c for c in [*(text_columns or ()), label_column] if isinstance(c, str)] + [task_column] * named_task
+    if header is False and named_task:  # no index: a task column is named, not numbered
+        raise DataError(f"{path}: task_column={task_column!r} but header=False; a task column is found by its header "
+                        "name, so the file needs a header row: pass header=True (CLI: --header), or "
+                        "task_column=None (CLI: --no-task-column) to read no task")
     if header is False and named:
         raise DataError(
             f"{path}: columns are named ({', '.join(map(repr, named))}) but header=False; "
@@ -966,11 +972,13 @@ def iter_text_column(
     delimiter: str | None = None,
     encoding: str = "utf-8",
     task_column: str | None = TASK_FIELD,
+    task_column_required: bool = True,
 ) -> Iterator[tuple[int, str, str | None]]:
     """``(first line, text, task)`` of every record of a CSV/TSV file with a header row: the texts of a
     file to predict, which needs no label (``textcls predict --input f.csv``). ``task`` is the record's
     cell of the ``task_column`` column (the default ``task`` in any case, as ``read_delimited`` finds
-    it; None: no task is read), None where the header has none or the cell is empty (as a JSON line
+    it; None: no task is read; a named one the header lacks is refused, unless not
+    ``task_column_required``), None where the header has none or the cell is empty (as a JSON line
     without a "task" field: the caller's default applies).
 
     The text is the column(s) ``text_columns`` names in the header, stripped and joined with a
@@ -994,7 +1002,9 @@ def iter_text_column(
         if header is None:
             header = [cell.strip() for cell in row]
             columns = _text_column_positions(path, lineno, header, tuple(text_columns), fmt)
-            task_idx = find_task_column(path, header, columns, task_column)
+            # Not required (predict's default, the run's own column): read where the header has it.
+            named = task_column if task_column_required or task_column in header else None
+            task_idx = find_task_column(path, header, columns, named, {header[i]: "a text" for i in columns})
             continue
         if len(_trim(row)) > len(header):
             raise DataError(f"{path}:{lineno}: row has {len(row)} fields, the header has {len(header)} "
@@ -1032,22 +1042,32 @@ class _NoSkipBuffer(RecordBuffer):
 
 
 def find_task_column(path: Path, header: list[str], used: Sequence[int] = (),
-                     name: str | None = TASK_FIELD) -> int | None:
+                     name: str | None = TASK_FIELD, roles: dict[str, str] | None = None) -> int | None:
     """The position of the task column ``name`` of a CSV/TSV ``header`` row; None when there is none.
     The default ``task`` is found in any case and gives way to a ``used`` column (read as a text or
-    the label); another name (``task_column=``) must be a column of its own, or it is refused."""
+    the label); another name (``task_column=``) must be a column of its own (exactly), or it is
+    refused (``check_named_task_column``; ``roles``: each used column's role, for its message)."""
     if name is None:
         return None
     if name == TASK_FIELD:
         return next((i for i, c in enumerate(header) if c.strip().lower() == TASK_FIELD and i not in used), None)
-    if name not in header:
-        shown = ", ".join(header)
-        raise DataError(f"{path}: no column {name!r}; the columns are: {shown}; " + _named_task_advice())
-    at = header.index(name)
-    if at in used:
-        raise DataError(f"{path}: column {name!r} is read as a text or the label, and task_column= names it as the "
-                        "task too; " + _named_task_advice())
-    return at
+    if roles is None:
+        roles = {header[i]: "a text or the label" for i in used}
+    check_named_task_column(str(path), name, header, roles, _named_task_advice())
+    return header.index(name)
+
+
+def _task_roles(texts: Sequence[str], label: str | None, text_columns, label_column) -> dict[str, str]:
+    """The role of each column or field read as a text or the label, for a named task column's
+    clash with one: picked automatically or named (text_columns= / label_column=)."""
+    def picked(option: str, flag: str) -> str:
+        return f" (picked automatically: pass {option}= (CLI: {flag} NAME) for another)"
+
+    roles = {t: "a text" + ("" if text_columns is not None else picked("text_columns", "--text-column"))
+             for t in texts}
+    if label is not None:
+        roles[label] = "the label" + ("" if label_column is not None else picked("label_column", "--label-column"))
+    return roles
 
 
 def _named_task_advice(kind: str = "column") -> str:
@@ -1537,12 +1557,9 @@ def _jsonl_fields(path, lineno, keys, text_columns, label_column, task_column) -
         path, lineno, keys, None if label_column is None else [label_column], LABEL_CANDIDATES, "label_column"
     )[0]
     if task_column not in (None, TASK_FIELD):
-        if task_column not in keys:
-            raise DataError(f"{path}:{lineno}: no field {task_column!r}; the fields are: {', '.join(keys)}; "
-                            + _named_task_advice("field"))
-        if task_column in (*fields, label_field):
-            raise DataError(f"{path}:{lineno}: field {task_column!r} is read as the text or the label, and "
-                            "task_column= names it as the task too; " + _named_task_advice("field"))
+        check_named_task_column(f"{path}:{lineno}", task_column, keys,
+                                _task_roles(fields, label_field, text_columns, label_column),
+                                _named_task_advice("field"), kind="field", first_record=True)
     return fields, label_field, task_column in keys and task_column not in (*fields, label_field)
 
 
@@ -1772,12 +1789,8 @@ def _table_task_column(where: str, columns: list[str], task_column: str | None, 
     """The column of a table's tasks (read_table's ``task_column``), or None."""
     if task_column is None or task_column == TASK_FIELD:
         return task_column if task_column in columns and task_column not in used else None
-    if task_column not in columns:
-        raise DataError(f"{where}: no column {task_column!r}; the columns are: {', '.join(columns)}; "
-                        + _named_task_advice())
-    if task_column in used:
-        raise DataError(f"{where}: column {task_column!r} is read as a text or the label, and task_column= names it "
-                        "as the task too; " + _named_task_advice())
+    check_named_task_column(where, task_column, columns, {c: "a text or the label" for c in used},
+                            _named_task_advice())
     return task_column
 
 

@@ -197,6 +197,9 @@ class TextDataset:
     skipped: list[str] = field(default_factory=list)
     # Multi-task data: the order of the values of every split's "task" column; None otherwise.
     task_names: list[str] | None = None
+    # The field or column the tasks were read from (ReadOptions.task_column): "task", another name,
+    # or None (no task read). A run saves it where it is not the default (config.json "task_column").
+    task_column: str | None = "task"
 
     @property
     def label_column(self) -> str:
