@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 import textcls
 from conftest import open_lock_files
 from textcls import Classifier, artifacts
-from textcls.errors import CheckpointError, ConfigError, DataError, ModelError, NotFittedError, TextclsError
+from textcls.errors import CheckpointError, ConfigError, DataError, ModelError, NotFittedError, TextclsError, UnknownTaskError
 
 
 @pytest.fixture(scope="module")
@@ -558,7 +558,7 @@ def test_the_input_checks_leave_the_number_out_where_the_caller_names_the_line()
     with pytest.raises(DataError, match=r"^the text is only whitespace; a model cannot classify it") as err:
         check_texts(["good", " "], first=None)
     assert err.value.index == 1
-    with pytest.raises(DataError, match=r"^the text has task 'music', which the model was not trained on"):
+    with pytest.raises(UnknownTaskError, match=r"^the text has task 'music', which the model was not trained on"):
         task_indices(["books", "music"], 2, ["books", "dvd"], "fcsr-mtl", first=None)
     with pytest.raises(ModelError, match=r"^run: the model produced NaN or Inf probabilities for the text; its"):
         check_finite_probabilities(np.array([[0.5, 0.5], [np.nan, 0.5]]), "run", "retrain it", first=None)

@@ -5,7 +5,7 @@ import pytest
 
 from textcls import Classifier
 from textcls.data import load_dataset
-from textcls.errors import ConfigError, DataError
+from textcls.errors import ConfigError, UnknownTaskError
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def test_fcsr_mtl_gets_one_head_per_domain_and_reads_the_task(fitted):
     texts = ["a fine book , well written", "broke after a week"]
     with pytest.raises(ConfigError, match="pass tasks="):
         clf.predict(texts)
-    with pytest.raises(DataError, match="not trained on"):
+    with pytest.raises(UnknownTaskError, match="not trained on"):
         clf.predict(texts, tasks=["books", "garden"])
     books = clf.predict_proba(texts, tasks=["books", "books"])
     kitchen = clf.predict_proba(texts, tasks=["kitchen_housewares", "kitchen_housewares"])

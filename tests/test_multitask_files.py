@@ -292,6 +292,18 @@ def test_a_run_records_its_task_column_and_evaluate_and_predict_read_it(domain_r
                                                    "--task", "dvd"))] == ["dvd"], name
 
 
+def test_only_a_refused_task_gets_the_run_task_column_hint(domain_run, tmp_path):
+    """The hint was added to any refusal whose wording held "trained on": here a label of that name."""
+    run_dir, data = domain_run / "run", domain_run / "meta.jsonl"
+    records = [json.loads(line) for line in data.read_text().splitlines()]
+    records[3]["label"] = "not trained on"
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text("".join(json.dumps(r) + "\n" for r in records))
+    error = one_error(run("evaluate", str(run_dir), "--data", str(odd), "--no-task-column", "--task", "books"))
+    assert error.startswith(f"error: {odd}:4: ") and "'not trained on'" in error, error
+    assert "read its tasks from" not in error
+
+
 def test_a_pooled_run_trained_with_no_task_column_evaluates_without_tasks(tmp_path):
     """evaluate on the same file printed per-task metrics of the metadata values, silently."""
     data = metadata_file(tmp_path / "e.jsonl")

@@ -30,7 +30,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from . import artifacts, model_hub
 from .data.prepare import column_values, label_targets, target_array, unknown_label_problem, unknown_labels
 from .data.records import TextDataset, read_policy, record_place, select_records
-from .errors import CheckpointError, ConfigError, DataError, ModelError, close_names
+from .errors import CheckpointError, ConfigError, DataError, ModelError, UnknownTaskError, close_names
 from .estimators import Estimator, check_device, estimator_for
 from .eval.metrics import compute_metrics
 from .inputs import as_list, check_finite_probabilities, check_texts, short, task_indices
@@ -340,10 +340,10 @@ class Classifier(ClassifierMixin, BaseEstimator):
         first = (f"{record_place(split, bad[0]) or f'{where} record {bad[0]}'}: task {tasks[bad[0]]!r} is not one "
                  f"{self.model} was trained on")
         if policy != "skip":
-            raise DataError(f"{first}; give one of: {', '.join(self.task_names_)}, or pass on_bad_record=\"skip\" "
+            raise UnknownTaskError(f"{first}; give one of: {', '.join(self.task_names_)}, or pass on_bad_record=\"skip\" "
                             "(CLI: --on-bad-record skip) to skip and count it", index=bad[0])
         if len(bad) == len(split):
-            raise DataError(f"{where}: every record has a task the model was not trained on (first: {first}); "
+            raise UnknownTaskError(f"{where}: every record has a task the model was not trained on (first: {first}); "
                             f"score the model on data of its tasks ({', '.join(self.task_names_)})")
         return _without_rows(split, bad), (len(bad), f"skipped {len(bad)} {_records(len(bad))} of a task the "
                                                      f"model was not trained on (first: {first})")

@@ -34,7 +34,7 @@ try:  # typer >= 0.25 vendors its own copy of click; its exceptions are the ones
 except ImportError:  # pragma: no cover - older typer uses the click package
     from click import exceptions as click_exceptions
 
-from .errors import CheckpointError, ConfigError, DataError, RunFolderError, TextclsError
+from .errors import CheckpointError, ConfigError, DataError, RunFolderError, TextclsError, UnknownTaskError
 from .validate import check_folder_path, find_lone_surrogate
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
@@ -548,11 +548,11 @@ def _evaluate_records(clf, records, where: str, on_bad_record: str, used: Option
     # (the first note) with skip, as the reader's bad records are, else an error at its file and line.
     try:
         return clf.evaluate(records, where=where, on_bad_record=on_bad_record)
-    except DataError as exc:
-        hint = run_task_column_hint(clf.task_column_, used, run_dir) if "trained on" in str(exc) else ""
+    except UnknownTaskError as exc:
+        hint = run_task_column_hint(clf.task_column_, used, run_dir)
         if not hint:
             raise
-        raise DataError(f"{exc}{hint}") from None
+        raise UnknownTaskError(f"{exc}{hint}", index=exc.index) from None
 
 
 def _with_run_task_column(reader: "ReaderArgs", run_column: Optional[str], data: str, task: Optional[str]):
@@ -927,8 +927,8 @@ def _check_tasks(predictor, tasks: list, where_of, task_field: Optional[str] = D
                               f"{task_source_advice(task_field)}{hint}")
         unknown = next((i for i, t in enumerate(tasks) if t not in predictor.task_names), None)
         if unknown is not None:
-            raise DataError(f"{where_of(unknown)}: task {tasks[unknown]!r} is not one {predictor.model} was trained "
-                            f"on; give one of: {', '.join(predictor.task_names)}{hint}")
+            raise UnknownTaskError(f"{where_of(unknown)}: task {tasks[unknown]!r} is not one {predictor.model} was "
+                                   f"trained on; give one of: {', '.join(predictor.task_names)}{hint}")
 
 
 def task_source_advice(task_field: Optional[str]) -> str:

@@ -36,6 +36,12 @@ class DataError(TextclsError):
     """A dataset, file or record cannot be read or is not valid."""
 
 
+class UnknownTaskError(DataError):
+    """A record's or a text's task is not one of the tasks a model with one head per task was
+    trained on. Its own class so that a caller adds advice (the run's task column) by the kind of
+    error, not by its wording."""
+
+
 class ConfigError(TextclsError):
     """An unknown name, or a parameter outside its allowed range."""
 

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import ConfigError, DataError, ModelError
+from .errors import ConfigError, DataError, ModelError, UnknownTaskError
 
 __all__ = ["short", "as_list", "check_texts", "task_indices", "check_finite_probabilities", "PREDICT_FORMATS",
            "READ_ADVICE", "check_input_file", "format_of_name", "file_head", "refuse_unread_content"]
@@ -113,7 +113,7 @@ def task_indices(tasks: Sequence[str] | None, n: int, task_names: Sequence[str] 
     index = {name: i for i, name in enumerate(task_names)}
     for row, name in enumerate(tasks):
         if name not in index:
-            raise DataError(f"{_text_name(row, first)} has task {name!r}, which the model was not trained on "
+            raise UnknownTaskError(f"{_text_name(row, first)} has task {name!r}, which the model was not trained on "
                             f"(tasks: {', '.join(task_names)})", index=row)
     return [index[name] for name in tasks]
 
