@@ -65,6 +65,42 @@ def test_option_of_another_format_is_named_once_on_the_command_line(tmp_path, ca
     assert "does not apply to a jsonl file" in err and not (tmp_path / "run").exists()
 
 
+def test_class_folders_and_class_files_refuse_the_options_they_cannot_read(tmp_path, capsys):
+    """--text-column, --label-column, --delimiter, --header, --task-column and --format jsonl on a
+    folder of class folders (or of class files) were ignored: the run trained, rc 0, on a reading
+    the user had not asked for."""
+    folders, files = tmp_path / "folders", tmp_path / "files"
+    for label, words in (("pos", "good fine"), ("neg", "bad poor")):
+        for i in range(4):
+            write(folders / label / f"{i}.txt", f"{words} {i}\n")
+        write(files / f"{label}.txt", "".join(f"{words} {i}\n" for i in range(4)))
+    layouts = {folders: "class folders (one folder of documents per class)",
+               files: "class files (one file of documents a line per class)"}
+    for source, layout in layouts.items():
+        for keyword, value, flag in (("text_columns", ["body"], "--text-column"), ("label_column", "y", "--label-column"),
+                                     ("delimiter", ";", "--delimiter"), ("header", True, "--header/--no-header"),
+                                     ("task_column", "domain", "--task-column")):
+            with pytest.raises(ConfigError) as err:
+                load_dataset(str(source), **{keyword: value})
+            assert str(err.value) == f"{source}: the option {keyword}= (CLI: {flag}) does not apply to {layout}; leave it out"
+        read = load_dataset(str(source), task_column=None, encoding="latin-1")  # asks for nothing it lacks
+        assert sum(map(len, read.splits.values())) == 8
+    with pytest.raises(ConfigError) as err:
+        load_dataset(str(folders), format="jsonl")
+    assert str(err.value) == (f"{folders}: read as {layouts[folders]}, not as jsonl; leave out format= (CLI: --format) "
+                              "or pass format='class-folders', or pass one jsonl file")
+    with pytest.raises(ConfigError) as err:
+        load_dataset(str(folders), format="class-files")
+    assert str(err.value) == (f"{folders}: read as {layouts[folders]}, not as {layouts[files]}; leave out format= (CLI: "
+                              "--format) or pass format='class-folders'")
+    assert sum(map(len, load_dataset(str(folders), format="class-folders").splits.values())) == 8
+    for source, option in ((folders, ["--text-column", "body"]), (files, ["--format", "jsonl"])):
+        status, _, err = run_cli(["train", "-m", "tfidf-lr", "-d", str(source), *option, "--run-dir",
+                                  str(tmp_path / "run")], capsys)
+        assert status == 2 and err.startswith(f"error: {source}: ") and err.count("\n") == 1, err
+        assert not (tmp_path / "run").exists()
+
+
 # -- 6: a public model card never carries a local path ---------------------------------------------
 CARD_CONFIG = {"model": "tfidf-lr", "family": "tfidf", "kind": "classic", "label_names": ["a", "b"],
                "multi_label": False, "recipe": {}}

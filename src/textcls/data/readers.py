@@ -2022,7 +2022,10 @@ def _cli_of(role: str) -> str:
     return f"(CLI: {_CLI_FLAG[role]})" if role in _CLI_FLAG else ""
 
 
-def _refuse_options_of_other_formats(path: Path, fmt: str, options: ReadOptions) -> None:
+def _refuse_options_of_other_formats(path, fmt: str, options: ReadOptions, what: str | None = None) -> None:
+    """A column, delimiter, header or task option the ``fmt`` reader does not read is refused, never
+    ignored: the user meant something by it. ``what``: how the message names the source (default
+    "a <fmt> file")."""
     for name, flag in _CLI_FLAG.items():
         # task_column=None on a format without tasks asks for what the reader does anyway.
         if options.task_column is None and name == "task_column":
@@ -2030,7 +2033,23 @@ def _refuse_options_of_other_formats(path: Path, fmt: str, options: ReadOptions)
         if option_given(options, name) and name not in _OPTIONS_OF_FORMAT.get(fmt, ()):
             # Not worded "parameter 'x'": the CLI adds the option's name after that phrase, which
             # named it twice ("parameter 'delimiter' (--delimiter) (CLI: --delimiter)").
-            raise ConfigError(f"{path}: the option {name}= (CLI: {flag}) does not apply to a {fmt} file; leave it out")
+            raise ConfigError(f"{path}: the option {name}= (CLI: {flag}) does not apply to "
+                              f"{what or f'a {fmt} file'}; leave it out")
+
+
+_LAYOUT_NAMES = {"class-folders": "class folders (one folder of documents per class)",
+                 "class-files": "class files (one file of documents a line per class)"}
+
+
+def _refuse_options_of_layout(path, layout: str, options: ReadOptions) -> None:
+    """A source read as class folders or class files: a ``format`` naming another layout, or a
+    column option (these layouts have no columns), is refused rather than ignored."""
+    if options.format not in (None, layout):
+        other = options.format
+        instead = "" if other in _LAYOUT_NAMES else f", or pass one {other} file"
+        raise ConfigError(f"{path}: read as {_LAYOUT_NAMES[layout]}, not as {_LAYOUT_NAMES.get(other, other)}; leave "
+                          f"out format= (CLI: --format) or pass format={layout!r}{instead}")
+    _refuse_options_of_other_formats(path, layout, options, _LAYOUT_NAMES[layout])
 
 
 def read_file(path: Path, buffer: RecordBuffer, options: ReadOptions, fmt: str | None = None) -> list[str] | None:
@@ -2091,6 +2110,7 @@ def read_path(source: str | Path | Sequence[str | Path], options: ReadOptions, n
         paths = [Path(p) for p in source]
         for p in paths:
             _require_file(p)
+        _refuse_options_of_layout(", ".join(map(str, paths)), "class-files", options)
         buffer = RecordBuffer(options.on_bad_record)
         read_class_files(paths, buffer, encoding=options.encoding or "utf-8")
         return build_text_dataset(name or ",".join(map(str, paths)), {"train": buffer}, split_notes={"train": "all records of the files"})
@@ -2110,6 +2130,7 @@ def read_path(source: str | Path | Sequence[str | Path], options: ReadOptions, n
     if any(split_files.values()):
         return _read_split_folder(path, entries, split_files, options, name)
     if options.format == "class-folders" or all(p.is_dir() for p in entries):
+        _refuse_options_of_layout(path, "class-folders", options)
         buffer = RecordBuffer(options.on_bad_record)
         read_class_folders(path, buffer, encoding=options.encoding or "utf-8")
         return build_text_dataset(name, {"train": buffer}, split_notes={"train": "all documents of the class folders"})
@@ -2128,6 +2149,7 @@ def read_path(source: str | Path | Sequence[str | Path], options: ReadOptions, n
                 "reads as one class a file; name them train/dev/test.<ext> for splits or pass one file "
                 "(or --format class-files if each file's lines are one class's documents)"
             )
+        _refuse_options_of_other_formats(path, "class-files", options, _LAYOUT_NAMES["class-files"])
         read_class_files(entries, buffer, encoding=options.encoding or "utf-8")
         return build_text_dataset(name, {"train": buffer}, split_notes={"train": "all lines of the class files"})
     raise DataError(
