@@ -101,6 +101,23 @@ def test_class_folders_and_class_files_refuse_the_options_they_cannot_read(tmp_p
         assert not (tmp_path / "run").exists()
 
 
+def test_an_encoding_is_refused_where_nothing_is_decoded(tmp_path):
+    """--encoding on a parquet file or an hf: dataset (UTF-8 strings, never decoded by textcls) was ignored."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"text": ["good", "bad", "fine", "poor"], "label": ["p", "n", "p", "n"]}), parquet)
+    with pytest.raises(ConfigError) as err:
+        load_dataset(str(parquet), encoding="latin-1")
+    assert str(err.value) == f"{parquet}: the option encoding= (CLI: --encoding) does not apply to a parquet file; leave it out"
+    with pytest.raises(ConfigError, match=r"^parameter 'encoding' applies to text files, not to 'hf:someone/x' "):
+        load_dataset("hf:someone/x", encoding="latin-1")
+    fasttext = write(tmp_path / "d.ft", "__label__p caf\u00e9 good\n__label__n bad\n__label__p fine\n__label__n poor\n")
+    read = load_dataset(str(fasttext), encoding="latin-1")  # a text file: decoded as asked
+    assert "cafÃ© good" in [text for split in read.splits.values() for text in split["text"]]
+
+
 # -- 6: a public model card never carries a local path ---------------------------------------------
 CARD_CONFIG = {"model": "tfidf-lr", "family": "tfidf", "kind": "classic", "label_names": ["a", "b"],
                "multi_label": False, "recipe": {}}

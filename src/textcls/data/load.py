@@ -93,6 +93,9 @@ def load_dataset(
         ds = readers.read_path([_resolve_path(str(p), root) for p in source], options)
     elif str(source).startswith("hf:"):
         _reject_options(options, str(source), allowed=("text_columns", "label_column", "task_column"))
+        if options.encoding is not None:  # the hub's parquet/Arrow strings are UTF-8: nothing to decode
+            raise ConfigError(f"parameter 'encoding' applies to text files, not to '{source}' (its data are parquet "
+                              "or Arrow, decoded by the datasets library); leave it out for this source")
         spec = parse_hf(str(source))
         ds = load_hub(str(source), spec, options, why="check the id and the network, or set TEXTCLS_HUB_DIR")
     elif (entry := find_entry(str(source))) is not None:

@@ -2000,14 +2000,18 @@ def _first_line_is_fasttext(path: Path) -> bool:
 
 
 # The reader options each format reads; another one set on its file would be ignored.
+# Parquet stores its strings as UTF-8 itself: an encoding would be ignored, so it is refused.
 _OPTIONS_OF_FORMAT = {
-    "csv": ("delimiter", "header", "text_columns", "label_column", "task_column"),
-    "tsv": ("delimiter", "header", "text_columns", "label_column", "task_column"),
-    "jsonl": ("text_columns", "label_column", "task_column"),
+    "csv": ("delimiter", "header", "text_columns", "label_column", "task_column", "encoding"),
+    "tsv": ("delimiter", "header", "text_columns", "label_column", "task_column", "encoding"),
+    "jsonl": ("text_columns", "label_column", "task_column", "encoding"),
     "parquet": ("text_columns", "label_column", "task_column"),
+    "fasttext": ("encoding",),
+    "class-files": ("encoding",),
+    "class-folders": ("encoding",),
 }
 _CLI_FLAG = {"delimiter": "--delimiter", "header": "--header/--no-header", "text_columns": "--text-column",
-             "label_column": "--label-column", "task_column": "--task-column"}
+             "label_column": "--label-column", "task_column": "--task-column", "encoding": "--encoding"}
 
 
 def option_given(options: ReadOptions, name: str) -> bool:
