@@ -126,6 +126,21 @@ def test_test_fraction_and_split_seed_on_a_user_file(tmp_path):
     assert list(a["test"]["text"]) != list(other["test"]["text"])
 
 
+def test_a_test_fraction_is_refused_where_the_data_has_its_own_test_split(tmp_path):
+    """It was ignored: --test-fraction 0.3 on trec scored the official 500 questions, silently."""
+    folder = tmp_path / "splits"
+    folder.mkdir()
+    for split, n in (("train", 30), ("test", 12)):
+        (folder / f"{split}.tsv").write_text("".join(f"{'ab'[i % 2]}\tdoc {i}\n" for i in range(n)))
+    with pytest.raises(ConfigError) as err:
+        load_dataset(str(folder), test_fraction=0.3)
+    assert str(err.value) == (f"parameter 'test_fraction' = 0.3: '{folder}' has its own test split (12 records), "
+                              "which is kept; leave test_fraction out")
+    with pytest.raises(ConfigError, match=r"^parameter 'test_fraction' = 0.5: 'trec' has its own test split \(500 "):
+        load_dataset("trec", test_fraction=0.5)
+    assert {k: len(v) for k, v in load_dataset(str(folder)).splits.items()} == {"train": 30, "test": 12}
+
+
 def test_check_labels_names_the_record():
     split = datasets.Dataset.from_dict({"text": ["x", "y", "z", "w"], "label": ["a", "b", "q", "r"]})
     with pytest.raises(DataError) as err:

@@ -122,7 +122,7 @@ def _reader_parameters() -> list:
         inspect.Parameter("on_bad_record", kw, annotation=str, default=typer.Option(
             "error", "--on-bad-record", help="error (stop) or skip (skip and count).")),
         inspect.Parameter("test_fraction", kw, annotation=Optional[float], default=typer.Option(
-            None, "--test-fraction", help="Held-out test share when the data has no test split.")),
+            None, "--test-fraction", help="Held-out test share when the data has no test split (refused for data with one).")),
         inspect.Parameter("split_seed", kw, annotation=int, default=typer.Option(
             0, "--split-seed", help="Seed of the test split drawn when the data has none.")),
     ]

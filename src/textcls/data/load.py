@@ -60,7 +60,7 @@ def load_dataset(
     ``test_fraction`` (default 0.1; ``ag_news`` 0.2) is drawn with ``split_seed``, which is
     independent of any training seed. ``fdu_mtl/<domain>`` takes the last 200 training lines
     as dev. ``max_per_split`` keeps a seeded stratified subsample of each split.
-    ``test_fraction`` is used only where a test split is carved.
+    ``test_fraction`` is refused where the data has its own test split.
 
     File options (``text_columns``, ``label_column``, ``task_column``, ``header``, ``delimiter``,
     ``format``) apply to local files; ``text_columns``/``label_column``/``task_column`` also to
@@ -110,6 +110,9 @@ def load_dataset(
         ds = replace(ds, task_column=task_column)
     if "test" not in ds.splits:
         ds = carve_split(ds, "test", test_fraction or default_fraction, split_seed)
+    elif test_fraction is not None:  # ignored, the user would score on a test split they did not ask for
+        raise ConfigError(f"parameter 'test_fraction' = {test_fraction}: '{source}' has its own test split "
+                          f"({len(ds.splits['test'])} records), which is kept; leave test_fraction out")
     if max_per_split is not None:
         ds = subsample(ds, max_per_split, split_seed)
     return ds
