@@ -340,11 +340,12 @@ class Classifier(ClassifierMixin, BaseEstimator):
         first = (f"{record_place(split, bad[0]) or f'{where} record {bad[0]}'}: task {tasks[bad[0]]!r} is not one "
                  f"{self.model} was trained on")
         if policy != "skip":
-            raise UnknownTaskError(f"{first}; give one of: {', '.join(self.task_names_)}, or pass on_bad_record=\"skip\" "
-                            "(CLI: --on-bad-record skip) to skip and count it", index=bad[0])
+            raise UnknownTaskError(f"{first}; give one of: {', '.join(self.task_names_)}, or pass "
+                                   "on_bad_record=\"skip\" (CLI: --on-bad-record skip) to skip and count it",
+                                   index=bad[0])
         if len(bad) == len(split):
-            raise UnknownTaskError(f"{where}: every record has a task the model was not trained on (first: {first}); "
-                            f"score the model on data of its tasks ({', '.join(self.task_names_)})")
+            raise UnknownTaskError(f"{where}: every record has a task the model was not trained on (first: "
+                                   f"{first}); score the model on data of its tasks ({', '.join(self.task_names_)})")
         return _without_rows(split, bad), (len(bad), f"skipped {len(bad)} {_records(len(bad))} of a task the "
                                                      f"model was not trained on (first: {first})")
 

@@ -110,7 +110,7 @@ def load_dataset(
         ds = replace(ds, task_column=task_column)
     if "test" not in ds.splits:
         ds = carve_split(ds, "test", test_fraction or default_fraction, split_seed)
-    elif test_fraction is not None:  # ignored, the user would score on a test split they did not ask for
+    elif test_fraction is not None:  # ignored, it would score the user on a test split they did not ask for
         raise ConfigError(f"parameter 'test_fraction' = {test_fraction}: '{source}' has its own test split "
                           f"({len(ds.splits['test'])} records), which is kept; leave test_fraction out")
     if max_per_split is not None:
