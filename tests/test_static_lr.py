@@ -82,6 +82,21 @@ def test_a_classic_preset_refuses_word_vectors_with_one_line(trec_600):
             Classifier(name, embeddings="glove-6b-50d").fit_dataset(trec_600)
 
 
+def test_a_classic_preset_refuses_a_precision_it_would_not_run_in(tmp_path):
+    """--precision bf16 on tfidf-lr trained rc 0 in fp64 and wrote "precision": "bf16" into config.json."""
+    from textcls.cli import main
+
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\n" + "".join(f"good fine {i},pos\nbad poor {i},neg\n" for i in range(20)))
+    for name in ("tfidf-lr", "static-lr"):
+        with pytest.raises(SystemExit) as done:
+            main(["train", "-m", name, "-d", str(data), "--precision", "bf16", "--run-dir", str(tmp_path / name)])
+        assert done.value.code == 2 and not (tmp_path / name).exists()
+    with pytest.raises(ConfigError, match=r"^model 'tfidf-lr' is a classic model, fitted without epochs or batches; "
+                                          r"'precision' cannot be set on it \(only dev_fraction and seed can\): drop it$"):
+        Classifier("tfidf-lr", precision="bf16").fit(["good", "bad", "fine", "poor"], ["p", "n", "p", "n"])
+
+
 def test_list_models_names_static_lrs_vectors():
     from typer.testing import CliRunner
 

@@ -547,10 +547,14 @@ def _refuse_ignored_recipe(preset: Preset) -> None:
         registered = get_preset(preset.name).recipe
     except ConfigError:  # a preset made in code: no registered recipe to compare with
         return
-    changed = preset.recipe.changed_fields(registered, CLASSIC_RECIPE_FIELDS)
+    # Only a frozen encoder (use_encoder) runs in a precision: TF-IDF and static vectors fit in
+    # their own, and a --precision bf16 there would be recorded in config.json but not used.
+    reads = CLASSIC_RECIPE_FIELDS - ({"precision"} if not hasattr(get_family(preset.family), "use_encoder") else set())
+    changed = preset.recipe.changed_fields(registered, reads)
     if changed:
+        shown = ", ".join(sorted(reads)[:-1]) + f" and {sorted(reads)[-1]}"
         raise ConfigError(f"model '{preset.name}' is a classic model, fitted without epochs or batches; "
-                          f"'{changed[0]}' cannot be set on it (only seed, dev_fraction and precision can): drop it")
+                          f"'{changed[0]}' cannot be set on it (only {shown} can): drop it")
 
 
 class EnsembleEstimator(PresetEstimator):
