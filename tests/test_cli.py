@@ -150,6 +150,11 @@ def test_headerless_tsv_with_chosen_columns_and_test_fraction(tmp_path):
                 "--label-column", "0", "--text-column", "1")
     assert whole.returncode == 0, whole.stderr
     assert f"({len(rows)} documents: every record of the file)" in whole.stdout
+    # ... or a stratified subsample of it, said so (the title called it "every record of the file") ...
+    cut = run("evaluate", str(run_dir), "--data", str(data), "--format", "tsv", "--no-header",
+              "--label-column", "0", "--text-column", "1", "--max-per-split", "10")
+    assert cut.returncode == 0, cut.stderr
+    assert f"(10 documents: stratified subsample of 10 of {len(rows)} (split_seed=0))" in cut.stdout
     # ... and, with --split, the split train carved (same --test-fraction, same --split-seed).
     carved = run("evaluate", str(run_dir), "--data", str(data), "--split", "test", "--format", "tsv",
                  "--no-header", "--label-column", "0", "--text-column", "1", "--test-fraction", "0.25")

@@ -505,10 +505,14 @@ def evaluate(
         except EOFError as exc:
             raise DataError(f"{file}: the input ends early ({exc or 'EOFError'}); the compressed file is "
                             "truncated or corrupt: download or compress it again") from exc
+        scored = "every record of the file"
         if max_per_split is not None:
-            dataset = subsample(dataset, max_per_split, reader.split_seed)
+            cut = subsample(dataset, max_per_split, reader.split_seed)
+            if len(cut["train"]) < len(dataset["train"]):  # the title said "every record of the file" of it too
+                scored = cut.split_notes["train"].rpartition("; ")[2]
+            dataset = cut
         records, where = dataset["train"], data
-        title = f"{clf.model} on {data} ({len(records)} documents: every record of the file)"
+        title = f"{clf.model} on {data} ({len(records)} documents: {scored})"
     else:
         split = split or "test"
         dataset = _load_data(data, data_dir=data_dir, max_per_split=max_per_split, **reader.load_options())
