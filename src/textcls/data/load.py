@@ -108,13 +108,22 @@ def load_dataset(
 
     if task_column != readers.TASK_FIELD:  # a run trained on it saves it (config.json "task_column")
         ds = replace(ds, task_column=task_column)
-    if "test" not in ds.splits:
-        ds = carve_split(ds, "test", test_fraction or default_fraction, split_seed)
-    elif test_fraction is not None:  # ignored, it would score the user on a test split they did not ask for
-        raise ConfigError(f"parameter 'test_fraction' = {test_fraction}: '{source}' has its own test split "
-                          f"({len(ds.splits['test'])} records), which is kept; leave test_fraction out")
+    ds = _with_test_split(ds, source, test_fraction, default_fraction, split_seed)
     if max_per_split is not None:
         ds = subsample(ds, max_per_split, split_seed)
+    return ds
+
+
+def _with_test_split(ds: TextDataset, source, test_fraction: float | None, default_fraction: float,
+                     split_seed: int) -> TextDataset:
+    """``ds`` with a test split: its own, or one carved with ``test_fraction`` (else the default). A
+    ``test_fraction`` beside an official test split is refused: ignored, it would score the user on
+    a test split they did not ask for."""
+    if "test" not in ds.splits:
+        return carve_split(ds, "test", test_fraction or default_fraction, split_seed)
+    if test_fraction is not None:
+        raise ConfigError(f"parameter 'test_fraction' = {test_fraction}: '{source}' has its own test split "
+                          f"({len(ds.splits['test'])} records), which is kept; leave test_fraction out")
     return ds
 
 
