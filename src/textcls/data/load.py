@@ -31,7 +31,11 @@ from .readers import ReadOptions
 from .records import TextDataset
 from .splits import DEFAULT_TEST_FRACTION, MAX_HELD_OUT, carve_split, check_max_per_split, subsample
 
-_FILE_ONLY = ("text_columns", "label_column", "task_column", "header", "delimiter", "format")
+# The reader options a non-file source may refuse; each applies to local files, but an encoding
+# to every text file (a catalogue's too), never to the hub's parquet/Arrow strings.
+_SOURCE_OPTIONS = ("text_columns", "label_column", "task_column", "header", "delimiter", "format", "encoding")
+_APPLIES_TO = {"encoding": "text files"}
+_WHY_NOT = {"encoding": " (its data are parquet or Arrow, decoded by the datasets library)"}
 
 
 def load_dataset(
@@ -93,13 +97,10 @@ def load_dataset(
         ds = readers.read_path([_resolve_path(str(p), root) for p in source], options)
     elif str(source).startswith("hf:"):
         _reject_options(options, str(source), allowed=("text_columns", "label_column", "task_column"))
-        if options.encoding is not None:  # the hub's parquet/Arrow strings are UTF-8: nothing to decode
-            raise ConfigError(f"parameter 'encoding' applies to text files, not to '{source}' (its data are parquet "
-                              "or Arrow, decoded by the datasets library); leave it out for this source")
         spec = parse_hf(str(source))
         ds = load_hub(str(source), spec, options, why="check the id and the network, or set TEXTCLS_HUB_DIR")
     elif (entry := find_entry(str(source))) is not None:
-        _reject_options(options, entry.name, allowed=())
+        _reject_options(options, entry.name, allowed=("encoding",))
         ds = _load_entry(entry, root, options, split_seed)
         default_fraction = entry.test_fraction
     else:
@@ -137,13 +138,12 @@ def check_source(source: str | os.PathLike, *, data_dir: str | os.PathLike | Non
 
 
 def _reject_options(options: ReadOptions, what: str, allowed: Sequence[str]) -> None:
-    for name in _FILE_ONLY:
+    for name in _SOURCE_OPTIONS:
         if name not in allowed and readers.option_given(options, name):
             # task_column=None has a flag of its own, which the CLI would not name after the parameter.
             flags = " (CLI: --task-column NAME / --no-task-column)" if name == "task_column" else ""
-            raise ConfigError(
-                f"parameter '{name}'{flags} applies to local files, not to '{what}'; leave it out for this source"
-            )
+            raise ConfigError(f"parameter '{name}'{flags} applies to {_APPLIES_TO.get(name, 'local files')}, not to "
+                              f"'{what}'{_WHY_NOT.get(name, '')}; leave it out for this source")
 
 
 def _resolve_path(source: str, root: Path) -> Path:
