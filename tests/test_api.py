@@ -305,6 +305,26 @@ def test_classic_save_load_round_trip_identical(fitted_lr, trec_small, tmp_path)
     np.testing.assert_array_equal(before, after)
 
 
+def test_a_runs_carved_test_split_saves_loads_and_a_bad_one_is_refused(fitted_lr, tmp_path):
+    """config.json "test_split": how load_dataset carved the run's test split (none for trec's own),
+    kept by a save and a load, so that evaluate can carve it again; a damaged one is refused by name."""
+    assert fitted_lr.test_split_ is None
+    fitted_lr.save_pretrained(tmp_path / "trec")
+    assert "test_split" not in json.loads((tmp_path / "trec" / "config.json").read_text())
+    mr = textcls.load_dataset("mr", test_fraction=0.2, split_seed=4, max_per_split=200)
+    clf = Classifier("tfidf-lr").fit_dataset(mr)
+    assert clf.test_split_ == {"fraction": 0.2, "split_seed": 4}
+    clf.save_pretrained(tmp_path / "mr")
+    config = json.loads((tmp_path / "mr" / "config.json").read_text())
+    assert config["test_split"] == {"fraction": 0.2, "split_seed": 4}
+    assert Classifier.from_pretrained(tmp_path / "mr").test_split_ == {"fraction": 0.2, "split_seed": 4}
+    for bad in (0.2, {"fraction": 0.2}, {"fraction": 1.5, "split_seed": 4}, {"fraction": 0.2, "split_seed": -1},
+                {"fraction": True, "split_seed": 4}, {"fraction": 0.2, "split_seed": 4, "more": 1}):
+        (tmp_path / "mr" / "config.json").write_text(json.dumps({**config, "test_split": bad}))
+        with pytest.raises(CheckpointError, match=r"'test_split' = .* should be null or \{\"fraction\": a share"):
+            Classifier.from_pretrained(tmp_path / "mr")
+
+
 def test_classifier_learns_on_real_data(fitted_cnn, fitted_lr, trec_small):
     # Six classes, so chance is about 0.2-0.3 (majority class); both must clearly beat it.
     for clf in (fitted_cnn, fitted_lr):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from textcls.data import load_dataset
 from textcls.errors import TextclsError
 
 CLI = [sys.executable, "-m", "textcls.cli"]
@@ -149,17 +150,59 @@ def test_headerless_tsv_with_chosen_columns_and_test_fraction(tmp_path):
     whole = run("evaluate", str(run_dir), "--data", str(data), "--format", "tsv", "--no-header",
                 "--label-column", "0", "--text-column", "1")
     assert whole.returncode == 0, whole.stderr
-    assert f"({len(rows)} documents: every record of the file)" in whole.stdout
+    assert f"({len(rows)} documents: every record of the file, training records included: " in whole.stdout
     # ... or a stratified subsample of it, said so (the title called it "every record of the file") ...
     cut = run("evaluate", str(run_dir), "--data", str(data), "--format", "tsv", "--no-header",
               "--label-column", "0", "--text-column", "1", "--max-per-split", "10")
     assert cut.returncode == 0, cut.stderr
-    assert f"(10 documents: stratified subsample of 10 of {len(rows)} (split_seed=0))" in cut.stdout
+    assert f"(10 documents: stratified subsample of 10 of {len(rows)} (split_seed=0), training records" in cut.stdout
     # ... and, with --split, the split train carved (same --test-fraction, same --split-seed).
     carved = run("evaluate", str(run_dir), "--data", str(data), "--split", "test", "--format", "tsv",
                  "--no-header", "--label-column", "0", "--text-column", "1", "--test-fraction", "0.25")
     assert carved.returncode == 0, carved.stderr
     assert "(15 documents)" in carved.stdout
+
+
+def test_evaluate_carves_the_test_split_the_run_was_trained_with(tmp_path, capsys, monkeypatch):
+    """It carved seed 0's 10 % of the run's own data whatever the run held out: a run trained with
+    --split-seed 3 --test-fraction 0.3 was scored on records it had trained on, rc 0."""
+    monkeypatch.chdir(tmp_path)
+    Path("d.csv").write_text("text,label\n" + "".join(f"{'good' if i % 2 else 'bad'} film {i},{'pos' if i % 2 else 'neg'}\n"
+                                                      for i in range(60)))
+    code, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", "d.csv", "--split-seed", "3",
+                        "--test-fraction", "0.3", "--run-dir", "run", "--no-progress")
+    assert code == 0, err
+    assert json.loads(Path("run/config.json").read_text())["test_split"] == {"fraction": 0.3, "split_seed": 3}
+    import textcls.cli as cli
+
+    scored = []
+    load = cli._load_data
+    monkeypatch.setattr(cli, "_load_data", lambda data, **kw: scored.append(load(data, **kw)) or scored[-1])
+    code, out, err = call(capsys, "evaluate", "run", "--data", "d.csv", "--split", "test", "--output", "m.json")
+    assert code == 0, err
+    assert "on d.csv/test (18 documents)" in out and json.loads(Path("m.json").read_text())["n"] == 18
+    held_out = load_dataset("d.csv", test_fraction=0.3, split_seed=3)["test"]["text"]
+    assert scored[-1]["test"]["text"] == held_out
+    assert held_out != load_dataset("d.csv", test_fraction=0.3)["test"]["text"]
+    # Another carve of the run's own data is refused; of other data, it is the user's to choose.
+    code, _, err = call(capsys, "evaluate", "run", "--data", "d.csv", "--split", "test", "--split-seed", "0")
+    assert code == 2 and err.startswith("error: --split-seed 0: run was trained on d.csv with the test split carved "
+                                        "with test_fraction=0.3 and split_seed=3; any other carve puts its training "
+                                        "records into the test split; leave --split-seed out")
+    Path("e.csv").write_text(Path("d.csv").read_text())
+    code, out, err = call(capsys, "evaluate", "run", "--data", "e.csv", "--split", "test", "--split-seed", "0")
+    assert code == 0 and "on e.csv/test (6 documents)" in out, err
+    # The whole file says that it holds the run's training records.
+    code, out, _ = call(capsys, "evaluate", "run", "--data", "d.csv")
+    assert code == 0
+    assert ("(60 documents: every record of the file, training records included: run was trained on it; --split test "
+            "scores only its held-out test split)") in out
+    # A run saved before the key carves as given (the default 10 %).
+    config = json.loads(Path("run/config.json").read_text())
+    del config["test_split"]
+    Path("run/config.json").write_text(json.dumps(config))
+    code, out, err = call(capsys, "evaluate", "run", "--data", "d.csv", "--split", "test")
+    assert code == 0 and "(6 documents)" in out, err
 
 
 # --------------------------------------------------------------------------- in-process helpers
@@ -449,7 +492,7 @@ def test_a_5_mb_document_is_truncated_and_reported(tmp_path, capsys):
     # Scoring the whole file and predicting the huge text read the saved cap too.
     code, out, err = call(capsys, "evaluate", run_dir, "--data", data)
     assert code == 0, err
-    assert "(30 documents: every record of the file)" in out
+    assert "(30 documents: every record of the file, training records included: " in out
     text_file = tmp_path / "huge.txt"
     text_file.write_text(" ".join(huge) + "\n", encoding="utf-8")
     code, out, err = call(capsys, "predict", run_dir, "--file", text_file)

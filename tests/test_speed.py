@@ -79,6 +79,9 @@ def test_bad_speed_input_is_one_line_and_exit_2(tmp_path, capsys):
     ("--length", "100000000", "parameter 'lengths' (--length) = 100000000 is outside its allowed range [1, "),
     ("-l", "0", "parameter 'lengths' (--length) = 0 is outside its allowed range [1, "),
     ("-b", "0", "parameter 'batch_size' (--batch-size) = 0 is outside its allowed range [1, "),  # a short option too
+    # It was ignored: no timed preset reads sentences.
+    ("--sentence-length", "10", "parameter 'sentence_length' (--sentence-length) = 10: none of the timed presets "
+                                "(fasttext-bag) reads sentences, so it would change nothing; leave it out"),
 ])
 def test_speed_settings_that_cannot_be_timed_are_refused_before_any_child(tmp_path, capsys, option, value, shown):
     # Was: nan/inf a ValueError traceback from the child's poll; 0 and warmup -1 (steps 1) every
@@ -97,6 +100,9 @@ def test_run_speed_checks_every_setting_of_the_python_api():
                        ({"timeout": float("nan")}, "'timeout' = nan"), ({"steps": 0}, "'steps' = 0")):
         with pytest.raises(ConfigError, match=match):
             run_speed(["fasttext-bag"], [8], progress=False, **bad)
+    # With a hierarchical preset among the timed ones, sentence_length is read, so checked, not refused.
+    with pytest.raises(ConfigError, match=r"^parameter 'sentence_length' = 0 is outside its allowed range"):
+        run_speed(["fasttext-bag", "han-cpu"], [8], sentence_length=0, progress=False)
 
 
 def test_interleaved_best_takes_turns_and_keeps_each_ones_fastest_round():

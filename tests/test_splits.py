@@ -141,6 +141,31 @@ def test_a_test_fraction_is_refused_where_the_data_has_its_own_test_split(tmp_pa
     assert {k: len(v) for k, v in load_dataset(str(folder)).splits.items()} == {"train": 30, "test": 12}
 
 
+def test_a_split_seed_is_refused_where_it_draws_nothing(tmp_path):
+    """It was ignored: --split-seed 3 on trec trained and scored on exactly the splits of seed 0."""
+    folder = tmp_path / "splits"
+    folder.mkdir()
+    for split, n in (("train", 30), ("test", 12)):
+        (folder / f"{split}.tsv").write_text("".join(f"{'ab'[i % 2]}\tdoc {i}\n" for i in range(n)))
+    with pytest.raises(ConfigError) as err:
+        load_dataset(str(folder), split_seed=3)
+    assert str(err.value) == (f"parameter 'split_seed' = 3: '{folder}' has its own test split (12 records), which is "
+                              "kept, and no subsample is drawn (max_per_split= (CLI: --max-per-split) is not set); "
+                              "leave split_seed out")
+    # With a subsample it draws one: seeds 3 and 4 keep other records of the same test split.
+    three, four = (load_dataset(str(folder), split_seed=s, max_per_split=6) for s in (3, 4))
+    assert list(three["test"]["text"]) != list(four["test"]["text"])
+    assert three.test_split is None  # the data's own test split: nothing carved
+
+
+def test_a_carved_test_split_is_recorded():
+    """What a run saves (config.json "test_split") so that evaluate can carve the same one again."""
+    carved = load_dataset("mr", test_fraction=0.3, split_seed=3)
+    assert carved.test_split == {"fraction": 0.3, "split_seed": 3}
+    assert load_dataset("mr").test_split == {"fraction": 0.1, "split_seed": 0}
+    assert load_dataset("trec").test_split is None
+
+
 def test_check_labels_names_the_record():
     split = datasets.Dataset.from_dict({"text": ["x", "y", "z", "w"], "label": ["a", "b", "q", "r"]})
     with pytest.raises(DataError) as err:

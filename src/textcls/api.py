@@ -74,6 +74,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
     Learned attributes: ``estimator_`` (the fitted ``Estimator``), ``preset_`` (the preset it
     trained with), ``classes_``, ``multi_label_``, ``task_names_``, ``task_column_`` (the field or column
     its data's tasks were read from, ``load_dataset``'s ``task_column``; None: none), ``dataset_name_``,
+    ``test_split_`` (how ``load_dataset`` carved its data's test split, ``{"fraction", "split_seed"}``;
+    None: the data's own, or ``fit``'s lists),
     ``threshold_`` (multi-label: a class is predicted from this probability on, in
     ``predict``, ``score``, ``explain`` and ``evaluate``; a loaded run's ``threshold`` from
     config.json, else 0.5, the rule of docs/serve.md; set it to change it, and
@@ -142,14 +144,14 @@ class Classifier(ClassifierMixin, BaseEstimator):
             artifacts.refuse_finished_run(run_dir, resume)
         estimator.fit(dataset, run_dir=run_dir, resume=resume, progress=self.progress, device=self.device)
         self._adopt(estimator, np.array(dataset.label_names), dataset.multi_label, dataset.task_names, dataset.name,
-                    artifacts.DEFAULT_THRESHOLD, dataset.task_column)
+                    artifacts.DEFAULT_THRESHOLD, dataset.task_column, dataset.test_split)
         # save_pretrained's check: only a training that wrote its epochs.csv there (the engine's)
         # trained in run_dir; a classic model's resume into another model's run trained nowhere.
         self._trained_in = os.path.realpath(run_dir) if run_dir is not None and estimator.resumable else None
         return self
 
     def _adopt(self, estimator: Estimator, classes, multi_label, task_names, dataset_name, threshold,
-               task_column: str | None = artifacts.DEFAULT_TASK_COLUMN) -> None:
+               task_column: str | None = artifacts.DEFAULT_TASK_COLUMN, test_split: dict | None = None) -> None:
         """Take a fitted (or restored) estimator and what the labels are."""
         self.estimator_ = estimator
         self.threshold_ = threshold
@@ -158,6 +160,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
         self.multi_label_ = bool(multi_label)
         self.task_names_ = list(task_names) if task_names else None
         self.task_column_ = task_column
+        self.test_split_ = dict(test_split) if test_split else None
         self.dataset_name_ = dataset_name
         self.model_ = estimator.model_
         self.pipeline_ = estimator.pipeline_
@@ -402,6 +405,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
             "task_names": self.task_names_,
             # Only where not the default: the runs saved before the key have the default.
             **({"task_column": self.task_column_} if self.task_column_ != artifacts.DEFAULT_TASK_COLUMN else {}),
+            **({"test_split": self.test_split_} if self.test_split_ else {}),
             **({"threshold": self._threshold()} if self.multi_label_ else {}),
             "estimator": self.get_params(),
             "state": state,
@@ -515,7 +519,8 @@ class Classifier(ClassifierMixin, BaseEstimator):
                                   f"{shown(*saved)}; the file is corrupt or was changed, retrain or restore the run")
         clf._adopt(estimator, np.array(config.get("label_values", config["label_names"])),
                    config.get("multi_label", False), config.get("task_names"), config.get("dataset"),
-                   artifacts.run_threshold(config), config.get("task_column", artifacts.DEFAULT_TASK_COLUMN))
+                   artifacts.run_threshold(config), config.get("task_column", artifacts.DEFAULT_TASK_COLUMN),
+                   config.get("test_split"))
         if config.get("quantize") is not None:
             try:
                 clf.quantize(config["quantize"])

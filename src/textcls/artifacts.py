@@ -704,6 +704,7 @@ def _check_config_types(path: Path, config: dict) -> None:
     column = config.get("task_column", DEFAULT_TASK_COLUMN)
     if column is not None and not (isinstance(column, str) and column.strip()):
         raise corrupt("task_column", "null or the name of the field or column the run's tasks were read from")
+    _check_test_split(corrupt, config.get("test_split"))
     tasks = config.get("task_names")
     if tasks is not None and not (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)):
         raise corrupt("task_names", "null or a list of task names")
@@ -713,6 +714,18 @@ def _check_config_types(path: Path, config: dict) -> None:
             check_threshold(config["threshold"], f"{path}: 'threshold'")
         except ConfigError as exc:
             raise CheckpointError(str(exc)) from None
+
+
+def _check_test_split(corrupt, carve) -> None:
+    """config.json "test_split", where the run's data had its test split carved: the share and seed
+    ``textcls evaluate`` carves it with again."""
+    if carve is None:
+        return
+    keys_ok = isinstance(carve, dict) and set(carve) == {"fraction", "split_seed"}
+    fraction, seed = (carve["fraction"], carve["split_seed"]) if keys_ok else (None, None)
+    if (not keys_ok or isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1
+            or isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise corrupt("test_split", 'null or {"fraction": a share in (0, 1), "split_seed": a whole number >= 0}')
 
 
 def _check_task_heads(path: Path, heads, tasks) -> None:

@@ -72,7 +72,7 @@ class ReaderArgs:
     delimiter: Optional[str] = None
     on_bad_record: str = "error"
     test_fraction: Optional[float] = None
-    split_seed: int = 0
+    split_seed: Optional[int] = None
 
     def __post_init__(self):
         if self.on_bad_record not in ("error", "skip"):
@@ -89,9 +89,10 @@ class ReaderArgs:
 
     def load_options(self) -> dict:
         """Every ``load_dataset`` keyword these options set (file options, bad records, test split)."""
-        options = {**self.file_options(), "on_bad_record": self.on_bad_record, "split_seed": self.split_seed}
-        if self.test_fraction is not None:
-            options["test_fraction"] = self.test_fraction
+        options = {**self.file_options(), "on_bad_record": self.on_bad_record}
+        for name in ("test_fraction", "split_seed"):
+            if getattr(self, name) is not None:
+                options[name] = getattr(self, name)
         return options
 
 
@@ -123,8 +124,10 @@ def _reader_parameters() -> list:
             "error", "--on-bad-record", help="error (stop) or skip (skip and count).")),
         inspect.Parameter("test_fraction", kw, annotation=Optional[float], default=typer.Option(
             None, "--test-fraction", help="Held-out test share when the data has no test split (refused for data with one).")),
-        inspect.Parameter("split_seed", kw, annotation=int, default=typer.Option(
-            0, "--split-seed", help="Seed of the test split drawn when the data has none.")),
+        inspect.Parameter("split_seed", kw, annotation=Optional[int], default=typer.Option(
+            None, "--split-seed", help="Seed of the test split drawn when the data has none, and of --max-per-split's "
+                                       "subsample (default 0; evaluate: the run's own on its own data; refused where "
+                                       "it draws neither).")),
     ]
 
 
@@ -480,8 +483,6 @@ def evaluate(
     """Evaluate a saved run on a dataset split, or on every record of a file; data with tasks
     (fdu_mtl) also gets each task's metrics and their mean."""
     from . import artifacts
-    from .data import ReadOptions, read_path, subsample
-
     if device is not None:
         check_device(device)
     for option, path in (("--output", output), ("--confusion-png", confusion_png)):
@@ -493,28 +494,22 @@ def evaluate(
     # folder (RUN/eval_test.json) stays allowed: the run neither reads nor writes it.
     artifacts.check_output_paths(run_dir, {"--output": output, "--confusion-png": confusion_png})
     file = _single_local_file(data, data_dir) if split is None else None
-    if file is not None and reader.test_fraction is not None:
-        raise ConfigError(f"--test-fraction: {data} is one file, scored whole (every record); leave it out, or "
-                          "pass --split test to score the test part train carves from it")
+    if file is not None:
+        _refuse_split_options_of_one_file(data, reader, max_per_split)
     clf = _load_run(run_dir, device)
     reader = _with_run_task_column(reader, clf.task_column_, data, task)
+    trained_on_it = _names_run_data(data, clf.dataset_name_)
     if file is not None:
-        # A single file has no split: score all of it, not the test slice train would carve.
-        try:
-            dataset = read_path(file, ReadOptions(on_bad_record=reader.on_bad_record, **reader.file_options()), name=data)
-        except EOFError as exc:
-            raise DataError(f"{file}: the input ends early ({exc or 'EOFError'}); the compressed file is "
-                            "truncated or corrupt: download or compress it again") from exc
-        scored = "every record of the file"
-        if max_per_split is not None:
-            cut = subsample(dataset, max_per_split, reader.split_seed)
-            if len(cut["train"]) < len(dataset["train"]):  # the title said "every record of the file" of it too
-                scored = cut.split_notes["train"].rpartition("; ")[2]
-            dataset = cut
+        dataset, scored = _whole_file(file, data, reader, max_per_split)
+        if trained_on_it:
+            scored += (f", training records included: {run_dir} was trained on it; --split test scores only its "
+                       "held-out test split")
         records, where = dataset["train"], data
         title = f"{clf.model} on {data} ({len(records)} documents: {scored})"
     else:
         split = split or "test"
+        if trained_on_it:
+            reader = _with_run_test_split(reader, clf.test_split_, run_dir, data)
         dataset = _load_data(data, data_dir=data_dir, max_per_split=max_per_split, **reader.load_options())
         records, where = dataset[split], f"{dataset.name}/{split}"
         title = f"{clf.model} on {where} ({len(records)} documents)"
@@ -557,6 +552,60 @@ def _evaluate_records(clf, records, where: str, on_bad_record: str, used: Option
         if not hint:
             raise
         raise UnknownTaskError(f"{exc}{hint}", index=exc.index) from None
+
+
+def _whole_file(file: Path, data: str, reader: "ReaderArgs", max_per_split: Optional[int]):
+    """A single file, which has no split: all of it (not the test slice train would carve), or its
+    --max-per-split subsample; and what the title says was scored."""
+    from .data import ReadOptions, read_path, subsample
+
+    try:
+        dataset = read_path(file, ReadOptions(on_bad_record=reader.on_bad_record, **reader.file_options()), name=data)
+    except EOFError as exc:
+        raise DataError(f"{file}: the input ends early ({exc or 'EOFError'}); the compressed file is "
+                        "truncated or corrupt: download or compress it again") from exc
+    if max_per_split is None:
+        return dataset, "every record of the file"
+    cut = subsample(dataset, max_per_split, reader.split_seed or 0)
+    if len(cut["train"]) < len(dataset["train"]):  # the title said "every record of the file" of it too
+        return cut, cut.split_notes["train"].rpartition("; ")[2]
+    return cut, "every record of the file"
+
+
+def _refuse_split_options_of_one_file(data: str, reader: "ReaderArgs", max_per_split: Optional[int]) -> None:
+    """--test-fraction, and --split-seed without --max-per-split, would be ignored on one file scored whole."""
+    if reader.test_fraction is not None:
+        raise ConfigError(f"--test-fraction: {data} is one file, scored whole (every record); leave it out, or "
+                          "pass --split test to score the test part train carves from it")
+    if reader.split_seed is not None and max_per_split is None:
+        raise ConfigError(f"--split-seed: {data} is one file, scored whole (every record), and no subsample is drawn; "
+                          "leave it out, pass --max-per-split N to score a subsample drawn with it, or --split test "
+                          "to score the test part train carves with it")
+
+
+def _names_run_data(data: str, run_data: Optional[str]) -> bool:
+    """Whether ``data`` names the data the run was trained on (config.json "dataset"): the same name,
+    or the same file or folder from here."""
+    if run_data is None:
+        return False
+    return data == run_data or Path(data).expanduser().resolve() == Path(run_data).expanduser().resolve()
+
+
+def _with_run_test_split(reader: "ReaderArgs", carve: Optional[dict], run_dir: Path, data: str) -> "ReaderArgs":
+    """``reader`` carving the run's own test split (config.json "test_split") from the data it was
+    trained on. Another share or seed would put the run's training records into the test split, so
+    one that differs from the run's is refused; a run saved before the key carves as given."""
+    if carve is None:
+        return reader
+    given = {"fraction": reader.test_fraction, "split_seed": reader.split_seed}
+    flags = {"fraction": "--test-fraction", "split_seed": "--split-seed"}
+    for key, value in given.items():
+        if value is not None and value != carve[key]:
+            raise ConfigError(
+                f"{flags[key]} {value}: {run_dir} was trained on {data} with the test split carved with "
+                f"test_fraction={carve['fraction']} and split_seed={carve['split_seed']}; any other carve puts its "
+                f"training records into the test split; leave {flags[key]} out (evaluate carves the run's own)")
+    return dataclasses.replace(reader, test_fraction=carve["fraction"], split_seed=carve["split_seed"])
 
 
 def _with_run_task_column(reader: "ReaderArgs", run_column: Optional[str], data: str, task: Optional[str]):
@@ -791,7 +840,7 @@ class _PredictInput:
             if self.fmt not in takes:
                 # CSV/TSV is read from a file only (refused below from stdin): advise what works.
                 instead = (f"--format {takes[0]}" if self.where != "stdin" else "--format jsonl" if "jsonl" in takes
-                           else f"--input FILE.csv (a CSV/TSV file, not stdin)")
+                           else "--input FILE.csv (a CSV/TSV file, not stdin)")
                 raise ConfigError(f"{flag} applies to {', '.join(takes)} input, and {self.where} is read as "
                                   f"{self.fmt}: drop {flag}, or pass {instead}")
         if self.fmt in ("csv", "tsv") and self.where == "stdin":
@@ -1282,7 +1331,8 @@ def speed(
     steps: int = typer.Option(5, help="Timed training steps per (model, length); the median is reported."),
     warmup: int = typer.Option(2, help="Untimed steps first."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default: every available CPU; 1 with --predict)."),
-    sentence_length: int = typer.Option(25, help="Words per sentence for hierarchical presets."),
+    sentence_length: Optional[int] = typer.Option(None, help="Words per sentence for hierarchical presets (default 25; "
+                                                  "refused where none is timed)."),
     vocab_size: int = typer.Option(20_000, help="Vocabulary size (a fine-tuned embedding table's update cost grows with it)."),
     num_classes: int = typer.Option(4, help="Number of classes."),
     sets: List[str] = typer.Option([], "--set", help="MODEL:KEY=VALUE preset override, e.g. hcan:d_model=64 (repeatable)."),

@@ -34,6 +34,8 @@ from ..validate import check_int, range_check
 from . import system
 
 DEFAULT_VOCAB = 20_000
+# Words per sentence of a hierarchical preset's synthetic batch, where run_speed is given none.
+DEFAULT_SENTENCE_LENGTH = 25
 DEFAULT_CLASSES = 4
 
 
@@ -180,19 +182,26 @@ def _check_settings(lengths: list[int], *, batch_size, steps, warmup, threads, v
 
 def run_speed(models: list[str], lengths: list[int], *, batch_size: int = 32, steps: int = 5, warmup: int = 2,
               threads: int | None = None, vocab_size: int = DEFAULT_VOCAB, num_classes: int = DEFAULT_CLASSES,
-              sentence_length: int = 25, overrides: dict[str, dict] | None = None, timeout: float = 900.0,
+              sentence_length: int | None = None, overrides: dict[str, dict] | None = None, timeout: float = 900.0,
               progress: bool = True) -> dict:
     """Time every model at every length (see the module docstring); returns the report dict.
 
     ``overrides`` maps a model name to preset overrides for it (e.g. a CPU-sized ``d``).
+    ``sentence_length`` (default 25) shapes the hierarchical presets' batches only, so it is refused
+    where none is timed.
     """
     from ..models.registry import get_preset
 
     if not models or not lengths:
         raise ConfigError("give at least one model and one length")
     overrides = overrides or {}
-    for name in models:
-        get_preset(name).with_overrides(**overrides.get(name, {}))  # unknown names fail here, before any run
+    presets = [get_preset(name).with_overrides(**overrides.get(name, {})) for name in models]  # unknown names fail here
+    if sentence_length is None:
+        sentence_length = DEFAULT_SENTENCE_LENGTH
+    elif not any(p.inputs.get("shape") == "hierarchical" for p in presets):
+        raise ConfigError(f"parameter 'sentence_length' = {sentence_length}: none of the timed presets "
+                          f"({', '.join(models)}) reads sentences, so it would change nothing; leave it out, or "
+                          "time a hierarchical preset (han, hcan, ...)")
     for name in overrides:
         if name not in models:
             raise ConfigError(f"overrides given for '{name}', which is not among the models {', '.join(models)}")

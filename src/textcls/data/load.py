@@ -42,7 +42,7 @@ def load_dataset(
     source: str | os.PathLike | Sequence[str | os.PathLike],
     *,
     data_dir: str | os.PathLike | None = None,
-    split_seed: int = 0,
+    split_seed: int | None = None,
     test_fraction: float | None = None,
     on_bad_record: str = "error",
     encoding: str | None = None,
@@ -61,10 +61,11 @@ def load_dataset(
     the working directory, then in the data directory.
 
     Splits: official splits are kept. Without a test split, a seeded stratified test split of
-    ``test_fraction`` (default 0.1; ``ag_news`` 0.2) is drawn with ``split_seed``, which is
-    independent of any training seed. ``fdu_mtl/<domain>`` takes the last 200 training lines
+    ``test_fraction`` (default 0.1; ``ag_news`` 0.2) is drawn with ``split_seed`` (default 0), which
+    is independent of any training seed; ``TextDataset.test_split`` records the carve. ``fdu_mtl/<domain>`` takes the last 200 training lines
     as dev. ``max_per_split`` keeps a seeded stratified subsample of each split.
-    ``test_fraction`` is refused where the data has its own test split.
+    ``test_fraction`` is refused where the data has its own test split, and so is ``split_seed``
+    unless it draws the ``max_per_split`` subsample.
 
     File options (``text_columns``, ``label_column``, ``task_column``, ``header``, ``delimiter``,
     ``format``) apply to local files; ``text_columns``/``label_column``/``task_column`` also to
@@ -75,7 +76,8 @@ def load_dataset(
     Bad records raise ``DataError`` or, with ``on_bad_record="skip"``, are skipped and
     listed in ``TextDataset.skipped``.
     """
-    check_int("split_seed", split_seed, 0, MAX_SEED)
+    if split_seed is not None:
+        check_int("split_seed", split_seed, 0, MAX_SEED)
     if test_fraction is not None:
         range_check("test_fraction", test_fraction, 0, MAX_HELD_OUT, low_open=True)
     if max_per_split is not None:
@@ -101,7 +103,7 @@ def load_dataset(
         ds = load_hub(str(source), spec, options, why="check the id and the network, or set TEXTCLS_HUB_DIR")
     elif (entry := find_entry(str(source))) is not None:
         _reject_options(options, entry.name, allowed=("encoding",))
-        ds = _load_entry(entry, root, options, split_seed)
+        ds = _load_entry(entry, root, options)
         default_fraction = entry.test_fraction
     else:
         path = _resolve_path(str(source), root)
@@ -109,22 +111,28 @@ def load_dataset(
 
     if task_column != readers.TASK_FIELD:  # a run trained on it saves it (config.json "task_column")
         ds = replace(ds, task_column=task_column)
-    ds = _with_test_split(ds, source, test_fraction, default_fraction, split_seed)
+    ds = _with_test_split(ds, source, test_fraction or default_fraction, split_seed,
+                          fraction_given=test_fraction is not None, subsampled=max_per_split is not None)
     if max_per_split is not None:
-        ds = subsample(ds, max_per_split, split_seed)
+        ds = subsample(ds, max_per_split, split_seed or 0)
     return ds
 
 
-def _with_test_split(ds: TextDataset, source, test_fraction: float | None, default_fraction: float,
-                     split_seed: int) -> TextDataset:
-    """``ds`` with a test split: its own, or one carved with ``test_fraction`` (else the default). A
-    ``test_fraction`` beside an official test split is refused: ignored, it would score the user on
-    a test split they did not ask for."""
+def _with_test_split(ds: TextDataset, source, fraction: float, split_seed: int | None, *, fraction_given: bool,
+                     subsampled: bool) -> TextDataset:
+    """``ds`` with a test split: its own, or one carved with ``fraction`` and ``split_seed`` (default
+    0), recorded in ``test_split``. A ``test_fraction``, or a ``split_seed`` that draws no
+    subsample, beside an official test split is refused: ignored, it would score the user on a test
+    split they did not ask for."""
     if "test" not in ds.splits:
-        return carve_split(ds, "test", test_fraction or default_fraction, split_seed)
-    if test_fraction is not None:
-        raise ConfigError(f"parameter 'test_fraction' = {test_fraction}: '{source}' has its own test split "
-                          f"({len(ds.splits['test'])} records), which is kept; leave test_fraction out")
+        seed = split_seed or 0
+        return replace(carve_split(ds, "test", fraction, seed), test_split={"fraction": fraction, "split_seed": seed})
+    kept = f"'{source}' has its own test split ({len(ds.splits['test'])} records), which is kept"
+    if fraction_given:
+        raise ConfigError(f"parameter 'test_fraction' = {fraction}: {kept}; leave test_fraction out")
+    if split_seed is not None and not subsampled:
+        raise ConfigError(f"parameter 'split_seed' = {split_seed}: {kept}, and no subsample is drawn (max_per_split= (CLI: --max-per-split) is not set); "
+                          "leave split_seed out")
     return ds
 
 
@@ -177,7 +185,7 @@ def _refuse_a_broken_local_copy(entry: CatalogEntry, root: Path) -> None:
                             "put the dataset's files there")
 
 
-def _load_entry(entry: CatalogEntry, root: Path, options: ReadOptions, split_seed: int) -> TextDataset:
+def _load_entry(entry: CatalogEntry, root: Path, options: ReadOptions) -> TextDataset:
     if entry.name == "fine-food":
         return entry.load_local(entry, None, options)
     local = local_root(entry, root)

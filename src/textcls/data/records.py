@@ -200,6 +200,10 @@ class TextDataset:
     # The field or column the tasks were read from (ReadOptions.task_column): "task", another name,
     # or None (no task read). A run saves it where it is not the default (config.json "task_column").
     task_column: str | None = "task"
+    # How load_dataset carved the test split, {"fraction": f, "split_seed": s}; None where the data
+    # has its own. A run saves it (config.json "test_split"), so that evaluating it on the same data
+    # carves the same test split instead of one that holds its training records.
+    test_split: dict | None = None
 
     @property
     def label_column(self) -> str:
