@@ -162,6 +162,21 @@ def test_a_fit_resumed_into_its_saved_run_saves_over_it_and_another_model_still_
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
 
 
+def test_a_fit_resumed_on_the_same_data_split_otherwise_is_refused(tmp_path):
+    """textcls train --resume --split-seed 5 on a run begun with seed 0 trained on, rc 0: the same
+    number of batches, so the checkpoint took it, and the new test split held records trained on."""
+    csv = tmp_path / "d.csv"
+    csv.write_text("text,label\n" + "".join(f"{TOY_TEXTS[i % 20]} {i},{TOY_LABELS[i % 20]}\n" for i in range(60)))
+    run = tmp_path / "run"
+    Classifier("transformer-1l-1h", epochs=1, seed=0, params={"embeddings": None}, progress=False).fit_dataset(
+        textcls.load_dataset(csv), run_dir=run)
+    resumed = Classifier("transformer-1l-1h", epochs=2, seed=0, params={"embeddings": None}, progress=False)
+    with pytest.raises(CheckpointError, match="was written for other training data"):
+        resumed.fit_dataset(textcls.load_dataset(csv, split_seed=5), run_dir=run, resume=True)
+    resumed.fit_dataset(textcls.load_dataset(csv, split_seed=0), run_dir=run, resume=True)
+    assert resumed.fit_result_.epochs_run == 2
+
+
 _SAVER = """
 import os, signal, sys, time
 from textcls import artifacts

@@ -833,6 +833,28 @@ def test_resume_refuses_a_changed_recipe_and_a_missing_checkpoint(tmp_path):
             run_dir=tmp_path / "elsewhere", resume=True, **kwargs)
 
 
+def test_resume_refuses_other_training_data_and_takes_a_checkpoint_written_without_its_digest(tmp_path):
+    """The loaders' sizes were all a resume checked of the data: the same number of batches of
+    other records (the same file split with another seed, whose test split then holds records
+    already trained on) resumed, rc 0."""
+    train, dev, names, vocab_size, recipe = _resume_setup()
+    kwargs = dict(num_classes=len(names), label_names=names, progress=False)
+    fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe, run_dir=tmp_path / "a",
+        max_epochs_this_call=1, data_digest="0" * 64, **kwargs)
+    with pytest.raises(CheckpointError, match=r"state.json was written for other training data .* resume with the "
+                                              r"same data and options, or delete .*checkpoint to start over$"):
+        fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe, run_dir=tmp_path / "a",
+            resume=True, data_digest="1" * 64, **kwargs)
+    fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe, run_dir=tmp_path / "a",
+        resume=True, data_digest="0" * 64, max_epochs_this_call=1, **kwargs)
+    # A checkpoint of a version without the digest resumes (nothing to compare it with).
+    fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe, run_dir=tmp_path / "b",
+        max_epochs_this_call=1, **kwargs)
+    result = fit(BagOfWords(vocab_size, len(names)), *loaders(train, dev, 32), recipe, run_dir=tmp_path / "b",
+                 resume=True, data_digest="1" * 64, max_epochs_this_call=1, **kwargs)
+    assert result.epochs_run == 2
+
+
 @pytest.mark.parametrize("damage", ["flip_model_byte", "truncate_optimizer", "garble_state"])
 def test_corrupt_checkpoint_is_a_checkpoint_error_naming_the_file(tmp_path, damage):
     train, dev = tiny_datasets()

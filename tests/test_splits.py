@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import datasets
 import numpy as np
@@ -164,6 +165,24 @@ def test_a_carved_test_split_is_recorded():
     assert carved.test_split == {"fraction": 0.3, "split_seed": 3}
     assert load_dataset("mr").test_split == {"fraction": 0.1, "split_seed": 0}
     assert load_dataset("trec").test_split is None
+
+
+def test_records_digest_changes_with_the_records_their_order_labels_and_split():
+    from textcls.data.records import records_digest
+
+    a = load_dataset("mr", max_per_split=200)
+    assert records_digest(a) == records_digest(load_dataset("mr", max_per_split=200))
+    assert records_digest(a) != records_digest(load_dataset("mr", max_per_split=200, split_seed=1))
+    train = a["train"]
+    flipped = replace(a, splits=datasets.DatasetDict({**a.splits, "train": train.map(
+        lambda r, i: {"label": {"neg": "pos", "pos": "neg"}[r["label"]] if i == 0 else r["label"]},
+        with_indices=True)}))
+    assert records_digest(flipped) != records_digest(a)
+    reordered = replace(a, splits=datasets.DatasetDict({**a.splits, "train": train.select(range(len(train))[::-1])}))
+    assert records_digest(reordered) != records_digest(a)
+    # Only the named splits count: the test split is not what training read.
+    assert records_digest(a, ("train",)) == records_digest(replace(a, splits=datasets.DatasetDict(
+        {"train": train})), ("train",))
 
 
 def test_check_labels_names_the_record():

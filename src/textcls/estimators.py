@@ -287,6 +287,7 @@ class NeuralEstimator(PresetEstimator):
         by epoch is ``fit_report()["curves"][name]`` (the engine's ``watch_loaders``), for a
         diagnosis of what choosing the epoch on that split would give."""
         from .data.prepare import prepare, resolve_recipe
+        from .data.records import records_digest
         from .data.splits import ensure_dev
         from .train import distributed
         from .train.engine import fit as engine_fit
@@ -325,7 +326,8 @@ class NeuralEstimator(PresetEstimator):
             self.model_, train_loader, dev_loader, recipe, multi_label=dataset.multi_label,
             num_classes=prepared.num_classes, label_names=dataset.label_names,
             class_counts=prepared.class_counts(), run_dir=run_dir, resume=resume, progress=progress,
-            device=device, watch_loaders=watch or None, model_name=preset.name)
+            device=device, watch_loaders=watch or None, model_name=preset.name,
+            data_digest=records_digest(dataset) if run_dir is not None else None)  # only a checkpoint reads it
         self.watch_splits_ = tuple(watch_splits)
         self.model_.to("cpu")
         self.train_seconds_, self.epochs_run_, self.best_epoch_ = (result.train_seconds, result.epochs_run,

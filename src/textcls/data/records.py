@@ -12,6 +12,8 @@ column (the task name, str) to every split; ``task_names`` fixes the task order 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from array import array
 from dataclasses import dataclass, field
@@ -174,6 +176,28 @@ def with_task_column(split: datasets.Dataset, task: str) -> datasets.Dataset:
         if shown:
             datasets.enable_progress_bars()
     return attach_places(out, getattr(split, _PLACES, None), read_policy(split))
+
+
+def records_digest(dataset: "TextDataset", splits=("train", "dev")) -> str:
+    """SHA-256 (hex) of ``splits``' records in order: each record's text, label(s) and task, and
+    the class names. What a training checkpoint records of its data, so that a resume with other
+    records, or with the same ones split otherwise, is refused (train.checkpoint)."""
+    digest = hashlib.sha256(json.dumps(list(dataset.label_names)).encode("utf-8"))
+    for name in splits:
+        split = dataset.splits.get(name)
+        if split is None:
+            continue
+        digest.update(f"\0{name}:{len(split)}".encode("utf-8"))
+        for column in ("text", dataset.label_column, "task"):
+            if column not in split.column_names:
+                continue
+            values = list(split[column][:])  # [:]: a list at C speed, through any select()'s indices
+            if column == "text":  # the bulk: joined in C, its lengths keeping each record's bounds
+                digest.update(np.array([len(v) for v in values], dtype=np.int64).tobytes())
+                digest.update("".join(values).encode("utf-8", "surrogatepass"))
+            else:
+                digest.update(json.dumps([column, values], ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def select_records(split: datasets.Dataset, rows) -> datasets.Dataset:

@@ -280,6 +280,13 @@ def load_checkpoint(ckpt_dir: Path, model, optimizer, scheduler, recipe: Recipe,
                 f"{state_path} was written for {key} = {stored_task.get(key)!r} but this run has {task[key]!r}; "
                 "resume with the same data and model"
             )
+    # A checkpoint written before the digest, or a caller that gives none, is not checked.
+    if "data" in stored_task and "data" in task and stored_task["data"] != task["data"]:
+        raise CheckpointError(
+            f"{state_path} was written for other training data (its train and dev records differ from this run's: "
+            "another file, or the same split otherwise, e.g. another --split-seed, --test-fraction or "
+            "--max-per-split, whose test split may hold records already trained on); resume with the same data "
+            f"and options, or delete {ckpt_dir} to start over")
 
     model_sd = _load_tensors(ckpt_dir, files["model"])
     best_entry = files.get("best_model")

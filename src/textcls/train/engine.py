@@ -136,6 +136,7 @@ def fit(
     max_epochs_this_call: int | None = None,
     watch_loaders: dict[str, Any] | None = None,
     model_name: str | None = None,
+    data_digest: str | None = None,
 ) -> FitResult:
     """Train ``model`` with ``recipe``, keep the best epoch on dev, and load it into ``model``.
 
@@ -160,6 +161,9 @@ def fit(
             (``_watched_scores``) into its history row and ``epochs.csv``; never read to keep an
             epoch or to stop, and training is unchanged.
         model_name: the model's (preset's) name, which the checkpoint records (``_check_task``).
+        data_digest: a digest of the training data (``records_digest`` of train and dev), which the
+            checkpoint records and a resume must match: the loaders' sizes alone let a resume go on
+            with other records, or the same records split otherwise (test records trained on).
 
     Raises:
         ConfigError: bad monitor, class weights without counts, loader/world-size mismatch, run_dir of a saved run.
@@ -171,7 +175,7 @@ def fit(
         # fastText's loop is compiled for the CPU and updates the tables in host memory.
         log.info("recipe optimizer %s trains on the CPU, not %s", PER_EXAMPLE_SGD, device)
         device = torch.device("cpu")
-    task = _check_task(num_classes, label_names, multi_label, model_name)
+    task = _check_task(num_classes, label_names, multi_label, model_name, data_digest)
     check_int("max_epochs_this_call", max_epochs_this_call, 0, None, optional=True)
     if resume and run_dir is None:
         raise ConfigError("resume=True needs run_dir (the directory holding checkpoint/); pass run_dir or drop resume")
@@ -231,15 +235,17 @@ class _Run:
         return self.run_dir / CHECKPOINT_DIR if self.run_dir is not None else None
 
 
-def _check_task(num_classes, label_names, multi_label, model_name) -> dict:
+def _check_task(num_classes, label_names, multi_label, model_name, data_digest=None) -> dict:
     """What a checkpoint records of the task and must match on resume; ``model`` (the preset's
-    name) only when given: a resume under another name is refused by name, and a model that
-    cannot resume a checkpoint names the model that wrote it."""
+    name) and ``data`` (the data's digest) only when given: a resume under another name is refused
+    by name, and a model that cannot resume a checkpoint names the model that wrote it."""
     num_classes = check_int("num_classes", num_classes, 1, None)
     label_names = [str(n) for n in label_names] if label_names is not None else [str(i) for i in range(num_classes)]
     if len(label_names) != num_classes:
         raise ConfigError(f"label_names has {len(label_names)} names but num_classes = {num_classes}; pass one name per class")
     task = {"multi_label": bool(multi_label), "num_classes": num_classes, "label_names": label_names}
+    if data_digest is not None:
+        task["data"] = str(data_digest)
     return task if model_name is None else {**task, "model": str(model_name)}
 
 
