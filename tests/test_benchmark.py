@@ -1022,6 +1022,35 @@ def test_runs_made_apart_merge_into_one_report(tmp_path, capsys):
     _merge_refuses_what_it_should_not_write(tmp_path, suite_file, together)
 
 
+def test_a_merge_refuses_a_seed_made_with_other_settings_than_the_entrys_other_seeds(tmp_path):
+    """An entry changed in the suite file (here its max_per_split) and one seed rerun with --merge
+    was averaged with the seeds made before the change, under the new setting: silently."""
+    from textcls.benchmark.runner import merge_run_files
+
+    suite_file = tmp_path / "mixed.toml"
+    toml = ('[suite]\nname = "mixed"\ndescription = "TF-IDF + LR on a TREC slice, two seeds"\n\n'
+            '[defaults]\nseeds = [0, 1]\nmax_per_split = {cap}\n\n[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\n')
+    suite_file.write_text(toml.format(cap=200), encoding="utf-8")
+    full = tmp_path / "results"
+    run_suite(suite_file, output_dir=full, progress=False, threads=1)
+    before = (full / "mixed.json").read_text(encoding="utf-8")
+    suite_file.write_text(toml.format(cap=150), encoding="utf-8")
+    refused = (r"entry 'trec:tfidf-lr': the report's runs of seed\(s\) 0 were made with max_per_split = 200, these "
+               r"with max_per_split = 150; merged, one entry would average two settings: rerun every seed of the "
+               r"entry \(which replaces it\), or give the new setting an entry of its own in the suite file$")
+    with pytest.raises(ConfigError, match="^--merge: " + refused):
+        run_suite(suite_file, output_dir=full, seeds=[1], progress=False, threads=1, merge=True)
+    assert sorted(p.name for p in full.iterdir()) == ["mixed.json", "mixed.md", "mixed.png"]  # refused before the run
+    run_suite(suite_file, output_dir=tmp_path / "seed1", seeds=[1], progress=False, threads=1)
+    with pytest.raises(ConfigError, match=f"^--merge-from {re.escape(str(tmp_path / 'seed1' / 'mixed--seeds-1.json'))}: "
+                                          + refused):
+        merge_run_files([tmp_path / "seed1"], full)
+    assert (full / "mixed.json").read_text(encoding="utf-8") == before
+    # Every seed rerun with the new setting replaces the entry: nothing is mixed.
+    merged = run_suite(suite_file, output_dir=full, seeds=[0, 1], progress=False, threads=1, merge=True)
+    assert merged["entries"][0]["max_per_split"] == 150 and [r["seed"] for r in merged["entries"][0]["runs"]] == [0, 1]
+
+
 def _merge_refuses_what_it_should_not_write(tmp_path, suite_file, together):
     """A part must be of the suite (--suite), of its entries and seeds, and undamaged; two
     different runs of one (entry, seed) that finished at once are refused, as neither is newer."""

@@ -483,6 +483,7 @@ def evaluate(
     """Evaluate a saved run on a dataset split, or on every record of a file; data with tasks
     (fdu_mtl) also gets each task's metrics and their mean."""
     from . import artifacts
+
     if device is not None:
         check_device(device)
     for option, path in (("--output", output), ("--confusion-png", confusion_png)):

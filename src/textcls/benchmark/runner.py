@@ -806,15 +806,9 @@ def run_suite(
     from . import report
 
     suite = load_suite(name_or_path)
-    if merge and not (only or seeds):
-        raise ConfigError("--merge puts an --only or --seed rerun into the full report; give --only or --seed as well")
-    if merge and output_dir is None:
-        raise ConfigError("--merge puts the rerun into an existing full report, so it needs --output-dir: the "
-                          "folder holding <suite>.json (e.g. --output-dir benchmarks/results)")
-    if merge and not (Path(output_dir) / f"{suite.name}.json").is_file():  # known now, not after the runs
-        raise ConfigError(f"{Path(output_dir) / f'{suite.name}.json'}: no full report of suite '{suite.name}' to "
-                          "merge into; run the whole suite first or drop --merge")
     entries = _select_seeds(_select_entries(suite, only), seeds)
+    if merge:
+        _check_merge_target(suite, entries, output_dir, rerun=bool(only or seeds))
     if checkpoint_dir is not None:
         check_folder_path("--checkpoint-dir", checkpoint_dir)
     if output_dir is not None:
@@ -845,6 +839,23 @@ def run_suite(
         if merge:
             return merge_rerun(result, output_dir)
     return result
+
+
+def _check_merge_target(suite: Suite, entries: list[Entry], output_dir, *, rerun: bool) -> None:
+    """What --merge needs, checked before the runs (which may take hours): a rerun (--only or
+    --seed), the suite's full report in ``output_dir`` to put it in, and the same settings as the
+    report's runs of the seeds it keeps (_refuse_mixed_settings)."""
+    if not rerun:
+        raise ConfigError("--merge puts an --only or --seed rerun into the full report; give --only or --seed as well")
+    if output_dir is None:
+        raise ConfigError("--merge puts the rerun into an existing full report, so it needs --output-dir: the "
+                          "folder holding <suite>.json (e.g. --output-dir benchmarks/results)")
+    full_path = Path(output_dir) / f"{suite.name}.json"
+    if not full_path.is_file():
+        raise ConfigError(f"{full_path}: no full report of suite '{suite.name}' to merge into; run the whole suite "
+                          "first or drop --merge")
+    _refuse_mixed_settings(_read_report(full_path, suite_report=True), [asdict(entry) for entry in entries],
+                           "--merge: ")
 
 
 def _check_models_and_datasets(suite: Suite, entries: list[Entry], data_dir) -> None:
@@ -1138,6 +1149,9 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
                           "restore it or merge into another --output-dir")
     _refuse_ties(parts, files, full)
     new_parts = _runs_to_merge(parts, full)
+    for part, path in zip(parts, files):
+        if part in new_parts and full is not None:
+            _refuse_mixed_settings(full, part["entries"], f"--merge-from {path}: ")
     counts = {"merged_parts": len(new_parts), "skipped_parts": len(parts) - len(new_parts)}
     if not new_parts:
         return {**full, "files": {"json": str(full_path)}, **counts}
@@ -1430,10 +1444,39 @@ def rerun_record(rerun: dict) -> dict:
 def _merged_entry(old: dict, new: dict) -> dict:
     """``new``'s runs replace ``old``'s runs of the same seeds; ``old``'s other seeds stay. A
     rerun of every seed therefore replaces the entry, and a rerun of one seed (``--seed``)
-    fills in that seed alone."""
+    fills in that seed alone, made with the same settings (else refused: _refuse_mixed_settings)."""
     new_seeds = {run["seed"] for run in new["runs"]}
-    runs = sorted([r for r in old["runs"] if r["seed"] not in new_seeds] + new["runs"], key=lambda r: r["seed"])
+    kept = [r for r in old["runs"] if r["seed"] not in new_seeds]
+    if kept:
+        _refuse_mixed_settings({"entries": [old]}, [new], "")
+    runs = sorted(kept + new["runs"], key=lambda r: r["seed"])
     return _with_runs(new, runs, sorted(set(old.get("seeds", [])) | set(new["seeds"])))
+
+
+# What an entry's runs were made with: a seed's run made with other values is another experiment.
+_RUN_SETTINGS = ("dataset", "model", "overrides", "max_per_split")
+
+
+def _refuse_mixed_settings(full: dict, entries: list[dict], where: str) -> None:
+    """A ConfigError where one of ``entries`` (an entry's report, or a suite Entry as a dict; its
+    ``runs``, else its ``seeds``, say which seeds it brings) differs in a run setting from the entry
+    of the same id in ``full``, which keeps runs of other seeds: the merged entry would average
+    two settings under one name, the new one's. An entry changed in the suite file and rerun with
+    --merge --seed did so, silently."""
+    old_entries = {entry["id"]: entry for entry in full["entries"]}
+    for new in entries:
+        old = old_entries.get(new["id"])
+        if old is None:
+            continue
+        seeds = {run["seed"] for run in new["runs"]} if "runs" in new else set(new["seeds"])
+        kept = sorted(run["seed"] for run in old["runs"] if run["seed"] not in seeds)
+        changed = next((key for key in _RUN_SETTINGS if (old.get(key) or None) != (new.get(key) or None)), None)
+        if kept and changed:
+            raise ConfigError(
+                f"{where}entry '{new['id']}': the report's runs of seed(s) {', '.join(map(str, kept))} were made with "
+                f"{changed} = {old.get(changed)!r}, these with {changed} = {new.get(changed)!r}; merged, one entry "
+                "would average two settings: rerun every seed of the entry (which replaces it), or give the new "
+                "setting an entry of its own in the suite file")
 
 
 def _with_runs(entry: dict, runs: list[dict], seeds: list[int]) -> dict:
