@@ -26,6 +26,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _rank_logs(log_dir: Path) -> str:
+    """The end of each rank's own stderr: torchrun's report of a failed rank (a SIGABRT, say) gives
+    its exit code, not what it printed, and its own traceback fills the rest of stderr's tail."""
+    return "".join(f"--- {path.relative_to(log_dir)}:\n{path.read_text(errors='replace')[-1500:]}\n"
+                   for path in sorted(log_dir.rglob("stderr.log")))
+
+
 # 0: no watch (no extra pass, no extra collective); 200: the next 200 TREC test questions are
 # watched as split "test" after every epoch, which adds a broadcast on every rank.
 @pytest.mark.parametrize("n_test", [0, 200], ids=["unwatched", "watched"])
@@ -34,6 +41,7 @@ def test_two_process_ddp_matches_one_process(tmp_path, n_test):
     command = [
         sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
         "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+        "--log-dir", str(tmp_path / "logs"), "--tee", "3",  # each rank's streams kept, for a failure's message
         str(WORKER), "--out", str(ddp_out),
         "--n-train", str(SETTINGS["n_train"]), "--n-dev", str(SETTINGS["n_dev"]),
         "--epochs", str(SETTINGS["epochs"]), "--batch-size", str(SETTINGS["batch_size"]),
@@ -41,7 +49,7 @@ def test_two_process_ddp_matches_one_process(tmp_path, n_test):
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run(command, capture_output=True, text=True, timeout=150, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, _rank_logs(tmp_path / "logs") + proc.stderr[-2000:]
 
     single = train_and_save(single_out, **SETTINGS, n_test=n_test)
     ddp = json.loads((ddp_out / "result.json").read_text())
