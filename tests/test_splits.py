@@ -127,12 +127,18 @@ def test_test_fraction_and_split_seed_on_a_user_file(tmp_path):
     assert list(a["test"]["text"]) != list(other["test"]["text"])
 
 
-def test_a_test_fraction_is_refused_where_the_data_has_its_own_test_split(tmp_path):
-    """It was ignored: --test-fraction 0.3 on trec scored the official 500 questions, silently."""
+def _split_folder(tmp_path):
+    """A folder of train.tsv (30 records) and test.tsv (12): data with its own test split."""
     folder = tmp_path / "splits"
     folder.mkdir()
     for split, n in (("train", 30), ("test", 12)):
         (folder / f"{split}.tsv").write_text("".join(f"{'ab'[i % 2]}\tdoc {i}\n" for i in range(n)))
+    return folder
+
+
+def test_a_test_fraction_is_refused_where_the_data_has_its_own_test_split(tmp_path):
+    """It was ignored: --test-fraction 0.3 on trec scored the official 500 questions, silently."""
+    folder = _split_folder(tmp_path)
     with pytest.raises(ConfigError) as err:
         load_dataset(str(folder), test_fraction=0.3)
     assert str(err.value) == (f"parameter 'test_fraction' = 0.3: '{folder}' has its own test split (12 records), "
@@ -144,10 +150,7 @@ def test_a_test_fraction_is_refused_where_the_data_has_its_own_test_split(tmp_pa
 
 def test_a_split_seed_is_refused_where_it_draws_nothing(tmp_path):
     """It was ignored: --split-seed 3 on trec trained and scored on exactly the splits of seed 0."""
-    folder = tmp_path / "splits"
-    folder.mkdir()
-    for split, n in (("train", 30), ("test", 12)):
-        (folder / f"{split}.tsv").write_text("".join(f"{'ab'[i % 2]}\tdoc {i}\n" for i in range(n)))
+    folder = _split_folder(tmp_path)
     with pytest.raises(ConfigError) as err:
         load_dataset(str(folder), split_seed=3)
     assert str(err.value) == (f"parameter 'split_seed' = 3: '{folder}' has its own test split (12 records), which is "
