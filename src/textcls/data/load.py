@@ -62,8 +62,8 @@ def load_dataset(
 
     Splits: official splits are kept. Without a test split, a seeded stratified test split of
     ``test_fraction`` (default 0.1; ``ag_news`` 0.2) is drawn with ``split_seed`` (default 0), which
-    is independent of any training seed; ``TextDataset.test_split`` records the carve. ``fdu_mtl/<domain>`` takes the last 200 training lines
-    as dev. ``max_per_split`` keeps a seeded stratified subsample of each split.
+    is independent of any training seed; ``TextDataset.test_split`` records the carve.
+    ``fdu_mtl/<domain>`` takes the last 200 training lines as dev. ``max_per_split`` keeps a seeded stratified subsample of each split.
     ``test_fraction`` is refused where the data has its own test split, and so is ``split_seed``
     unless it draws the ``max_per_split`` subsample.
 
@@ -131,8 +131,8 @@ def _with_test_split(ds: TextDataset, source, fraction: float, split_seed: int |
     if fraction_given:
         raise ConfigError(f"parameter 'test_fraction' = {fraction}: {kept}; leave test_fraction out")
     if split_seed is not None and not subsampled:
-        raise ConfigError(f"parameter 'split_seed' = {split_seed}: {kept}, and no subsample is drawn (max_per_split= (CLI: --max-per-split) is not set); "
-                          "leave split_seed out")
+        raise ConfigError(f"parameter 'split_seed' = {split_seed}: {kept}, and no subsample is drawn "
+                          "(max_per_split= (CLI: --max-per-split) is not set); leave split_seed out")
     return ds
 
 
