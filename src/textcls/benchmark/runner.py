@@ -1444,12 +1444,10 @@ def rerun_record(rerun: dict) -> dict:
 def _merged_entry(old: dict, new: dict) -> dict:
     """``new``'s runs replace ``old``'s runs of the same seeds; ``old``'s other seeds stay. A
     rerun of every seed therefore replaces the entry, and a rerun of one seed (``--seed``)
-    fills in that seed alone, made with the same settings (else refused: _refuse_mixed_settings)."""
+    fills in that seed alone, made with the same settings (else refused: _refuse_mixed_setting)."""
+    _refuse_mixed_setting(old, new, "")
     new_seeds = {run["seed"] for run in new["runs"]}
-    kept = [r for r in old["runs"] if r["seed"] not in new_seeds]
-    if kept:
-        _refuse_mixed_settings({"entries": [old]}, [new], "")
-    runs = sorted(kept + new["runs"], key=lambda r: r["seed"])
+    runs = sorted([r for r in old["runs"] if r["seed"] not in new_seeds] + new["runs"], key=lambda r: r["seed"])
     return _with_runs(new, runs, sorted(set(old.get("seeds", [])) | set(new["seeds"])))
 
 
@@ -1465,18 +1463,21 @@ def _refuse_mixed_settings(full: dict, entries: list[dict], where: str) -> None:
     --merge --seed did so, silently."""
     old_entries = {entry["id"]: entry for entry in full["entries"]}
     for new in entries:
-        old = old_entries.get(new["id"])
-        if old is None:
-            continue
-        seeds = {run["seed"] for run in new["runs"]} if "runs" in new else set(new["seeds"])
-        kept = sorted(run["seed"] for run in old["runs"] if run["seed"] not in seeds)
-        changed = next((key for key in _RUN_SETTINGS if (old.get(key) or None) != (new.get(key) or None)), None)
-        if kept and changed:
-            raise ConfigError(
-                f"{where}entry '{new['id']}': the report's runs of seed(s) {', '.join(map(str, kept))} were made with "
-                f"{changed} = {old.get(changed)!r}, these with {changed} = {new.get(changed)!r}; merged, one entry "
-                "would average two settings: rerun every seed of the entry (which replaces it), or give the new "
-                "setting an entry of its own in the suite file")
+        if new["id"] in old_entries:
+            _refuse_mixed_setting(old_entries[new["id"]], new, where)
+
+
+def _refuse_mixed_setting(old: dict, new: dict, where: str) -> None:
+    """_refuse_mixed_settings for one entry: ``old`` in the report, ``new`` merged into it."""
+    seeds = {run["seed"] for run in new["runs"]} if "runs" in new else set(new["seeds"])
+    kept = sorted(run["seed"] for run in old["runs"] if run["seed"] not in seeds)
+    changed = next((key for key in _RUN_SETTINGS if (old.get(key) or None) != (new.get(key) or None)), None)
+    if kept and changed:
+        raise ConfigError(
+            f"{where}entry '{new['id']}': the report's runs of seed(s) {', '.join(map(str, kept))} were made with "
+            f"{changed} = {old.get(changed)!r}, these with {changed} = {new.get(changed)!r}; merged, one entry "
+            "would average two settings: rerun every seed of the entry (which replaces it), or give the new "
+            "setting an entry of its own in the suite file")
 
 
 def _with_runs(entry: dict, runs: list[dict], seeds: list[int]) -> dict:
