@@ -328,13 +328,21 @@ def test_a_runs_carved_test_split_saves_loads_and_a_bad_one_is_refused(fitted_lr
     assert "test_split" not in json.loads((tmp_path / "trec" / "config.json").read_text())
     mr = textcls.load_dataset("mr", test_fraction=0.2, split_seed=4, max_per_split=200)
     clf = Classifier("tfidf-lr").fit_dataset(mr)
-    assert clf.test_split_ == {"fraction": 0.2, "split_seed": 4}
+    # The digest of the records carved from: the same for any carve or subsample of mr's records.
+    digest = textcls.load_dataset("mr").source_digest()
+    carve = {"fraction": 0.2, "split_seed": 4, "source_digest": digest}
+    assert clf.test_split_ == carve
     clf.save_pretrained(tmp_path / "mr")
     config = json.loads((tmp_path / "mr" / "config.json").read_text())
-    assert config["test_split"] == {"fraction": 0.2, "split_seed": 4}
+    assert config["test_split"] == carve
+    assert Classifier.from_pretrained(tmp_path / "mr").test_split_ == carve
+    # A run saved before the digest existed still loads.
+    (tmp_path / "mr" / "config.json").write_text(json.dumps({**config, "test_split": {"fraction": 0.2,
+                                                                                      "split_seed": 4}}))
     assert Classifier.from_pretrained(tmp_path / "mr").test_split_ == {"fraction": 0.2, "split_seed": 4}
     for bad in (0.2, {"fraction": 0.2}, {"fraction": 1.5, "split_seed": 4}, {"fraction": 0.2, "split_seed": -1},
-                {"fraction": True, "split_seed": 4}, {"fraction": 0.2, "split_seed": 4, "more": 1}):
+                {"fraction": True, "split_seed": 4}, {"fraction": 0.2, "split_seed": 4, "more": 1},
+                {**carve, "source_digest": digest.upper()}, {**carve, "source_digest": None}):
         (tmp_path / "mr" / "config.json").write_text(json.dumps({**config, "test_split": bad}))
         with pytest.raises(CheckpointError, match=r"'test_split' = .* should be null or \{\"fraction\": a share"):
             Classifier.from_pretrained(tmp_path / "mr")

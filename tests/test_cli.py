@@ -167,17 +167,7 @@ def test_evaluate_carves_the_test_split_the_run_was_trained_with(tmp_path, capsy
     """It carved seed 0's 10 % of the run's own data whatever the run held out: a run trained with
     --split-seed 3 --test-fraction 0.3 was scored on records it had trained on, rc 0."""
     monkeypatch.chdir(tmp_path)
-    Path("d.csv").write_text("text,label\n" + "".join(f"{'good' if i % 2 else 'bad'} film {i},{'pos' if i % 2 else 'neg'}\n"
-                                                      for i in range(60)))
-    code, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", "d.csv", "--split-seed", "3",
-                        "--test-fraction", "0.3", "--run-dir", "run", "--no-progress")
-    assert code == 0, err
-    assert json.loads(Path("run/config.json").read_text())["test_split"] == {"fraction": 0.3, "split_seed": 3}
-    import textcls.cli as cli
-
-    scored = []
-    load = cli._load_data
-    monkeypatch.setattr(cli, "_load_data", lambda data, **kw: scored.append(load(data, **kw)) or scored[-1])
+    scored = _train_a_carved_run(capsys, monkeypatch)
     code, out, err = call(capsys, "evaluate", "run", "--data", "d.csv", "--split", "test", "--output", "m.json")
     assert code == 0, err
     assert "on d.csv/test (18 documents)" in out and json.loads(Path("m.json").read_text())["n"] == 18
@@ -189,7 +179,7 @@ def test_evaluate_carves_the_test_split_the_run_was_trained_with(tmp_path, capsy
     assert code == 2 and err.startswith("error: --split-seed 0: run was trained on d.csv with the test split carved "
                                         "with test_fraction=0.3 and split_seed=3; any other carve puts its training "
                                         "records into the test split; leave --split-seed out")
-    Path("e.csv").write_text(Path("d.csv").read_text())
+    Path("e.csv").write_text(Path("d.csv").read_text().replace("film 59", "film 59 again"))
     code, out, err = call(capsys, "evaluate", "run", "--data", "e.csv", "--split", "test", "--split-seed", "0")
     assert code == 0 and "on e.csv/test (6 documents)" in out, err
     # The whole file says that it holds the run's training records.
@@ -203,6 +193,60 @@ def test_evaluate_carves_the_test_split_the_run_was_trained_with(tmp_path, capsy
     Path("run/config.json").write_text(json.dumps(config))
     code, out, err = call(capsys, "evaluate", "run", "--data", "d.csv", "--split", "test")
     assert code == 0 and "(6 documents)" in out, err
+
+
+def _train_a_carved_run(capsys, monkeypatch) -> list:
+    """A tfidf-lr run (./run) trained on ./d.csv (60 records) with --split-seed 3 --test-fraction 0.3;
+    the list every dataset evaluate loads from then on is appended to."""
+    Path("d.csv").write_text("text,label\n" + "".join(f"{'good' if i % 2 else 'bad'} film {i},{'pos' if i % 2 else 'neg'}\n"
+                                                      for i in range(60)))
+    code, _, err = call(capsys, "train", "--model", "tfidf-lr", "--data", "d.csv", "--split-seed", "3",
+                        "--test-fraction", "0.3", "--run-dir", "run", "--no-progress")
+    assert code == 0, err
+    saved = json.loads(Path("run/config.json").read_text())["test_split"]
+    assert saved == {"fraction": 0.3, "split_seed": 3, "source_digest": load_dataset("d.csv").source_digest()}
+    import textcls.cli as cli
+
+    scored = []
+    load = cli._load_data
+    monkeypatch.setattr(cli, "_load_data", lambda data, **kw: scored.append(load(data, **kw)) or scored[-1])
+    return scored
+
+
+def test_evaluate_knows_the_runs_data_under_another_name_by_its_records(tmp_path, capsys, monkeypatch):
+    """A copy of the run's data, or the same file by another relative path, was other data to
+    evaluate: it carved seed 0's 10 %, most of it records the run had trained on, rc 0."""
+    monkeypatch.chdir(tmp_path)
+    scored = _train_a_carved_run(capsys, monkeypatch)
+    Path("sub").mkdir()
+    Path("sub/copy.csv").write_text(Path("d.csv").read_text())
+    code, out, err = call(capsys, "evaluate", "run", "--data", "sub/copy.csv", "--split", "test")
+    assert code == 0 and "on sub/copy.csv/test (18 documents)" in out, err
+    assert scored[-1]["test"]["text"] == load_dataset("d.csv", test_fraction=0.3, split_seed=3)["test"]["text"]
+    code, _, err = call(capsys, "evaluate", "run", "--data", "sub/copy.csv", "--split", "test", "--split-seed", "0")
+    assert code == 2 and err.startswith("error: --split-seed 0: run was trained on sub/copy.csv's records (as d.csv) "
+                                        "with the test split carved with test_fraction=0.3 and split_seed=3; ")
+    code, out, _ = call(capsys, "evaluate", "run", "--data", "sub/copy.csv")
+    assert code == 0 and "(60 documents: every record of the file, training records included: run was" in out
+    # Other records are other data: scored whole without the remark, carved as the options say.
+    Path("sub/other.csv").write_text(Path("d.csv").read_text().replace("film 59", "film 59 again"))
+    code, out, _ = call(capsys, "evaluate", "run", "--data", "sub/other.csv")
+    assert code == 0 and "(60 documents: every record of the file)" in out
+    code, out, err = call(capsys, "evaluate", "run", "--data", "sub/other.csv", "--split", "test", "--split-seed", "1")
+    assert code == 0 and "on sub/other.csv/test (6 documents)" in out, err
+    # The run's name for data that no longer holds its records: carved as the run's was, and said.
+    Path("d.csv").write_text(Path("d.csv").read_text().replace("film 59", "film 59 again"))
+    code, out, err = call(capsys, "evaluate", "run", "--data", "d.csv", "--split", "test")
+    assert code == 0 and "on d.csv/test (18 documents)" in out
+    assert err.startswith("note: d.csv does not hold the records run was trained on (config.json test_split's "
+                          "source_digest differs: changed since?)")
+    # A run that keeps no digest (saved before it) knows its data by name alone, as before.
+    config = json.loads(Path("run/config.json").read_text())
+    Path("run/config.json").write_text(json.dumps({**config, "test_split": {"fraction": 0.3, "split_seed": 3}}))
+    code, out, err = call(capsys, "evaluate", "run", "--data", "sub/copy.csv", "--split", "test")
+    assert code == 0 and "on sub/copy.csv/test (6 documents)" in out, err
+    code, out, _ = call(capsys, "evaluate", "run", "--data", "sub/copy.csv")
+    assert code == 0 and "(60 documents: every record of the file)" in out
 
 
 # --------------------------------------------------------------------------- in-process helpers

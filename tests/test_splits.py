@@ -170,6 +170,21 @@ def test_a_carved_test_split_is_recorded():
     assert load_dataset("trec").test_split is None
 
 
+def test_the_source_digest_names_the_records_carved_from_whatever_the_carve(tmp_path):
+    """What a run saves so that evaluate knows its data under another name or path (a copy)."""
+    digest = load_dataset("mr").source_digest()
+    assert len(digest) == 64
+    assert load_dataset("mr", test_fraction=0.3, split_seed=3, max_per_split=100).source_digest() == digest
+    assert load_dataset("trec").source_digest() is None  # its own test split: nothing carved
+    path = tmp_path / "d.tsv"
+    path.write_text("".join(f"{'ab'[i % 2]}\tdoc {i}\n" for i in range(40)))
+    copy = tmp_path / "copy.tsv"
+    copy.write_text(path.read_text())
+    assert load_dataset(str(path)).source_digest() == load_dataset(str(copy), split_seed=5).source_digest()
+    path.write_text("".join(f"{'ab'[i % 2]}\tdoc {i}\n" for i in range(39)))
+    assert load_dataset(str(path)).source_digest() != load_dataset(str(copy)).source_digest()
+
+
 def test_records_digest_changes_with_the_records_their_order_labels_and_split():
     from textcls.data.records import records_digest
 

@@ -74,8 +74,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
     Learned attributes: ``estimator_`` (the fitted ``Estimator``), ``preset_`` (the preset it
     trained with), ``classes_``, ``multi_label_``, ``task_names_``, ``task_column_`` (the field or column
     its data's tasks were read from, ``load_dataset``'s ``task_column``; None: none), ``dataset_name_``,
-    ``test_split_`` (how ``load_dataset`` carved its data's test split, ``{"fraction", "split_seed"}``;
-    None: the data's own, or ``fit``'s lists),
+    ``test_split_`` (how ``load_dataset`` carved its data's test split, ``{"fraction", "split_seed"}``,
+    and ``"source_digest"``, the ``records_digest`` of the records it was carved from; None: the
+    data's own, or ``fit``'s lists),
     ``threshold_`` (multi-label: a class is predicted from this probability on, in
     ``predict``, ``score``, ``explain`` and ``evaluate``; a loaded run's ``threshold`` from
     config.json, else 0.5, the rule of docs/serve.md; set it to change it, and
@@ -144,7 +145,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
             artifacts.refuse_finished_run(run_dir, resume)
         estimator.fit(dataset, run_dir=run_dir, resume=resume, progress=self.progress, device=self.device)
         self._adopt(estimator, np.array(dataset.label_names), dataset.multi_label, dataset.task_names, dataset.name,
-                    artifacts.DEFAULT_THRESHOLD, dataset.task_column, dataset.test_split)
+                    artifacts.DEFAULT_THRESHOLD, dataset.task_column, _saved_test_split(dataset))
         # save_pretrained's check: only a training that wrote its epochs.csv there (the engine's)
         # trained in run_dir; a classic model's resume into another model's run trained nowhere.
         self._trained_in = os.path.realpath(run_dir) if run_dir is not None and estimator.resumable else None
@@ -546,6 +547,16 @@ class Classifier(ClassifierMixin, BaseEstimator):
                 artifacts.write_json(Path(folder) / artifacts.METRICS, metrics)
             return model_hub.push_run(folder, repo_id, private=private, token=token, revision=revision,
                                       commit_message=commit_message, create_pr=create_pr)
+
+
+def _saved_test_split(dataset: TextDataset) -> dict | None:
+    """What a run saves of its data's carved test split (config.json "test_split"): the share and
+    seed, and the digest of the records carved (``TextDataset.source_digest``), by which
+    ``textcls evaluate`` knows the same data under another name or path."""
+    if not dataset.test_split:
+        return None
+    digest = dataset.source_digest()
+    return {**dataset.test_split, **({"source_digest": digest} if digest else {})}
 
 
 def _hashable(value):

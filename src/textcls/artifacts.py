@@ -718,14 +718,19 @@ def _check_config_types(path: Path, config: dict) -> None:
 
 def _check_test_split(corrupt, carve) -> None:
     """config.json "test_split", where the run's data had its test split carved: the share and seed
-    ``textcls evaluate`` carves it with again."""
+    ``textcls evaluate`` carves it with again, and the digest of the records carved (a run saved
+    before it has none)."""
     if carve is None:
         return
-    keys_ok = isinstance(carve, dict) and set(carve) == {"fraction", "split_seed"}
+    keys_ok = isinstance(carve, dict) and {"fraction", "split_seed"} <= set(carve) <= {
+        "fraction", "split_seed", "source_digest"}
     fraction, seed = (carve["fraction"], carve["split_seed"]) if keys_ok else (None, None)
+    digest = carve.get("source_digest", "0" * 64) if keys_ok else None
     if (not keys_ok or isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1
-            or isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise corrupt("test_split", 'null or {"fraction": a share in (0, 1), "split_seed": a whole number >= 0}')
+            or isinstance(seed, bool) or not isinstance(seed, int) or seed < 0
+            or not (isinstance(digest, str) and re.fullmatch("[0-9a-f]{64}", digest))):
+        raise corrupt("test_split", 'null or {"fraction": a share in (0, 1), "split_seed": a whole number >= 0, '
+                      'optionally "source_digest": 64 hex digits}')
 
 
 def _check_task_heads(path: Path, heads, tasks) -> None:

@@ -501,17 +501,16 @@ def evaluate(
     reader = _with_run_task_column(reader, clf.task_column_, data, task)
     trained_on_it = _names_run_data(data, clf.dataset_name_)
     if file is not None:
-        dataset, scored = _whole_file(file, data, reader, max_per_split)
-        if trained_on_it:
+        dataset, scored, holds_run_records = _whole_file(file, data, reader, max_per_split, _run_source_digest(clf))
+        if trained_on_it or holds_run_records:
             scored += (f", training records included: {run_dir} was trained on it; --split test scores only its "
                        "held-out test split")
         records, where = dataset["train"], data
         title = f"{clf.model} on {data} ({len(records)} documents: {scored})"
     else:
         split = split or "test"
-        if trained_on_it:
-            reader = _with_run_test_split(reader, clf.test_split_, run_dir, data)
-        dataset = _load_data(data, data_dir=data_dir, max_per_split=max_per_split, **reader.load_options())
+        dataset = _run_or_given_carve(data, clf, run_dir, reader, trained_on_it, data_dir=data_dir,
+                                      max_per_split=max_per_split)
         records, where = dataset[split], f"{dataset.name}/{split}"
         title = f"{clf.model} on {where} ({len(records)} documents)"
     if dataset.skipped:
@@ -555,22 +554,26 @@ def _evaluate_records(clf, records, where: str, on_bad_record: str, used: Option
         raise UnknownTaskError(f"{exc}{hint}", index=exc.index) from None
 
 
-def _whole_file(file: Path, data: str, reader: "ReaderArgs", max_per_split: Optional[int]):
+def _whole_file(file: Path, data: str, reader: "ReaderArgs", max_per_split: Optional[int],
+                run_digest: Optional[str] = None):
     """A single file, which has no split: all of it (not the test slice train would carve), or its
-    --max-per-split subsample; and what the title says was scored."""
+    --max-per-split subsample; what the title says was scored; and whether its records are those
+    the run's test split was carved from (``run_digest``; None: the run does not say)."""
     from .data import ReadOptions, read_path, subsample
+    from .data.records import records_digest
 
     try:
         dataset = read_path(file, ReadOptions(on_bad_record=reader.on_bad_record, **reader.file_options()), name=data)
     except EOFError as exc:
         raise DataError(f"{file}: the input ends early ({exc or 'EOFError'}); the compressed file is "
                         "truncated or corrupt: download or compress it again") from exc
+    holds_run_records = run_digest is not None and records_digest(dataset) == run_digest
     if max_per_split is None:
-        return dataset, "every record of the file"
+        return dataset, "every record of the file", holds_run_records
     cut = subsample(dataset, max_per_split, reader.split_seed or 0)
     if len(cut["train"]) < len(dataset["train"]):  # the title said "every record of the file" of it too
-        return cut, cut.split_notes["train"].rpartition("; ")[2]
-    return cut, "every record of the file"
+        return cut, cut.split_notes["train"].rpartition("; ")[2], holds_run_records
+    return cut, "every record of the file", holds_run_records
 
 
 def _refuse_split_options_of_one_file(data: str, reader: "ReaderArgs", max_per_split: Optional[int]) -> None:
@@ -590,6 +593,34 @@ def _names_run_data(data: str, run_data: Optional[str]) -> bool:
     if run_data is None:
         return False
     return data == run_data or Path(data).expanduser().resolve() == Path(run_data).expanduser().resolve()
+
+
+def _run_source_digest(clf) -> Optional[str]:
+    """The digest of the records the run's test split was carved from (config.json "test_split"'s
+    "source_digest"); None where its data had its own test split, or the run was saved before it."""
+    return (clf.test_split_ or {}).get("source_digest")
+
+
+def _run_or_given_carve(data: str, clf, run_dir: Path, reader: "ReaderArgs", named: bool, **options):
+    """``data`` loaded for ``evaluate --split``: where it is the run's own data, named as the run
+    was trained (``named``) or holding the same records under another name or path (a copy; the
+    digest of config.json "test_split"), with the run's test split carved as the run's was; other
+    data as the reader options say."""
+    run_digest = _run_source_digest(clf)
+    if named:
+        reader = _with_run_test_split(reader, clf.test_split_, run_dir, data)
+    dataset = _load_data(data, **options, **reader.load_options())
+    digest = dataset.source_digest() if run_digest else None
+    if named or run_digest is None or digest != run_digest:
+        if named and digest not in (None, run_digest):
+            typer.echo(f"note: {data} does not hold the records {run_dir} was trained on (config.json test_split's "
+                       "source_digest differs: changed since?); the test split carved from it as the run's was may "
+                       "hold records the run trained on", err=True)
+        return dataset
+    own = _with_run_test_split(reader, clf.test_split_, run_dir, f"{data}'s records (as {clf.dataset_name_})")
+    if all(dataset.test_split[key] == clf.test_split_[key] for key in ("fraction", "split_seed")):
+        return dataset
+    return _load_data(data, **options, **own.load_options())
 
 
 def _with_run_test_split(reader: "ReaderArgs", carve: Optional[dict], run_dir: Path, data: str) -> "ReaderArgs":

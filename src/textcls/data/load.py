@@ -126,7 +126,8 @@ def _with_test_split(ds: TextDataset, source, fraction: float, split_seed: int |
     split they did not ask for."""
     if "test" not in ds.splits:
         seed = split_seed or 0
-        return replace(carve_split(ds, "test", fraction, seed), test_split={"fraction": fraction, "split_seed": seed})
+        return replace(carve_split(ds, "test", fraction, seed), test_split={"fraction": fraction, "split_seed": seed},
+                       carved_from=ds.splits)
     kept = f"'{source}' has its own test split ({len(ds.splits['test'])} records), which is kept"
     if fraction_given:
         raise ConfigError(f"parameter 'test_fraction' = {fraction}: {kept}; leave test_fraction out")

@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import datasets
 import numpy as np
@@ -228,6 +228,9 @@ class TextDataset:
     # has its own. A run saves it (config.json "test_split"), so that evaluating it on the same data
     # carves the same test split instead of one that holds its training records.
     test_split: dict | None = None
+    # The splits the test split was carved from, as read (load_dataset keeps them where it carves):
+    # ``source_digest`` tells a run's data from other data by its records, whatever its name or path.
+    carved_from: datasets.DatasetDict | dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def label_column(self) -> str:
@@ -240,6 +243,15 @@ class TextDataset:
                 f"{', '.join(self.splits)}); use a split it has (in Python, textcls.data.ensure_dev carves a dev split)"
             )
         return self.splits[split]
+
+    def source_digest(self) -> str | None:
+        """``records_digest`` of the records the test split was carved from, as read, before any
+        subsample; None where the data has its own test split. A run saves it in config.json's
+        "test_split", so that ``textcls evaluate`` knows the run's data under another name (a copy,
+        another path) by its records, and carves the run's own test split from it."""
+        if self.carved_from is None:
+            return None
+        return records_digest(replace(self, splits=self.carved_from, carved_from=None))
 
     def label_index(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.label_names)}
