@@ -43,6 +43,26 @@ def test_it_learns_trec_and_keeps_the_best_dev_epoch(fitted, trec_600):
                       "non_embedding": head}
 
 
+def test_the_recipe_fields_it_trains_by_name_its_own_parameters(trec_600):
+    """--epochs 5 on static-finetune said it was "fitted without epochs or batches": it runs up to
+    max_epochs epochs of its own, and nothing said how to set them."""
+    texts, labels = ["good film", "bad film", "fine film", "poor film"], ["p", "n", "p", "n"]
+    for field, value, own in (("epochs", 5, "max_epochs"), ("lr", 0.01, "adam_lr"),
+                              ("patience", 2, "early_stop_patience")):
+        with pytest.raises(ConfigError, match=(
+                rf"^model 'static-finetune' is a classic model that trains epochs of its own, set by its parameters "
+                rf"\(max_epochs, adam_lr, early_stop_patience\), not by the recipe; '{field}' cannot be set on it "
+                rf"\(of the recipe, only dev_fraction and seed can\): set its parameter '{own}' instead \(CLI: --set "
+                rf"{own}={value}; Python: params=\{{'{own}': {value}\}}\)$")):
+            Classifier("static-finetune", **{field: value}).fit(texts, labels)
+    with pytest.raises(ConfigError, match=r"^model 'static-finetune' is a classic model that trains epochs of its "
+                                          r"own; 'batch_size' cannot be set on it \(only dev_fraction and seed can\)"):
+        Classifier("static-finetune", batch_size=64).fit(texts, labels)
+    # The parameter the message names sets what it says.
+    two = Classifier("static-finetune", params={"max_epochs": 2}).fit_dataset(trec_600)
+    assert two.estimator_.model_.selection_["epochs_run"] == 2
+
+
 def test_numpy_prediction_is_the_torch_forward(fitted, trec_600):
     model = fitted.estimator_.model_
     texts = list(trec_600["test"]["text"])[:20]

@@ -553,10 +553,20 @@ def _refuse_ignored_recipe(preset: Preset) -> None:
     # their own, and a --precision bf16 there would be recorded in config.json but not used.
     reads = CLASSIC_RECIPE_FIELDS - ({"precision"} if not hasattr(get_family(preset.family), "use_encoder") else set())
     changed = preset.recipe.changed_fields(registered, reads)
-    if changed:
-        shown = ", ".join(sorted(reads)[:-1]) + f" and {sorted(reads)[-1]}"
-        raise ConfigError(f"model '{preset.name}' is a classic model, fitted without epochs or batches; "
-                          f"'{changed[0]}' cannot be set on it (only {shown} can): drop it")
+    if not changed:
+        return
+    shown = ", ".join(sorted(reads)[:-1]) + f" and {sorted(reads)[-1]}"
+    # A family that trains epochs of its own (static-finetune) names the parameters that set them.
+    own = getattr(get_family(preset.family), "RECIPE_PARAMETERS", {})
+    if changed[0] in own:
+        value = getattr(preset.recipe, changed[0])
+        raise ConfigError(f"model '{preset.name}' is a classic model that trains epochs of its own, set by its "
+                          f"parameters ({', '.join(own.values())}), not by the recipe; '{changed[0]}' cannot be set "
+                          f"on it (of the recipe, only {shown} can): set its parameter '{own[changed[0]]}' instead "
+                          f"(CLI: --set {own[changed[0]]}={value}; Python: params={{'{own[changed[0]]}': {value}}})")
+    kind = " that trains epochs of its own" if own else ", fitted without epochs or batches"
+    raise ConfigError(f"model '{preset.name}' is a classic model{kind}; "
+                      f"'{changed[0]}' cannot be set on it (only {shown} can): drop it")
 
 
 class EnsembleEstimator(PresetEstimator):

@@ -97,6 +97,10 @@ class StaticFinetuneModel(StaticLRModel):
     ``fit``, and a dev split to ``fit``: the epoch is always chosen on it."""
 
     family_name = "static-finetune"
+    # Its epochs are its own (the recipe it shares with the classic models has none): what the
+    # recipe field a user may try sets here (estimators._refuse_ignored_recipe names it). Its batch
+    # size follows model2vec's rule (batch_size_for), not a setting.
+    RECIPE_PARAMETERS = {"epochs": "max_epochs", "lr": "adam_lr", "patience": "early_stop_patience"}
 
     def __init__(self, num_classes: int, *, hidden: int = 512, dropout: float = 0.3, adam_lr: float = 1e-3,
                  max_epochs: int = 30, early_stop_patience: int = 6, vectors: str = "minilm-static",
