@@ -59,6 +59,43 @@ def test_a_bad_line_is_named_by_its_number_in_the_whole_input(capsys, monkeypatc
     assert [r["text"] for r in rows] == ["Who wrote Hamlet ?", "What is an atom ?"]
 
 
+@pytest.mark.parametrize("encoding", ["latin-1", "utf-16"])
+@pytest.mark.parametrize("name", ["texts.txt", "texts.jsonl", "-"])
+def test_encoding_reads_text_and_json_lines_in_any_encoding(capsys, monkeypatch, tmp_path, encoding, name):
+    """--encoding was refused for text and JSON Lines ('applies to csv, tsv input ... or pass --format
+    csv', which reads a text a line as a table); a Latin-1 file was refused as not UTF-8."""
+    texts = EXPECTED["texts"][:6] + ["Où est le café ?"]
+    lines = texts if name.endswith(".txt") or name == "-" else [json.dumps({"text": t}) for t in texts]
+    data = ("\n".join(lines) + "\n").encode(encoding)
+    args = ("--input", "-") if name == "-" else ("--input", str(tmp_path / name))
+    if name != "-":
+        (tmp_path / name).write_bytes(data)
+    code, rows, err = _predict(capsys, monkeypatch, *args, "--encoding", encoding, block=9,
+                               stdin=data if name == "-" else None)
+    assert code == 0, err
+    assert [r["text"] for r in rows] == texts
+    assert [r["label"] for r in rows[:6]] == EXPECTED["labels"][:6]
+    # A byte the encoding has no character for, and a file cut inside a character, at their lines.
+    where = "stdin" if name == "-" else str(tmp_path / name)
+    bad = {"latin-1": ("cp1252", b"\x81", "0x81 at column 8 is not cp1252"),
+           "utf-16": ("utf-16-le", "\udc00".encode("utf-16-le", "surrogatepass"), "0x00 at column 8 is not utf-16-le")}
+    codec, byte, problem = bad[encoding]
+    broken = ("\n".join(lines[:2]) + "\n").encode(codec) + lines[2][:7].encode(codec) + byte + "!\n".encode(codec)
+    if name != "-":
+        (tmp_path / name).write_bytes(broken)
+    code, rows, err = _predict(capsys, monkeypatch, *args, "--encoding", codec, block=9,
+                               stdin=broken if name == "-" else None)
+    skip = 1 if name.endswith(".jsonl") else 0  # a JSON line's text starts after '{"text": "'
+    assert code == 2 and err.startswith(f"error: {where}:3: byte {problem[:4]}") if skip else (
+        code == 2 and err.startswith(f"error: {where}:3: byte {problem}")), err
+    if encoding == "utf-16":
+        if name != "-":
+            (tmp_path / name).write_bytes(data[:-1])
+        code, rows, err = _predict(capsys, monkeypatch, *args, "--encoding", encoding, block=9,
+                                   stdin=data[:-1] if name == "-" else None)
+        assert code == 2 and err.startswith(f"error: {where}:7: the input ends in the middle of a utf-16 character")
+
+
 @pytest.mark.parametrize("name", ["texts.txt", "texts.jsonl"])
 def test_a_nul_byte_is_named_by_line_and_character_in_the_readers_words(capsys, monkeypatch, tmp_path, name):
     # It said "texts.txt:3: holds NUL bytes (binary data?); pass plain text", in words of its own.

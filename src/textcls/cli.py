@@ -736,7 +736,8 @@ def predict(
                                   "space, as train joins them). Default: text."),
     delimiter: Optional[str] = typer.Option(None, "--delimiter", help="Field delimiter of a CSV/TSV file (default: , "
                                                                       "for csv, tab for tsv)."),
-    encoding: Optional[str] = typer.Option(None, "--encoding", help="Text encoding of a CSV/TSV file (default utf-8)."),
+    encoding: Optional[str] = typer.Option(None, "--encoding", help="Text encoding of the --input file or stdin, "
+                                           "any format (default utf-8; e.g. latin-1, utf-16)."),
     task: Optional[str] = typer.Option(None, "--task", help="The task of every text, for a run with one head per "
                                                             "task (e.g. fcsr-mtl on fdu_mtl); a record's own task, "
                                                             "in the field or column --task-column names (default: "
@@ -859,13 +860,14 @@ class _PredictInput:
 
     def _check_options(self, given: bool) -> None:
         task_flag = {None: "--no-task-column", DEFAULT_TASK_COLUMN: None}.get(self.task_column, "--task-column")
-        used = {"--text-column": self.text_columns, "--delimiter": self.delimiter, "--encoding": self.encoding,
-                task_flag: task_flag is not None, "--format": self.fmt in ("csv", "tsv")}
+        # --encoding applies to every format read from a file or stdin; the first three to some.
+        used = {"--text-column": self.text_columns, "--delimiter": self.delimiter, task_flag: task_flag is not None,
+                "--encoding": self.encoding, "--format": self.fmt in ("csv", "tsv")}
         for flag, value in used.items():
             if value and given:
                 raise ConfigError(f"{flag}{' ' + self.fmt if flag == '--format' else ''} applies to --input files; "
                                   f"texts given as arguments are one text each: drop {flag}")
-        for flag, value in list(used.items())[:4]:
+        for flag, value in list(used.items())[:3]:
             if not value:
                 continue
             takes = ("csv", "tsv", "jsonl") if flag in ("--text-column", task_flag) else ("csv", "tsv")
@@ -900,7 +902,7 @@ class _PredictInput:
         if self.fmt in ("csv", "tsv"):
             yield from _delimited_blocks(self)
             return
-        for block, first, where in _input_blocks(self.path):
+        for block, first, where in _input_blocks(self.path, self.encoding):
             if first == 1 and self.where == "stdin":  # a file's head was checked by of()
                 refuse_unread_content(where, block[:8], self.fmt)
             items, tasks = _block_items(block, first, where, self.fmt, self.task, self.text_columns or ("text",),
@@ -1042,20 +1044,33 @@ def _limit_threads(threads: int) -> None:
         sys.modules["torch"].set_num_threads(threads)
 
 
-def _input_blocks(path: Optional[Path]):
+def _input_blocks(path: Optional[Path], encoding: Optional[str] = None):
     """``(bytes of whole lines, number of the first, where)`` about PREDICT_BLOCK_BYTES at a time, from
     ``path`` or stdin (None or '-'). A block ends after a newline (or a CR not at its very end, which
-    may be half of a CRLF), so a line is never cut and UTF-8 characters stay whole."""
+    may be half of a CRLF), so a line is never cut and UTF-8 characters stay whole. Input in another
+    ``encoding`` (--encoding) is transcoded to UTF-8 as it is read, so that its lines are cut,
+    checked and numbered as UTF-8's are."""
+    import codecs
+
     where = "stdin" if path is None or str(path) == "-" else str(path)
     with contextlib.ExitStack() as stack:
         if where == "stdin":
             stream = getattr(sys.stdin, "buffer", None) or io.BytesIO(sys.stdin.read().encode("utf-8"))
         else:
             stream = stack.enter_context(open(path, "rb"))
+        # Another encoding is decoded as it is read (a character may span two reads) and re-encoded.
+        decoder = (codecs.getincrementaldecoder(encoding)() if encoding is not None
+                   and codecs.lookup(encoding).name != "utf-8" else None)
         carry, first = b"", 1
         while True:
-            data = stream.read(PREDICT_BLOCK_BYTES)
-            if not data:
+            raw = stream.read(PREDICT_BLOCK_BYTES)
+            data = raw
+            if decoder is not None:
+                try:
+                    data = decoder.decode(raw, final=not raw).encode("utf-8", "surrogatepass")
+                except UnicodeDecodeError as exc:
+                    raise DataError(_undecodable(exc, where, encoding, first, carry, at_end=not raw)) from None
+            if not raw:
                 break
             data = carry + data
             cut = data.rfind(b"\n") + 1 or data.rfind(b"\r", 0, len(data) - 1) + 1
@@ -1065,6 +1080,20 @@ def _input_blocks(path: Optional[Path]):
                 first += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
         if carry:
             yield carry, first, where
+
+
+def _undecodable(exc: UnicodeDecodeError, where: str, encoding: str, first: int, carry: bytes,
+                 at_end: bool) -> str:
+    """The line and column of the byte ``exc`` (raised decoding input in ``encoding``) stopped at:
+    ``first`` is the number of the line ``carry`` (decoded, in UTF-8, not yet yielded) begins, and
+    ``exc.object`` the bytes after it; ``at_end``: the input ended inside a character."""
+    before = carry.decode("utf-8", "surrogatepass") + exc.object[:exc.start].decode(encoding, errors="replace")
+    line, column = first + before.count("\n"), len(before) - before.rfind("\n")
+    if at_end:
+        return (f"{where}:{line}: the input ends in the middle of a {encoding} character (column {column}): it is "
+                f"cut short, or not {encoding}; pass its own encoding with --encoding")
+    return (f"{where}:{line}: byte {exc.object[exc.start]:#04x} at column {column} is not {encoding} "
+            f"({exc.reason}); pass the input's own encoding with --encoding, or convert it to UTF-8")
 
 
 def _jsonl_items(lines: List[str], where: str, first: int, fields: tuple = ("text",),
@@ -1166,8 +1195,9 @@ def read_texts(data: bytes, where: str, first_line: int = 1) -> List[str]:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + first_line
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise DataError(f"{where}:{line}: byte {data[exc.start]:#04x} at column {column} is not UTF-8; convert "
-                        "the text to UTF-8 first (e.g. iconv -f latin1 -t utf-8)") from None
+        raise DataError(f"{where}:{line}: byte {data[exc.start]:#04x} at column {column} is not UTF-8; pass "
+                        "its encoding (e.g. --encoding latin-1), or convert the text to UTF-8 first (e.g. "
+                        "iconv -f latin1 -t utf-8)") from None
     if first_line == 1:
         text = text.removeprefix("\ufeff")
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
