@@ -730,3 +730,85 @@ def test_multi_label_y_in_scikit_learn_is_lists_with_kfold_and_an_indicator_matr
         assert "24 x 4); pass one label per text: a class name (one column, e.g. df['label']), or for " \
                "multi-label a list of class names (from a 0/1 indicator matrix: MultiLabelBinarizer's " \
                "inverse_transform(Y)); with lists, scikit-learn's cross-validation needs cv=KFold(n)" in str(err.value)
+
+
+# --------------------------------------------------------------------------- parameters, labels and devices
+# (found by a review of the practitioner API at 39abcb1; each test failed there)
+
+_TEXTS = ["good movie", "great film", "bad movie", "awful film", "ok thing", "meh thing"] * 4
+
+
+def test_evaluate_matches_the_label_values_fit_kept():
+    """A model fitted on ints refused a split of the same ints ('label 0 is not one the model
+    knows (known: 0, 1, 2)'); a hub ClassLabel's ids are matched by value, else by its names."""
+    import datasets
+
+    ints = [0, 0, 1, 1, 2, 2] * 4
+    by_int = Classifier("tfidf-lr").fit(_TEXTS, ints)
+    assert by_int.evaluate(datasets.Dataset.from_dict({"text": _TEXTS, "label": ints}))["accuracy"] == 1.0
+    names = ["pos", "neg", "mid"]
+    ids = datasets.Dataset.from_dict({"text": _TEXTS, "label": ints}, features=datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=names)}))
+    assert by_int.evaluate(ids)["accuracy"] == 1.0  # fitted on the ids: matched by value
+    by_name = Classifier("tfidf-lr").fit(_TEXTS, [names[i] for i in ints])
+    assert by_name.evaluate(ids)["accuracy"] == 1.0  # fitted on the names: matched by the ClassLabel's names
+    flags = [bool(i % 2) for i in ints]
+    assert Classifier("tfidf-lr").fit(_TEXTS, flags).evaluate(
+        datasets.Dataset.from_dict({"text": _TEXTS, "label": flags}))["accuracy"] == 1.0
+    # Ids that are neither the model's classes nor named as them stay an error at the record.
+    with pytest.raises(DataError, match=r"^evaluation data: record 0: label '0' is not one the model knows "
+                                        r"\(known: mid, neg, pos\)"):
+        by_name.evaluate(datasets.Dataset.from_dict({"text": _TEXTS, "label": ints}))
+
+
+def test_numpy_scalars_from_a_search_train_and_save(tmp_path):
+    """np.arange / RandomizedSearchCV values trained, then save_pretrained failed: 'Object of type
+    int64 is not JSON serializable'."""
+    labels = ["p", "p", "n", "n", "m", "m"] * 4
+    search = GridSearchCV(Classifier("fasttext-bag"), {"epochs": np.arange(1, 3)}, cv=2).fit(_TEXTS * 2, labels * 2)
+    search.best_estimator_.save_pretrained(tmp_path / "best")
+    saved = json.loads((tmp_path / "best" / "config.json").read_text())
+    assert type(saved["estimator"]["epochs"]) is int and saved["recipe"]["epochs"] == saved["estimator"]["epochs"]
+    clf = Classifier("tfidf-lr", seed=np.int64(3), params={"C_grid": [np.float64(1.0), np.float32(10.0)]})
+    clf.fit(_TEXTS, labels).save_pretrained(tmp_path / "lr")
+    saved = json.loads((tmp_path / "lr" / "config.json").read_text())["estimator"]
+    assert saved["seed"] == 3 and saved["params"] == {"C_grid": [1.0, 10.0]}
+
+
+def test_a_parameter_set_in_two_places_is_refused():
+    """params={'epochs': 3} beat epochs=1 and params={'seed': 5} lost to seed=0, without a word."""
+    with pytest.raises(ConfigError, match=r"^parameter 'epochs' is given twice, as epochs=1 and in "
+                                          r"params=\{'epochs': 3\}; set it in one place \(the keyword epochs=\)$"):
+        Classifier("fasttext-bag", epochs=1, params={"epochs": 3}).fit(_TEXTS, [0, 1] * 12)
+    with pytest.raises(ConfigError, match=r"^params=\{'seed': 5\}: the seed is the classifier's own parameter "
+                                          r"\(seed=0 here\), which params cannot change; pass seed=5 instead$"):
+        Classifier("tfidf-lr", params={"seed": 5}).fit(_TEXTS, [0, 1] * 12)
+
+
+def test_a_save_after_set_params_writes_the_fitted_parameters(tmp_path):
+    """set_params(model='tfidf-nb') after fitting tfidf-lr, then a save, wrote "model": "tfidf-nb"
+    beside the LR weights: the loaded classifier (and a clone of it) named another model."""
+    clf = Classifier("tfidf-lr").fit(_TEXTS, [0, 1, 2] * 8)
+    clf.set_params(model="tfidf-nb", seed=7)
+    clf.save_pretrained(tmp_path / "run")
+    loaded = Classifier.from_pretrained(tmp_path / "run")
+    assert (loaded.model, loaded.seed, loaded.preset_.name) == ("tfidf-lr", 0, "tfidf-lr")
+    assert clone(loaded).get_params()["model"] == "tfidf-lr"
+
+
+def test_a_run_saved_on_a_gpu_loads_on_a_machine_without_one(tmp_path, monkeypatch):
+    """A run trained with device="cuda" loaded with that device, and every predict then failed on
+    a CPU-only machine ('parameter 'device' = cuda: no CUDA GPU is available'); the CLI and
+    Predictor fell back to cpu, from_pretrained (and so textcls serve) did not."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    Classifier("tfidf-lr").fit(_TEXTS, [0, 1, 2] * 8).save_pretrained(tmp_path / "run")
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    config["estimator"]["device"] = "cuda"
+    (tmp_path / "run" / "config.json").write_text(json.dumps(config))
+    notes = []
+    loaded = Classifier.from_pretrained(tmp_path / "run", note=notes.append)
+    assert loaded.device == "cpu" and list(loaded.predict(["good movie"])) == [0]
+    assert notes == [f"note: {tmp_path / 'run'} was trained on cuda, which this machine lacks; running on cpu"]
+    assert Classifier.from_pretrained(tmp_path / "run", device="auto").device == "auto"
+    with pytest.raises(ConfigError, match=r"^device cuda: no CUDA GPU is available"):
+        Classifier.from_pretrained(tmp_path / "run", device="cuda")

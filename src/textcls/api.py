@@ -29,9 +29,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from . import artifacts, model_hub
 from .data.prepare import column_values, label_targets, target_array, unknown_label_problem, unknown_labels
-from .data.records import TextDataset, read_policy, record_place, select_records
+from .data.records import TextDataset, read_policy, record_place, select_records, with_column
 from .errors import CheckpointError, ConfigError, DataError, ModelError, UnknownTaskError, close_names
-from .estimators import Estimator, check_device, estimator_for
+from .estimators import Estimator, check_device, device_for_run, estimator_for
 from .eval.metrics import compute_metrics
 from .inputs import as_list, check_finite_probabilities, check_texts, short, task_indices
 from .models.registry import Preset, get_family, get_preset
@@ -66,13 +66,16 @@ class Classifier(ClassifierMixin, BaseEstimator):
         override the preset's recipe or inputs; ``None`` keeps the preset's value.
         ``precision``: ``"fp32"``, ``"bf16"`` (autocast) or ``"auto"`` (bf16 where the CPU has
         AMX or AVX-512 BF16 or the GPU supports it, else fp32; ``preset_`` holds the choice).
-    params: any other preset override, e.g. ``{"dropout": 0.3}``.
+    params: any other preset override, e.g. ``{"dropout": 0.3}``; not one of the keywords above
+        or ``seed`` (a name set in both places is refused, not resolved by a rule).
     seed: seeds the dev split, initialisation and batch order.
     device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
     progress: show a progress bar while training.
 
     Learned attributes: ``estimator_`` (the fitted ``Estimator``), ``preset_`` (the preset it
-    trained with), ``classes_``, ``multi_label_``, ``task_names_``, ``task_column_`` (the field or column
+    trained with), ``fitted_params_`` (``get_params()`` as the model was fitted or loaded with,
+    NumPy scalars as Python numbers: what ``save_pretrained`` writes, whatever ``set_params``
+    changed since without a refit), ``classes_``, ``multi_label_``, ``task_names_``, ``task_column_`` (the field or column
     its data's tasks were read from, ``load_dataset``'s ``task_column``; None: none), ``dataset_name_``,
     ``test_split_`` (how ``load_dataset`` carved its data's test split, ``{"fraction", "split_seed"}``,
     and ``"source_digest"``, the ``records_digest`` of the records it was carved from; None: the
@@ -113,9 +116,18 @@ class Classifier(ClassifierMixin, BaseEstimator):
         check_flag("progress", self.progress)
         check_device(self.device, "parameter 'device'")
         overrides = {k: getattr(self, k) for k in _OVERRIDE_PARAMS if getattr(self, k) is not None}
-        overrides.update(self.params or {})
+        if "seed" in (params or {}):
+            raise ConfigError(f"params={{'seed': {short(params['seed'])}}}: the seed is the classifier's own "
+                              f"parameter (seed={short(self.seed)} here), which params cannot change; pass "
+                              f"seed={short(params['seed'])} instead")
+        for name in sorted(set(params or {}) & set(overrides)):
+            raise ConfigError(f"parameter '{name}' is given twice, as {name}={short(overrides[name])} and in "
+                              f"params={{'{name}': {short(params[name])}}}; set it in one place (the keyword {name}=)")
+        overrides.update(params or {})
         overrides["seed"] = self.seed
-        return overrides
+        # A grid or a random search hands NumPy scalars (np.arange, scipy.stats): plain numbers
+        # train alike and can be saved (JSON has no int64).
+        return _plain_values(overrides)
 
     # ------------------------------------------------------------------ training
     def fit(self, X: Sequence[str], y: Sequence) -> "Classifier":
@@ -155,6 +167,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
                task_column: str | None = artifacts.DEFAULT_TASK_COLUMN, test_split: dict | None = None) -> None:
         """Take a fitted (or restored) estimator and what the labels are."""
         self.estimator_ = estimator
+        # What the model was fitted (or saved) with: save_pretrained writes these, not a later
+        # set_params that has not been fitted (a run saying "tfidf-nb" beside LR weights).
+        self.fitted_params_ = _plain_values(self.get_params())
         self.threshold_ = threshold
         self.preset_ = estimator.preset
         self.classes_ = classes
@@ -310,6 +325,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
                             "name the text column 'text', e.g. split.rename_column(<name>, 'text')")
         names = [str(c) for c in self.classes_]
         split, skipped_tasks = self._without_unknown_tasks(split, where, policy)
+        split = self._with_label_names(split, names)
         split, skipped = self._without_unknown_labels(split, names, where) if policy == "skip" else (split, None)
         targets = label_targets(split, names, self.multi_label_, where, fix=(
             'relabel the record or train on data with this class, or pass on_bad_record="skip" '
@@ -330,6 +346,27 @@ class Classifier(ClassifierMixin, BaseEstimator):
                     # Records read with skip are skipped here by default: said where a caller sees it.
                     logging.getLogger("textcls").warning("%s", note)
         return metrics
+
+    def _with_label_names(self, split, names: list[str]):
+        """``split`` with labels that are not strings (the ints, floats or bools ``fit`` kept as
+        the class values; a hub ``ClassLabel``'s ids) as the class names the model matches them
+        by: ``str(value)``, as ``fit`` named them; a ``ClassLabel`` whose ids are not the model's
+        classes by the names it gives its ids, where those are."""
+        column = "labels" if self.multi_label_ else "label"
+        if column not in split.column_names:
+            return split  # _label_values says what the data holds instead
+        feature = split.features[column]
+        inner = getattr(feature, "feature", feature)  # a multi-label list's element
+        if isinstance(inner, datasets.Value) and inner.dtype in ("string", "large_string"):
+            return split
+        name_of = str
+        known = set(names)
+        if (isinstance(inner, datasets.ClassLabel) and not {str(i) for i in range(inner.num_classes)} <= known
+                and set(inner.names) <= known):
+            name_of = lambda value: inner.names[value] if 0 <= value < inner.num_classes else str(value)  # noqa: E731
+        values = column_values(split, column)
+        return with_column(split, column, [[name_of(v) for v in value] if self.multi_label_ else name_of(value)
+                                           for value in values])
 
     def _without_unknown_tasks(self, split, where: str, policy: str):
         """``split`` less its records of a task the model has no head for, and (how many, the
@@ -397,7 +434,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
             raise ModelError(f"cannot save to {run_dir}: tensor '{bad}' holds NaN or Inf values, so the model is "
                              "broken (training diverged?); retrain it, e.g. with a lower lr")
         config = {
-            "model": self.model,
+            "model": self.fitted_params_["model"],
             **self.preset_.to_dict(),
             "label_names": [str(c) for c in self.classes_],
             "label_values": [_hashable(c) for c in self.classes_],
@@ -408,7 +445,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
             **({"task_column": self.task_column_} if self.task_column_ != artifacts.DEFAULT_TASK_COLUMN else {}),
             **({"test_split": self.test_split_} if self.test_split_ else {}),
             **({"threshold": self._threshold()} if self.multi_label_ else {}),
-            "estimator": self.get_params(),
+            "estimator": self.fitted_params_,
             "state": state,
             **({"quantize": quantized} if quantized else {}),
         }
@@ -484,7 +521,7 @@ class Classifier(ClassifierMixin, BaseEstimator):
 
     @classmethod
     def from_pretrained(cls, run_dir: str | Path, *, revision: str | None = None, cache_dir=None,
-                        token=None) -> "Classifier":
+                        token=None, device: str | None = None, note=None) -> "Classifier":
         """Load a run folder written by ``save_pretrained`` or ``textcls train``, or a model
         from the Hugging Face hub.
 
@@ -492,6 +529,10 @@ class Classifier(ClassifierMixin, BaseEstimator):
         path exists, or ``"hf:owner/name"``), which ``huggingface_hub.snapshot_download``
         resolves to its cache (``revision``, ``cache_dir``, ``token`` go to it; offline, with
         ``HF_HUB_OFFLINE=1``, the cache alone answers). A ``pathlib.Path`` is always local.
+
+        ``device``: where it runs (cpu, cuda, cuda:N, auto); default the one it was trained on, or
+        cpu where that is a GPU this machine lacks, said to ``note`` (a callable taking the line;
+        default: a warning on the ``textcls`` logger).
 
         The model is rebuilt from the family and architecture in config.json, not looked up by
         its preset name, so a run loads after its preset is renamed or removed."""
@@ -501,7 +542,11 @@ class Classifier(ClassifierMixin, BaseEstimator):
             run_dir = model_hub.snapshot(repo_id, revision=revision, cache_dir=cache_dir, token=token)
         run_dir = Path(run_dir)
         config = artifacts.read_config(run_dir)
+        if device is not None:
+            check_device(device, "device")
         params = {**config.get("estimator", {}), "model": config["model"]}
+        params["device"] = device or device_for_run(params.get("device"), run_dir,
+                                                     note or logging.getLogger("textcls").warning)
         try:
             clf = cls(**params)
             preset = Preset.from_dict({key: config[key] for key in _PRESET_KEYS if key in config})
@@ -557,6 +602,17 @@ def _saved_test_split(dataset: TextDataset) -> dict | None:
         return None
     digest = dataset.source_digest()
     return {**dataset.test_split, **({"source_digest": digest} if digest else {})}
+
+
+def _plain_values(value):
+    """``value`` with NumPy scalars (in dicts, lists and tuples too) as the Python numbers they hold."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {key: _plain_values(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain_values(item) for item in value)
+    return value
 
 
 def _hashable(value):

@@ -702,17 +702,7 @@ def _load_run(run_dir: Path, device: Optional[str]):
     or cpu when that is a GPU this machine does not have)."""
     from .api import Classifier
 
-    clf = Classifier.from_pretrained(run_dir)
-    if device is not None:
-        clf.device = device
-    elif str(clf.device).startswith("cuda"):
-        try:
-            check_device(str(clf.device))
-        except ConfigError:
-            typer.echo(f"note: {run_dir} was trained on {clf.device}, which this machine lacks; running on cpu",
-                       err=True)
-            clf.device = "cpu"
-    return clf
+    return Classifier.from_pretrained(run_dir, device=device, note=lambda line: typer.echo(line, err=True))
 
 
 PREDICT_BLOCK_BYTES = 1 << 20  # input read, predicted and written this much at a time

@@ -781,6 +781,21 @@ def check_device(device: str, option: str = "--device") -> None:
                           f"numbered from 0; use {option} cuda:0 or auto")
 
 
+def device_for_run(saved, run_dir, note=None) -> str:
+    """Where a saved run runs when no device is asked for: the one it was saved with (config.json
+    ``estimator.device``), or cpu where that is a GPU this machine lacks, said through ``note``
+    (a model trained on a GPU and copied to a CPU server still predicts)."""
+    saved = str(saved or "cpu")
+    if saved.startswith("cuda"):
+        try:
+            check_device(saved)
+        except ConfigError:
+            if note is not None:
+                note(f"note: {run_dir} was trained on {saved}, which this machine lacks; running on cpu")
+            return "cpu"
+    return saved
+
+
 def torch_device(device) -> torch.device:
     """``"cpu"``, ``"cuda[:N]"`` or ``"auto"`` as a ``torch.device``, checked against this machine."""
     if isinstance(device, torch.device):

@@ -179,20 +179,13 @@ def _load_estimator(cls, run_dir: Path, config: dict, device: str | None, thread
     """A Predictor over the run's Estimator (imports torch and the model code)."""
     import torch
 
-    from .estimators import check_device, estimator_for
+    from .estimators import check_device, device_for_run, estimator_for
     from .models.registry import Preset, get_family
 
     if threads is not None:
         torch.set_num_threads(threads)
     if device is None:
-        device = (config.get("estimator") or {}).get("device", "cpu")
-        if str(device).startswith("cuda"):
-            try:
-                check_device(str(device))
-            except ConfigError:
-                if note is not None:
-                    note(f"note: {run_dir} was trained on {device}, which this machine lacks; running on cpu")
-                device = "cpu"
+        device = device_for_run((config.get("estimator") or {}).get("device"), run_dir, note)
     else:
         check_device(device)
     preset_keys = {f.name for f in fields(Preset)}

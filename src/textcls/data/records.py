@@ -168,10 +168,16 @@ def record_place(split, row: int) -> str | None:
 def with_task_column(split: datasets.Dataset, task: str) -> datasets.Dataset:
     """``split`` with a ``task`` column naming ``task`` for every record (data without tasks scored by a
     model with one head per task), its records keeping their places and read policy."""
+    return with_column(split, "task", [task] * len(split))
+
+
+def with_column(split: datasets.Dataset, name: str, values: list) -> datasets.Dataset:
+    """``split`` with column ``name`` holding ``values`` (added, or in place of the one it has), its
+    records keeping their places and read policy."""
     shown = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()  # add_column to a subsample flattens its indices behind a progress bar
     try:
-        out = split.add_column("task", [task] * len(split))
+        out = (split.remove_columns(name) if name in split.column_names else split).add_column(name, values)
     finally:
         if shown:
             datasets.enable_progress_bars()
