@@ -310,6 +310,28 @@ def test_bad_revisions_are_config_errors_and_a_missing_cached_revision_is_named(
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(CheckpointError, match="me/rev: revision 'v9' is not in the Hugging Face cache"):
         Classifier.from_pretrained("me/rev", revision="v9")
+    # A commit id asks the hub for its file tree, which offline raised huggingface_hub's own
+    # OfflineModeIsEnabled, not the one-line error a branch name gets.
+    with pytest.raises(CheckpointError, match=f"me/rev: revision '{'b' * 40}' is not in the Hugging Face cache"):
+        Classifier.from_pretrained("me/rev", revision="b" * 40)
+
+
+def test_hub_options_for_a_local_folder_are_refused(trained):
+    """revision=, cache_dir= and token= were ignored for a local folder, which wins over the hub."""
+    for option, value in (("revision", "v9"), ("cache_dir", "/tmp/elsewhere"), ("token", "hf_x")):
+        with pytest.raises(ConfigError, match=rf"^{option}= applies to a model on the Hugging Face hub, and "
+                                              rf"{trained} is a local folder, which is loaded as it is; drop {option}="):
+            Classifier.from_pretrained(trained, **{option: value})
+
+
+def test_the_card_of_a_model_fitted_on_lists_says_so(hub):
+    """The card of Classifier.fit(X, y) on TF-IDF said 'Dataset: a local folder, `user-data`' and
+    'Training: adam lr 0.001, 1 epochs, batch 50', a recipe the model never used."""
+    Classifier("tfidf-lr").fit(TEXTS * 4, ["a", "b", "c"] * 4).push_to_hub("me/lists")
+    body = hub.files("me/lists")["README.md"].decode().split("---\n", 2)[2]
+    assert "- Dataset: texts and labels given to `Classifier.fit` (not published with the model)" in body
+    assert "- Training: fitted by its own solver (TF-IDF, static vectors: no epochs or batches of a recipe)" in body
+    assert "local folder" not in body and "epochs, batch" not in body
 
 
 def test_metrics_that_are_not_metrics_json_are_refused_before_any_request(hub, trained, tmp_path, capsys):

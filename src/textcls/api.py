@@ -540,6 +540,13 @@ class Classifier(ClassifierMixin, BaseEstimator):
         repo_id = model_hub.hub_repo_id(run_dir)
         if repo_id is not None:
             run_dir = model_hub.snapshot(repo_id, revision=revision, cache_dir=cache_dir, token=token)
+        else:
+            given = [name for name, value in (("revision", revision), ("cache_dir", cache_dir), ("token", token))
+                     if value is not None]
+            if given:  # a local folder wins over the hub (as in transformers): a hub option would be ignored
+                raise ConfigError(f"{given[0]}= applies to a model on the Hugging Face hub, and {run_dir} is a local "
+                                  f"folder, which is loaded as it is; drop {given[0]}=, or pass 'hf:<owner>/<name>' "
+                                  "to load the hub's")
         run_dir = Path(run_dir)
         config = artifacts.read_config(run_dir)
         if device is not None:
@@ -745,7 +752,7 @@ def _sorted_label_values(labels: list) -> list:
             index=row) from None
 
 
-def dataset_from_lists(texts: Sequence[str], labels: Sequence, name: str = "user-data") -> TextDataset:
+def dataset_from_lists(texts: Sequence[str], labels: Sequence, name: str = artifacts.LISTS_DATASET) -> TextDataset:
     """A one-split TextDataset from Python lists (labels: names, or lists of names)."""
     texts = as_list(texts, "dataset_from_lists", "texts", "texts")
     labels = as_list(labels, "dataset_from_lists", "labels", "labels")

@@ -62,6 +62,8 @@ DEFAULT_THRESHOLD = 0.5
 # The data reader's default task column (data/readers.py's TASK_FIELD, which imports datasets): a run
 # trained with another one, or None (no task read), saves it in config.json as "task_column".
 DEFAULT_TASK_COLUMN = "task"
+# config.json "dataset" of a run fitted on Python lists (Classifier.fit(X, y)): no file or folder.
+LISTS_DATASET = "user-data"
 # What atomic_write_bytes' temporary files are called (".<target>.<random>.tmp"), and what the
 # engine's were before it used it ("<target>.tmp-<pid>"): a killed write leaves one behind.
 _TEMPORARY = re.compile(r"^(\..+\.[A-Za-z0-9_]+\.tmp|.+\.tmp-\d+)$")

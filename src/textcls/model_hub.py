@@ -66,8 +66,8 @@ def snapshot(repo_id: str, *, revision: str | None = None, cache_dir=None, token
     or changed, read from the cache alone when offline (``HF_HUB_OFFLINE=1``)."""
     import httpx
     from huggingface_hub import constants, snapshot_download
-    from huggingface_hub.errors import (HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError,
-                                        RevisionNotFoundError)
+    from huggingface_hub.errors import (HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled,
+                                        RepositoryNotFoundError, RevisionNotFoundError)
 
     _check_revision(revision)
     try:
@@ -80,7 +80,7 @@ def snapshot(repo_id: str, *, revision: str | None = None, cache_dir=None, token
     except RevisionNotFoundError:
         raise CheckpointError(f"{repo_id}: the hub repository has no revision '{revision}'; "
                               "pass a branch, tag or commit it has") from None
-    except LocalEntryNotFoundError:
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled):  # the latter: a commit id asks the hub for its tree
         cache = Path(cache_dir or _cache_dir())
         if revision is not None and (cache / f"models--{repo_id.replace('/', '--')}").is_dir():
             raise CheckpointError(
@@ -173,6 +173,9 @@ def _card_body(config: dict, metrics: dict, repo_id: str, shown: list[str]) -> s
         state = config.get("state") or {}
         lines += ["- Members (weights chosen on dev): " + ", ".join(
             f"`{m['preset'].get('name')}` {w:g}" for m, w in zip(state.get("members", []), state.get("weights", [])))]
+    elif config.get("kind") == "classic":  # its recipe is a placeholder: no optimiser, epochs or batches of it
+        lines.append(f"- Training: fitted by its own solver (TF-IDF, static vectors: no epochs or batches of a "
+                     f"recipe), its settings chosen on dev where the preset searches them, seed {recipe.get('seed')}")
     elif recipe:
         lines.append(f"- Training: {recipe.get('optimizer')} lr {recipe.get('lr')}, {recipe.get('epochs')} epochs, "
                      f"batch {recipe.get('batch_size')}, seed {recipe.get('seed')}"
@@ -227,6 +230,8 @@ def _data_lines(config: dict, metrics: dict) -> list[str]:
     public, shown = _card_dataset(info.get("name", config.get("dataset")))
     if not shown:
         lines = ["- Dataset: not recorded in the run"]
+    elif public is None and shown == artifacts.LISTS_DATASET:
+        lines = ["- Dataset: texts and labels given to `Classifier.fit` (not published with the model)"]
     elif public is None:
         what = "folder" if not Path(shown).suffix else "file"
         lines = [f"- Dataset: a local {what}, `{shown}` (not published with the model)"]
