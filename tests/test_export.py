@@ -205,6 +205,24 @@ def test_the_export_command_writes_a_folder_the_predictor_loads(datasets, texts,
     assert not (tmp_path / "bad").exists()
 
 
+def test_an_opset_the_graph_cannot_have_is_said(datasets, tmp_path, capsys):
+    """--opset 14 on a Transformer wrote an opset-18 graph (torch.export's floor), rc 0, and the
+    report line said nothing: a runtime that stops at 14-17 found out when it failed to load it."""
+    from textcls.cli import main
+
+    run = _fit(datasets, "transformer-1l-2h", "trec", {"embeddings": None, "embedding_dim": 16, "d_model": 16,
+                                                        "ffn_dim": 32}, tmp_path)
+    main(["export", str(run), "--opset", "14", "--output", str(tmp_path / "tr")])
+    err = capsys.readouterr().err
+    assert json.loads((tmp_path / "tr" / "onnx.json").read_text())["opset"] == 18
+    assert err.startswith("note: the graph is opset 18, not the 14 asked: the TorchScript exporter failed for this "
+                          "model (") and err.rstrip().endswith("a runtime that stops below it cannot load this graph")
+    fast = _fit(datasets, "fasttext-bag", "trec", {"embedding_dim": 4, "bigram_buckets": 64}, tmp_path / "ft")
+    main(["export", str(fast), "--opset", "14", "--output", str(tmp_path / "ft14")])
+    assert capsys.readouterr().err == ""
+    assert json.loads((tmp_path / "ft14" / "onnx.json").read_text())["opset"] == 14
+
+
 # --------------------------------------------------------------------------- damaged folders, bad arguments
 
 

@@ -1505,6 +1505,11 @@ def export_cmd(
                f"{output / 'onnx.json'} and {output / 'tokenizer.json'}; "
                f"max |onnx - torch| on the check batches {written:.1e}"
                + (f" (the float graph before quantisation: {side['verified_max_abs_diff']:.1e})" if int8 else ""))
+    if side["opset"] != opset:  # torch.export's graph: opset 18 at least
+        failure = side["exporter"].get("legacy_failure", "")
+        typer.echo(f"note: the graph is opset {side['opset']}, not the {opset} asked: the TorchScript exporter "
+                   f"failed for this model ({failure.partition(': ')[2] or failure}), and torch.export writes opset "
+                   "18 or later; a runtime that stops below it cannot load this graph", err=True)
 
 
 @app.command()
