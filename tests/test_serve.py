@@ -457,6 +457,18 @@ def test_bad_settings_are_config_errors(trec_run, setting):
         make_app(trec_run[0], **setting)
 
 
+def test_a_text_limit_no_request_could_reach_is_refused_and_the_body_limit_can_be_raised(trec_run):
+    """--max-text-bytes 10000000 was accepted while every body over 4 MiB got a 413, and the CLI
+    had no option to raise that limit."""
+    with pytest.raises(ConfigError, match=r"^max_text_bytes = 10000000 is more than max_body_bytes = 4194304, the "
+                                          r"size of a whole request, so no request could carry a text that long; "
+                                          r"raise max_body_bytes \(CLI: --max-body-bytes\)"):
+        make_app(trec_run[0], max_text_bytes=10_000_000)
+    text = "what is " * 700_000  # 5.6 MB
+    with TestClient(make_app(trec_run[0], max_text_bytes=6_000_000, max_body_bytes=8_000_000)) as c:
+        assert c.post("/predict", json={"text": text}).status_code == 200
+
+
 def test_a_bad_run_directory_is_a_checkpoint_error(tmp_path):
     with pytest.raises(CheckpointError, match="no such run directory"):
         make_app(tmp_path / "missing")
@@ -536,6 +548,7 @@ def test_the_serve_command_defaults_match_the_module_and_a_bad_run_is_one_line(t
     assert options["max_texts"].default.default == serve.DEFAULT_MAX_TEXTS
     assert options["max_text_bytes"].default.default == serve.DEFAULT_MAX_TEXT_BYTES
     assert options["batch_window_ms"].default.default == serve.DEFAULT_BATCH_WINDOW_MS
+    assert options["max_body_bytes"].default.default == serve.DEFAULT_MAX_BODY_BYTES
     with pytest.raises(SystemExit) as done:
         cli.main(["serve", str(tmp_path / "no-such-run"), "--port", "0"])
     err = capsys.readouterr().err

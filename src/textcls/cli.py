@@ -1467,6 +1467,8 @@ def serve(
     workers: int = typer.Option(1, help="Worker processes; each loads the model and runs one torch thread."),
     max_texts: int = typer.Option(64, "--max-texts", help="Texts per request at most."),
     max_text_bytes: int = typer.Option(50_000, "--max-text-bytes", help="UTF-8 bytes per text at most."),
+    max_body_bytes: int = typer.Option(4 << 20, "--max-body-bytes", help="Bytes per request body at most "
+                                       "(the JSON of all its texts; at least --max-text-bytes)."),
     batch_window_ms: float = typer.Option(2.0, "--batch-window-ms",
                                           help="How long to gather concurrent requests into one model call (0: no wait)."),
 ):
@@ -1475,7 +1477,7 @@ def serve(
     from .serve import run_server
 
     run_server(run, host=host, port=port, workers=workers, max_texts=max_texts,
-               max_text_bytes=max_text_bytes, batch_window_ms=batch_window_ms)
+               max_text_bytes=max_text_bytes, max_body_bytes=max_body_bytes, batch_window_ms=batch_window_ms)
 
 
 @app.command("export")

@@ -145,6 +145,10 @@ class Limits:
         _check_positive_int("max_texts", self.max_texts)
         _check_positive_int("max_text_bytes", self.max_text_bytes)
         _check_positive_int("max_body_bytes", self.max_body_bytes)
+        if self.max_text_bytes > self.max_body_bytes:  # else accepted, and no request could carry such a text
+            raise ConfigError(f"max_text_bytes = {self.max_text_bytes} is more than max_body_bytes = "
+                              f"{self.max_body_bytes}, the size of a whole request, so no request could carry a text "
+                              "that long; raise max_body_bytes (CLI: --max-body-bytes) or lower max_text_bytes")
 
 
 def _check_positive_int(name: str, value) -> None:
