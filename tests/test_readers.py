@@ -116,6 +116,32 @@ def test_parquet_through_datasets_with_class_label(tmp_path):
     assert dict(records(ds) + records(ds, "test"))["r3"] == "good"
 
 
+
+def test_plain_negative_integer_labels_are_classes_not_missing_labels(tmp_path):
+    # The -1/0/1 sentiment coding in a plain int column (no ClassLabel) keeps its class -1, as the
+    # same data reads from CSV; it used to be a "missing label" (skipped with on_bad_record="skip").
+    texts = [f"text number {i} {'good' if i % 2 else 'bad'}" for i in range(60)]
+    labels = [(-1, 0, 1)[i % 3] for i in range(60)]
+    path = tmp_path / "sent.parquet"
+    datasets.Dataset.from_dict({"text": texts, "label": labels}).to_parquet(str(path))
+    ds = load_dataset(str(path))
+    csv_file = write(tmp_path / "sent.csv", "text,label\n" + "".join(f"{t},{l}\n" for t, l in zip(texts, labels)))
+    assert sorted(ds.label_names) == sorted(load_dataset(str(csv_file)).label_names) == ["-1", "0", "1"]
+    assert Counter(label for _, label in records(ds) + records(ds, "test")) == {"-1": 20, "0": 20, "1": 20}
+    assert load_dataset(str(path), on_bad_record="skip").skipped == []
+    # A hub-style table read directly: -1 is a class too.
+    from textcls.data.readers import RecordBuffer, read_table
+
+    buffer = RecordBuffer()
+    read_table(datasets.Dataset.from_dict({"text": ["a", "b"], "label": [-1, 1]}), buffer, where="hub")
+    assert buffer.labels == ["-1", "1"]
+    # A ClassLabel's -1 is still the hub's "no label": a missing label at its record.
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["neg", "pos"])})
+    marked = tmp_path / "marked.parquet"
+    datasets.Dataset.from_dict({"text": texts[:10], "label": [-1] + [i % 2 for i in range(9)]},
+                               features=features).to_parquet(str(marked))
+    assert refused(DataError, str(marked)).startswith(f"{marked}: record 0: missing or empty label")
+
 def test_fasttext_single_and_multi_label(tmp_path):
     single = write(tmp_path / "s.txt", "".join(f"__label__{'ab'[i % 2]} doc number {i}\n" for i in range(10)))
     ds = load_dataset(str(single))
@@ -170,6 +196,39 @@ def test_folder_with_split_subfolders_of_class_folders(tmp_path):
     assert sizes(ds) == {"train": 8, "test": 4}
     assert ("test b 1", "b") in records(ds, "test")
 
+
+
+def test_a_split_folder_refuses_record_files_named_after_no_split(tmp_path):
+    # The reported case: testing.csv (the user's test set) and train_extra.csv were left out and a
+    # test split carved from train instead, without a word.
+    folder = tmp_path / "fold"
+    body = "".join(f"text number {i},{'ab'[i % 2]}\n" for i in range(40))
+    for name in ("train.csv", "testing.csv", "train_extra.csv"):
+        write(folder / name, "text,label\n" + body)
+    accepted = "train.*, dev.*, valid.*, validation.*, val.*, test.*"
+    assert refused(DataError, str(folder)) == (
+        f"{folder}: testing.csv, train_extra.csv hold records, but their names are no split's, so they would be "
+        f"left out; a split folder reads only {accepted} (the name up to its first dot): rename each after its "
+        "split, merge them into one of those, or move them out of the folder")
+    (folder / "train_extra.csv").unlink()
+    assert refused(DataError, str(folder)) == (
+        f"{folder}: testing.csv holds records, but its name is no split's, so it would be left out; a split folder "
+        f"reads only {accepted} (the name up to its first dot): rename it after its split, merge it into one of "
+        "those, or move it out of the folder")
+    (folder / "testing.csv").unlink()
+    # Any record format counts, compressed or fastText lines in a .txt file.
+    for name, data in (("holdout.jsonl.gz", gzip.compress(b'{"text": "x", "label": "a"}\n')),
+                       ("eval.txt", b"__label__a some text\n")):
+        write(folder / name, data)
+        assert refused(DataError, str(folder)).startswith(f"{folder}: {name} holds records, but its name is no split's")
+        (folder / name).unlink()
+    # Files that are not records stay ignored; the test split is the user's own.
+    write(folder / "test.csv", "text,label\n" + body)
+    write(folder / "classes.txt", "a\nb\n")
+    write(folder / "README.md", "# my data\n")
+    write(folder / ".DS_Store", b"\x00\xff")
+    ds = load_dataset(str(folder))
+    assert sizes(ds) == {"train": 40, "test": 40} and ds.split_notes["test"] == "official (fold/test)"
 
 def test_relative_path_found_in_data_dir(tmp_path):
     write(tmp_path / "mine" / "x.jsonl", "".join(json.dumps({"text": f"t{i}", "label": "ab"[i % 2]}) + "\n" for i in range(10)))
@@ -381,6 +440,34 @@ def test_csv_unknown_header_names_are_not_read_as_a_record(tmp_path):
     assert msg.startswith(f"{path}: no text column found among: sentence_txt, klass (the header row)")
     assert "--text-column NAME" in msg and "--label-column NAME" in msg and "--no-header" in msg
 
+
+
+def test_columns_given_by_index_refuse_a_header_row_read_as_a_record(tmp_path):
+    # The reported case: pandas' to_csv writes a header; columns given by index read it as a record
+    # of class "stars" without a word.
+    body = "".join(f"text number {i} {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}\n" for i in range(40))
+    path = write(tmp_path / "reviews.csv", "review,stars\n" + body)
+    advice = ("columns given by index are read without a header, so pass header=True (CLI: --header) to skip that "
+              "row, or header=False (CLI: --no-header) if it is a record")
+    assert refused(DataError, str(path), text_columns=[0], label_column=1) == (
+        f"{path}:1: the first row (review, stars) looks like a header, not a record: 'review' is a usual column "
+        f"name and its label 'stars' is on no other row; {advice}")
+    # Column names the reader knows, a label column alone, a small file: the same.
+    known = write(tmp_path / "known.tsv", "label\ttext\n" + "".join(f"{'ab'[i % 2]}\tdoc {i}\n" for i in range(4)))
+    assert refused(DataError, str(known), label_column=0).startswith(
+        f"{known}:1: the first row (label, text) looks like a header, not a record: 'label' is a usual column name")
+    # Unknown column names: the first row's label on no other row while the others repeat.
+    odd = write(tmp_path / "odd.csv", "sentence_txt,klass\n" + body)
+    assert refused(DataError, str(odd), text_columns=[0], label_column=1) == (
+        f"{odd}:1: the first row (sentence_txt, klass) looks like a header, not a record: its label 'klass' is on "
+        f"no other row, while the other labels repeat; {advice}")
+    # As the message says: header=True skips the row, header=False reads it as a record.
+    assert load_dataset(str(path), header=True, text_columns=[0], label_column=1).label_names == ["neg", "pos"]
+    assert load_dataset(str(path), header=False, text_columns=[0], label_column=1).label_names == ["neg", "pos", "stars"]
+    # A headerless label<TAB>text file by index still reads, its first record's class a class of one too.
+    tsv = write(tmp_path / "plain.tsv", "odd\tthe only one of its kind\n" + "".join(
+        f"{'ab'[i % 2]}\tdoc number {i}\n" for i in range(20)))
+    assert load_dataset(str(tsv), label_column=0, text_columns=[1]).label_names == ["a", "b", "odd"]
 
 def test_label_column_that_is_text_is_refused(tmp_path):
     rows = [f"this is a fairly long sentence number {i} here,{'ab'[i % 2]}" for i in range(30)]

@@ -14,14 +14,18 @@ Formats (inferred from the extension, or named with ``format=``):
   where the quoted field opens, never records glued into one. With a header, a row with more
   fields than the header is a bad record. A header of unknown column names, or a label column
   that is obviously text (nearly every record its own class, "class names" longer than the
-  texts), is refused with the columns to pass. ``iter_text_column`` reads only the text of a
-  CSV/TSV file with a header row (a file to predict: no label), with the same line, encoding and
-  quote handling.
+  texts), is refused with the columns to pass. Columns given by index (``header`` not given)
+  mean no header; a first row that looks like one all the same (a usual column name, or a label
+  on no other row) is refused with ``header=True`` / ``header=False`` to pass, never read as a
+  record. ``iter_text_column`` reads only the text of a CSV/TSV file with a header row (a file to
+  predict: no label), with the same line, encoding and quote handling.
 - ``jsonl`` (``.jsonl``, ``.jsonl.gz``, ``.ndjson``): one JSON object a line; the label field
   may hold a list of class names (multi-label), each class once. A CSV/TSV label cell holding
   such a list (``["acq", "crude"]``, or Python's ``['acq', 'crude']``: pandas' ``to_csv`` of a
   list column) is a bad record, not one class named by the whole list.
-- ``parquet``: read through ``datasets``; ``ClassLabel`` integers become class names.
+- ``parquet``: read through ``datasets``; ``ClassLabel`` integers become class names (a
+  negative id is a missing label); a plain integer column's values are classes named by their
+  digits, ``-1`` included, as in CSV.
 - ``fasttext`` (``.ft``, ``.fasttext``, or ``.txt`` whose first line starts with ``__label__``):
   ``__label__x [__label__y ...] text``; several labels on any line make the data multi-label.
 - one file per class: a list of files, or a folder of files, one document a line. The class
@@ -40,7 +44,9 @@ advises ``task_column=None`` too. ``ReadOptions.task_column`` names the field or
 reads no task, so a ``task`` field is data like any other field the reader leaves (single-task data).
 
 A folder holding ``train.*`` / ``dev.*`` (or ``valid.*``, ``validation.*``, ``val.*``) /
-``test.*`` files, or ``train/`` / ``dev/`` / ``test/`` sub-folders, is read split by split.
+``test.*`` files, or ``train/`` / ``dev/`` / ``test/`` sub-folders, is read split by split. A
+file of records there whose name is no split's (``testing.csv``, ``train_extra.csv``) is refused,
+not left out; other files (``classes.txt``, a README) are ignored.
 
 Text files are split on ``\\n`` only (never ``str.splitlines``, which also splits on NEL, 0x85)
 and decoded line by line, so an undecodable byte is reported with its file and line. A
@@ -856,8 +862,12 @@ def read_delimited(
     if quoting is None:
         quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
     quoted = quoting != csv.QUOTE_NONE
+    given_header = header
     header = _header_setting(path, header, text_columns, label_column, task_column)
     auto_header = header is None  # decided below from the first row
+    # Columns given by index, header not said: read without one, so a header row would become a
+    # record (a class named after the label column); its first row is checked below.
+    by_index = given_header is None and header is False
     lines = _RecordLines(path, buffer, encoding, decode_errors, keep_text=quoted)
     # Reading chosen against unterminated or stray quotes (a CSV whose quote at line N was never
     # closed used to swallow the next records into one field): strict=True makes csv refuse a
@@ -886,7 +896,7 @@ def read_delimited(
                 buffer.task_field = task_column or TASK_FIELD
                 continue
             text_idx, label_idx = _resolve_indices(path, len(row), text_columns, label_column, lineno)
-            if auto_header:
+            if auto_header or by_index:
                 first_row = (lineno, row)
         if end > lineno and quoted:
             _check_spanning_record(path, lineno, end, row, columns, label_idx, delimiter)
@@ -896,8 +906,10 @@ def read_delimited(
     for start, end, row in spanning:
         _check_swallowed_records(path, start, end, row, columns, label_idx, delimiter, raw_labels)
     _finish(path, buffer, before, skipped_before, header=columns)
-    _check_delimited_labels(path, buffer, before, columns, label_idx, first_row)
-    if first_row is not None and text_columns is None and label_column is None:
+    _check_delimited_labels(path, buffer, before, columns, label_idx, None if by_index else first_row)
+    if first_row is not None and by_index:
+        _check_first_row_is_no_header(path, first_row, label_idx, raw_labels)
+    elif first_row is not None:
         _check_first_row_is_record(path, first_row, label_idx, raw_labels)
 
 
@@ -1367,18 +1379,55 @@ def _check_numeric_labels(path, names: list[str], distinct: int, desc: str) -> b
 _HEADER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ .\-]{0,39}")
 
 
-def _check_first_row_is_record(path, first_row, label_idx, raw_labels: Counter) -> None:
-    """No header was recognised, yet the first row looks like one: short identifier-like
-    cells, and a "label" that no other row has while the other labels repeat (column names
-    such as ``sentence_txt,klass`` that are not among the known ones)."""
-    lineno, row = first_row
-    label = row[label_idx].strip() if label_idx < len(row) else ""
+def _first_row_label(first_row, label_idx) -> str:
+    row = first_row[1]
+    return row[label_idx].strip() if label_idx < len(row) else ""
+
+
+def _names_like_a_header(first_row, label_idx, raw_labels: Counter) -> bool:
+    """Whether the first row reads like unknown column names: short identifier-like cells, and a
+    "label" that no other row has while the other labels repeat (``sentence_txt,klass``)."""
+    label = _first_row_label(first_row, label_idx)
     n = sum(raw_labels.values())
     if n < 10 or raw_labels[label] != 1:
-        return
+        return False
     others = len(raw_labels) - 1
+    cells = [c.strip() for c in first_row[1]]
+    return others <= (n - 1) / 2 and all(_HEADER_NAME.fullmatch(c) and len(c.split()) <= 3 for c in cells)
+
+
+def _check_first_row_is_no_header(path, first_row, label_idx, raw_labels: Counter) -> None:
+    """Columns were given by index and header= was not: the file was read without a header, so a
+    header row (pandas' ``to_csv`` writes one by default) would have become a record and its label
+    cell a class of one record. Refused, not skipped: the row might be a record, and only the user
+    knows. It looks like a header when its label is on no other row and a cell is a usual column
+    name (``text``, ``review``, ``label``, ...), or when it reads like unknown column names."""
+    lineno, row = first_row
+    label = _first_row_label(first_row, label_idx)
+    if raw_labels[label] != 1:
+        return
     cells = [c.strip() for c in row]
-    if others > (n - 1) / 2 or not all(_HEADER_NAME.fullmatch(c) and len(c.split()) <= 3 for c in cells):
+    name = next((c for c in cells if c.lower() in _USUAL_COLUMN_NAMES), None)
+    if name is not None:
+        why = f"{name!r} is a usual column name and its label {label!r} is on no other row"
+    elif _names_like_a_header(first_row, label_idx, raw_labels):
+        why = f"its label {label!r} is on no other row, while the other labels repeat"
+    else:
+        return
+    raise DataError(
+        f"{path}:{lineno}: the first row ({', '.join(cells)}) looks like a header, not a record: {why}; columns "
+        "given by index are read without a header, so pass header=True (CLI: --header) to skip that row, or "
+        "header=False (CLI: --no-header) if it is a record"
+    )
+
+
+def _check_first_row_is_record(path, first_row, label_idx, raw_labels: Counter) -> None:
+    """No header was recognised, yet the first row looks like one (``_names_like_a_header``):
+    column names such as ``sentence_txt,klass`` that are not among the known ones."""
+    lineno, row = first_row
+    label = _first_row_label(first_row, label_idx)
+    cells = [c.strip() for c in row]
+    if not _names_like_a_header(first_row, label_idx, raw_labels):
         return
     raise DataError(
         f"{path}:{lineno}: the first row ({', '.join(cells)}) looks like a header whose column names are not known "
@@ -1392,9 +1441,11 @@ def _fmt_name(delimiter: str) -> str:
     return "TSV" if delimiter == "\t" else "CSV"
 
 
+_USUAL_COLUMN_NAMES = frozenset({*TEXT_CANDIDATES, *LABEL_CANDIDATES, "title", "description", "id"})
+
+
 def _looks_like_header(row: list[str]) -> bool:
-    known = set(TEXT_CANDIDATES) | set(LABEL_CANDIDATES) | {"title", "description", "id"}
-    return any(cell.strip().lower() in known for cell in row)
+    return any(cell.strip().lower() in _USUAL_COLUMN_NAMES for cell in row)
 
 
 def _columns_advice() -> str:
@@ -1723,8 +1774,9 @@ def read_table(
     """Append the records of a ``datasets.Dataset`` to ``buffer``.
 
     ``ClassLabel`` integers become class names: ``label_names[i]`` when given (a catalogue
-    fixes its own names), else the feature's names. Negative integers (the hub's "no label",
-    e.g. an unlabelled test split) are missing labels. ``keep(label)`` may rewrite a label or
+    fixes its own names), else the feature's names. Negative class ids (the hub's "no label",
+    e.g. an unlabelled test split) are missing labels; integers of a column without class names
+    are classes named by their digits, -1 included. ``keep(label)`` may rewrite a label or
     return None to leave a record out of the dataset by definition (not a bad record).
     Returns the ``ClassLabel`` names (or None) and the number of records left out by ``keep``.
     ``task_column``: the column of each record's task (None: no task); the default ``task`` is read
@@ -1755,10 +1807,12 @@ def read_table(
             return [to_name(v) for v in value]
         if isinstance(value, bool) or not isinstance(value, int):
             return value
-        if value < 0:
-            return None
+        # Only class ids have a "no label" value: a plain integer column's -1 is a class, named by
+        # its digits as CSV and JSON Lines read it (the -1/0/1 sentiment coding keeps its class).
         if names is None:
             return str(value)
+        if value < 0:
+            return None
         return names[value] if value < len(names) else f"<unknown class id {value}>"
 
     task_col = _table_task_column(where, columns, task_column, (*text_cols, label_col))
@@ -2161,7 +2215,44 @@ def read_path(source: str | Path | Sequence[str | Path], options: ReadOptions, n
     )
 
 
+def _holds_records(path: Path) -> bool:
+    """Whether a file's name (or, for a ``.txt`` or extensionless file, its first line: fastText)
+    says it holds labelled records, as ``infer_format`` would read them."""
+    if not path.is_file():
+        return False
+    if _has_record_format(path):
+        return True
+    name = path.name.lower().removesuffix(".gz")
+    ext = name.rsplit(".", 1)[-1] if "." in name else ""
+    if ext not in ("txt", "text", ""):
+        return False
+    try:
+        return _first_line_is_fasttext(path)
+    except DataError:  # unreadable: no telling, and reading the split files does not need it
+        return False
+
+
+def _refuse_files_of_no_split(path: Path, split_files: dict[Path, str | None]) -> None:
+    """A file of records beside train.* whose name is no split's (``testing.csv``, ``eval.jsonl``,
+    ``train_extra.csv``) would be left out, and a user's own test set replaced by one carved from
+    train, without a word: refused. Other files (``classes.txt``, a README) are not records and
+    stay ignored, as do sub-folders not named after a split."""
+    stray = [p.name for p, split in split_files.items() if split is None and _holds_records(p)]
+    if not stray:
+        return
+    shown = ", ".join(stray[:3]) + (f" and {len(stray) - 3} more" if len(stray) > 3 else "")
+    accepted = ", ".join(f"{alias}.*" for alias in SPLIT_ALIASES)
+    one = len(stray) == 1
+    raise DataError(
+        f"{path}: {shown} {'holds' if one else 'hold'} records, but {'its name is' if one else 'their names are'} "
+        f"no split's, so {'it' if one else 'they'} would be left out; a split folder reads only {accepted} (the "
+        f"name up to its first dot): rename {'it' if one else 'each'} after its split, merge "
+        f"{'it' if one else 'them'} into one of those, or move {'it' if one else 'them'} out of the folder"
+    )
+
+
 def _read_split_folder(path, entries, split_files, options, name) -> TextDataset:
+    _refuse_files_of_no_split(path, split_files)
     buffers: dict[str, RecordBuffer] = {}
     class_names = None
     for entry, split in split_files.items():
