@@ -1103,3 +1103,20 @@ def test_the_cli_default_task_column_is_the_readers():
 
     default = TextDataset.__dataclass_fields__["task_column"].default
     assert DEFAULT_TASK_COLUMN == TASK_FIELD == ReadOptions().task_column == SAVED_DEFAULT == default
+
+
+def test_predicts_csv_reader_finds_the_default_task_column_in_any_case(tmp_path):
+    """predict --input f.csv without --task-column missed a 'Task' column (exact case): every row
+    was scored by --task's head, or refused for lacking the column it had; evaluate read it."""
+    from textcls.data.readers import iter_text_column
+
+    path = tmp_path / "cap.csv"
+    path.write_text("text,Task\ngreat book loved it,books\nterrible dvd,dvd\n")
+    for required in (True, False):
+        rows = list(iter_text_column(path, fmt="csv", text_columns=("text",), delimiter=None, encoding="utf-8",
+                                     task_column="task", task_column_required=required))
+        assert [task for _, _, task in rows] == ["books", "dvd"]
+    # A named column not required (the run's own) is still read only where the header has it exactly.
+    rows = list(iter_text_column(path, fmt="csv", text_columns=("text",), delimiter=None, encoding="utf-8",
+                                 task_column="domain", task_column_required=False))
+    assert [task for _, _, task in rows] == [None, None]

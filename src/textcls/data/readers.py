@@ -1015,7 +1015,10 @@ def iter_text_column(
             header = [cell.strip() for cell in row]
             columns = _text_column_positions(path, lineno, header, tuple(text_columns), fmt)
             # Not required (predict's default, the run's own column): read where the header has it.
-            named = task_column if task_column_required or task_column in header else None
+            # The default is found in any case (Task, TASK) as read_delimited finds it; a column not
+            # required (the run's own, read where the input has it) only where the header names it.
+            named = (task_column if task_column_required or task_column == TASK_FIELD or task_column in header
+                     else None)
             task_idx = find_task_column(path, header, columns, named, {header[i]: "a text" for i in columns})
             continue
         if len(_trim(row)) > len(header):
