@@ -169,7 +169,7 @@ def test_a_changed_model_file_is_refused(datasets, tmp_path):
 
 def test_classic_runs_are_not_exported(datasets, tmp_path):
     run = Classifier("tfidf-lr").fit_dataset(datasets["trec"]).save_pretrained(tmp_path / "run")
-    with pytest.raises(ConfigError, match="tfidf-lr.*Classifier.from_pretrained"):
+    with pytest.raises(ConfigError, match="tfidf-lr.*predict with textcls predict or the Python API: textcls.Classifier.from_pretrained"):
         export_onnx(run, tmp_path / "onnx")
     assert not (tmp_path / "onnx").exists()
 

@@ -120,8 +120,8 @@ def export_onnx(run_dir: str | Path, out_path: str | Path, *, quantize: str | No
         raise ConfigError(
             f"model '{config.get('model')}' is a classic model (scikit-learn over TF-IDF, static vectors or a frozen "
             "encoder), which "
-            "is not exported to ONNX (its tokeniser has no exact ONNX counterpart here); predict with the Python API: "
-            "textcls.Classifier.from_pretrained(run).predict_proba(texts)")
+            "is not exported to ONNX (its tokeniser has no exact ONNX counterpart here); predict with textcls predict "
+            "or the Python API: textcls.Classifier.from_pretrained(run).predict_proba(texts)")
     if config.get("kind") == "ensemble":
         raise ConfigError(
             f"model '{config.get('model')}' is an ensemble, which is not exported to ONNX (its TF-IDF members "
