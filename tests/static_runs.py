@@ -27,3 +27,20 @@ def assert_it_beats_the_majority_class(fitted, split, margin: float) -> float:
     majority = max(labels.count(c) for c in set(labels)) / len(labels)
     assert accuracy > majority + margin, (accuracy, majority)
     return accuracy
+
+
+def train_refusal(tmp_path, capsys, model: str, *options: str) -> str:
+    """``textcls train -m MODEL`` on a small two-class CSV with ``options``, which must be refused:
+    exit 2, one line on stderr, no run folder. Returns that line."""
+    import pytest
+
+    from textcls.cli import main
+
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\n" + "".join(f"good fine {i},pos\nbad poor {i},neg\n" for i in range(20)))
+    with pytest.raises(SystemExit) as done:
+        main(["train", "-m", model, "-d", str(data), *options, "--run-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and not (tmp_path / "run").exists() and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    return err

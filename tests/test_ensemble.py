@@ -13,6 +13,7 @@ from textcls.data.splits import ensure_dev
 from textcls.errors import CheckpointError, ConfigError
 from textcls.models.ensemble import SMALL_CORPUS_PIECES, ProbabilityEnsemble, announce_member
 from textcls.models.registry import create_model, get_preset
+from static_runs import train_refusal
 
 from tolerance import BF16, FEW_OPS, KERNEL, approx32
 
@@ -258,6 +259,27 @@ def test_an_ensemble_inside_an_ensemble_is_refused(mr_slice):
 def test_a_recipe_override_it_would_ignore_is_refused(mr_slice):
     with pytest.raises(ConfigError, match="'epochs' cannot be set"):
         Classifier("ensemble", epochs=3).fit_dataset(mr_slice)
+
+
+def test_a_recipe_field_given_at_the_placeholder_value_is_refused_too(mr_slice, tmp_path, capsys):
+    """epochs=1 (the usual quick setting) equals the placeholder recipe Recipe(epochs=1): it was
+    accepted, saved in config.json and ignored, the members running their full recipes; so were
+    batch_size=50 and lr=0.001. Refused by what the user gave, not by the value."""
+    from textcls.recipe import Recipe
+
+    for field, value in (("epochs", 1), ("batch_size", 50), ("lr", 0.001)):
+        with pytest.raises(ConfigError, match=rf"^model 'ensemble' is an ensemble, whose members train by their own "
+                                              rf"recipes; '{field}' cannot be set on it \(only seed and dev_fraction "
+                                              r"can\): drop it, or train a member preset on its own$"):
+            Classifier("ensemble", **{field: value}).fit_dataset(mr_slice)
+    # The same for an input at the ensemble's own value: embeddings=None would not reach the members.
+    with pytest.raises(ConfigError, match="^model 'ensemble' is an ensemble, whose members read the texts by their "
+                                          "own presets; 'embeddings' cannot be set on it"):
+        Classifier("ensemble", params={"embeddings": None}).fit_dataset(mr_slice)
+    # What it reads stays open: the seed it gives every member and the dev share it carves.
+    ProbabilityEnsemble.check_recipe("ensemble", Recipe(epochs=1, seed=3, dev_fraction=0.2), {"seed", "dev_fraction"})
+    err = train_refusal(tmp_path, capsys, "ensemble", "--epochs", "1")
+    assert "model 'ensemble' is an ensemble" in err and "'epochs' cannot be set on it" in err
 
 
 def test_export_and_quantize_say_what_to_do_instead(fitted, tmp_path):

@@ -239,6 +239,20 @@ def test_preset_survives_a_json_round_trip():
     assert model.preset.recipe.lr == 0.5
 
 
+def test_a_preset_remembers_which_names_the_user_overrode_whatever_their_values():
+    """A model that ignores a setting must see that it was given: epochs=1 on the ensemble (its
+    placeholder recipe's value) left the recipe equal to the registered one and passed unseen."""
+    registered = get_preset("ensemble")
+    assert registered.overridden == frozenset()
+    preset = registered.with_overrides(epochs=1, seed=0).with_overrides(pooling="linear", max_length=None)
+    assert preset.overridden == {"epochs", "seed", "pooling", "max_length"}
+    assert preset.recipe == registered.recipe  # the values alone cannot tell
+    # Not part of the configuration: not saved, not compared, not brought back by a saved run.
+    assert "overridden" not in preset.to_dict() and "overridden" not in repr(preset)
+    assert registered.with_overrides(seed=0) == registered
+    assert Preset.from_dict(json.loads(json.dumps(preset.to_dict()))).overridden == frozenset()
+
+
 def test_registering_a_family_checks_its_presets():
     class Tiny(BaseTextModel):
         def __init__(self, vocab_size, num_classes, embeddings=None, *, embedding_dim=4, width=2):

@@ -15,7 +15,7 @@ from textcls.models.registry import create_model, get_preset
 from textcls.models.static_lr import StaticLRModel, StaticSentenceVectors
 from textcls.text.embeddings import minilm_static_model
 
-from static_runs import assert_it_beats_the_majority_class, assert_the_saved_run_predicts_alone
+from static_runs import assert_it_beats_the_majority_class, assert_the_saved_run_predicts_alone, train_refusal
 from tolerance import KERNEL
 
 
@@ -95,6 +95,34 @@ def test_a_classic_preset_refuses_a_precision_it_would_not_run_in(tmp_path):
     with pytest.raises(ConfigError, match=r"^model 'tfidf-lr' is a classic model, fitted without epochs or batches; "
                                           r"'precision' cannot be set on it \(only dev_fraction and seed can\): drop it$"):
         Classifier("tfidf-lr", precision="bf16").fit(["good", "bad", "fine", "poor"], ["p", "n", "p", "n"])
+
+
+def test_a_classic_preset_refuses_a_recipe_field_given_at_its_placeholder_value(tmp_path, capsys):
+    """epochs=1 equals the classic presets' placeholder recipe (Recipe(epochs=1)), so it passed the
+    check by value, was written into config.json and ignored; so did batch_size=50 and lr=0.001."""
+    texts, labels = ["good", "bad", "fine", "poor"], ["p", "n", "p", "n"]
+    for name in ("tfidf-lr", "static-lr"):
+        for field, value in (("epochs", 1), ("batch_size", 50), ("lr", 0.001)):
+            with pytest.raises(ConfigError, match=rf"^model '{name}' is a classic model, fitted without epochs or "
+                                                  rf"batches; '{field}' cannot be set on it \(only dev_fraction and "
+                                                  r"seed can\): drop it$"):
+                Classifier(name, **{field: value}).fit(texts, labels)
+    assert "'epochs' cannot be set on it" in train_refusal(tmp_path, capsys, "tfidf-lr", "--epochs", "1")
+
+
+def test_a_classic_preset_refuses_text_pipeline_settings(tmp_path, capsys):
+    """max_length=2 on tfidf-lr trained the same model as without it and wrote max_length into
+    config.json's inputs as if the texts had been cut; no classic model builds a text pipeline."""
+    texts, labels = ["good", "bad", "fine", "poor"], ["p", "n", "p", "n"]
+    # Whatever the value: None (no cap) and True (the preset's own lowercase) are not applied either.
+    for name, setting, key in (("tfidf-lr", {"max_length": 2}, "max_length"), ("static-lr", {"max_length": 1000},
+                                "max_length"), ("tfidf-nb", {"params": {"max_length": None}}, "max_length"),
+                               ("tfidf-lr", {"params": {"lowercase": True}}, "lowercase")):
+        with pytest.raises(ConfigError, match=rf"^model '{name}' is a classic model, which reads each text whole with "
+                                              rf"its own tokenizer; '{key}' cannot be set on it \(no text-pipeline "
+                                              r"setting can\): drop it$"):
+            Classifier(name, **setting).fit(texts, labels)
+    assert "'max_length' cannot be set on it" in train_refusal(tmp_path, capsys, "tfidf-lr", "--set", "max_length=2")
 
 
 def test_list_models_names_static_lrs_vectors():

@@ -79,3 +79,62 @@ def test_a_dataset_without_dev_gets_one_carved_for_the_choice():
 def test_a_bad_grid_is_refused(grid):
     with pytest.raises(ConfigError, match="C_grid"):
         TfidfModel(2, C_grid=grid)
+
+
+TOY_X = ["a b c d e good movie", "a b c d e great film", "a b c d e bad movie", "a b c d e awful film"] * 5
+TOY_Y = ["pos", "pos", "neg", "neg"] * 5
+
+
+@pytest.mark.parametrize("preset, name, values", [("tfidf-lr", "C", (0.001, 1000.0)),
+                                                  ("tfidf-nb", "alpha", (0.001, 100.0))])
+def test_the_tuned_value_beside_its_grid_is_refused_and_fixed_with_the_grid_off(preset, name, values):
+    """params={"C": x} was ignored: the grid chose C on dev and replaced it without a word, so a
+    GridSearchCV over C compared identical models. Refused, the message names the setting that
+    fixes it, and that setting trains with the value given."""
+    grid = f"{name}_grid"
+    for given in ({name: values[0]}, {name: 1.0}, {name: values[0], grid: [0.1, 1.0]}):  # the default 1.0 too
+        shown = f"{given[name]:.12g}"
+        with pytest.raises(ConfigError, match=(
+                rf"^model '{preset}' chooses '{name}' on dev from '{grid}' \(.*\), which would replace it; "
+                rf"'{name}' = {shown} cannot be set beside the grid: to fix {name}, turn the grid off \(CLI: --set "
+                rf"{grid}=null --set {name}={shown}; Python: params=\{{'{name}': {shown}, '{grid}': None\}}\), or "
+                rf"set the values it tries with '{grid}'$")):
+            textcls.Classifier(preset, params=given).fit(TOY_X, TOY_Y)
+    fixed = [textcls.Classifier(preset, params={name: value, grid: None}).fit(TOY_X, TOY_Y) for value in values]
+    for clf, value in zip(fixed, values):
+        assert clf.preset_.arch[name] == value and clf.estimator_.model_.selection_ is None
+    low, high = (clf.predict_proba(["a b c d e good"])[0] for clf in fixed)
+    assert abs(low[1] - high[1]) > 0.1  # each model used its own value
+
+
+def test_the_other_classifiers_parameters_are_refused():
+    """alpha on tfidf-lr (C on tfidf-nb) was accepted and never read by the classifier it fits."""
+    cases = [("tfidf-lr", {"alpha": 1.0}, "logistic regression; 'alpha' \\(naive Bayes' smoothing\\)", "drop it"),
+             ("tfidf-nb", {"C": 2.0}, "multinomial naive Bayes; 'C' \\(logistic regression's regularisation\\)",
+              "drop it"),
+             ("tfidf-nb", {"max_iter": 50},
+              "multinomial naive Bayes; 'max_iter' \\(logistic regression's solver iterations\\)", "drop it"),
+             # tfidf-lr switched to naive Bayes keeps its preset's C_grid, which nothing would read
+             ("tfidf-lr", {"classifier": "nb"}, "multinomial naive Bayes; 'C_grid' \\(logistic regression's C grid\\)",
+              "set it to None \\(CLI: --set C_grid=null; Python: params=\\{'C_grid': None\\}\\)")]
+    for preset, params, what, advice in cases:
+        with pytest.raises(ConfigError, match=rf"^model '{preset}' fits {what} cannot be set on it: {advice}$"):
+            textcls.Classifier(preset, params=params).fit(TOY_X, TOY_Y)
+    switched = textcls.Classifier("tfidf-lr", params={"classifier": "nb", "C_grid": None}).fit(TOY_X, TOY_Y)
+    assert switched.estimator_.model_.classifier == "nb"
+
+
+def test_the_cli_refuses_C_beside_the_grid_and_fixes_it_with_C_grid_null(tmp_path, capsys):
+    from textcls.cli import main
+
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\n" + "".join(f"good fine {i},pos\nbad poor {i},neg\n" for i in range(20)))
+    with pytest.raises(SystemExit) as done:
+        main(["train", "-m", "tfidf-lr", "-d", str(data), "--set", "C=10", "--run-dir", str(tmp_path / "refused")])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and not (tmp_path / "refused").exists()
+    assert err.count("\n") == 1 and "--set C_grid=null --set C=10" in err and "Traceback" not in err
+    main(["train", "-m", "tfidf-lr", "-d", str(data), "--set", "C_grid=null", "--set", "C=10",
+          "--run-dir", str(tmp_path / "fixed"), "--no-progress"])
+    config = json.loads((tmp_path / "fixed" / "config.json").read_text())
+    assert config["arch"]["C"] == 10 and config["arch"]["C_grid"] is None and config["state"]["selection"] is None

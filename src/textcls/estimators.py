@@ -38,7 +38,7 @@ from . import artifacts
 from .data.batching import flat_batches
 from .data.padding import EVAL_MAX_PIECES
 from .errors import CheckpointError, ConfigError, DataError, TextclsError
-from .models.registry import Preset, accepts_arch_param, create_model, get_family, get_preset
+from .models.registry import INPUT_KEYS, Preset, accepts_arch_param, create_model, get_family, get_preset
 from .recipe import Recipe
 from .text.pipeline import TextPipeline
 
@@ -468,12 +468,16 @@ class TfidfEstimator(PresetEstimator):
         self.refuse_checkpoint_it_cannot_resume(self.preset.name, run_dir, resume)
         self._learn_labels(dataset)
         _refuse_ignored_recipe(self.preset)
+        _refuse_ignored_inputs(self.preset)
         if self.preset.inputs.get("embeddings"):
             raise ConfigError(f"model '{self.preset.name}' is a classic model and reads no pretrained word vectors "
                               f"(got embeddings={self.preset.inputs['embeddings']!r}); drop --embeddings, or pick a "
                               "neural preset that lists vectors in `textcls list-models`")
         self.preset = self._preset_for(dataset)
         self.model_ = create_model(self.preset, num_classes=len(dataset.label_names))
+        refuse = getattr(self.model_, "refuse_ignored_params", None)  # TF-IDF: C beside its grid, NB's alpha on LR
+        if refuse is not None:
+            refuse(self.preset)
         if hasattr(self.model_, "use_vectors"):  # static-lr / -finetune: the distilled vectors, read once and cached
             from .text.embeddings import static_sentence_vectors
 
@@ -505,7 +509,9 @@ class TfidfEstimator(PresetEstimator):
         self.dev_metrics_ = ({"accuracy": float(chosen_scores["score"]), "loss": float(chosen_scores["log_loss"])}
                              if chosen_scores and not self.multi_label_ else None)
         # The value chosen on dev goes into the preset: config.json and the benchmarks record it.
-        self.preset = self.preset.with_overrides(**self.model_.chosen_params())
+        # Not through with_overrides: the choice is not the user's setting (``overridden``), which a
+        # second fit of this preset would refuse beside the grid.
+        self.preset = replace(self.preset, arch={**self.preset.arch, **self.model_.chosen_params()})
         return self
 
     def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
@@ -545,19 +551,25 @@ CLASSIC_RECIPE_FIELDS = frozenset({"seed", "dev_fraction", "precision"})
 
 
 def _refuse_ignored_recipe(preset: Preset) -> None:
-    try:
-        registered = get_preset(preset.name).recipe
-    except ConfigError:  # a preset made in code: no registered recipe to compare with
-        return
+    """Refuse a recipe field a classic model would ignore: one the user gave (``preset.overridden``),
+    whatever its value, or one that differs from the registered preset's. The value alone cannot
+    tell: the classic presets' placeholder recipe has epochs=1, so ``epochs=1`` (the usual quick
+    setting) compared equal, was accepted, written into config.json and ignored."""
+    family = get_family(preset.family)
     # Only a frozen encoder (use_encoder) runs in a precision: TF-IDF and static vectors fit in
     # their own, and a --precision bf16 there would be recorded in config.json but not used.
-    reads = CLASSIC_RECIPE_FIELDS - ({"precision"} if not hasattr(get_family(preset.family), "use_encoder") else set())
-    changed = preset.recipe.changed_fields(registered, reads)
+    reads = CLASSIC_RECIPE_FIELDS - ({"precision"} if not hasattr(family, "use_encoder") else set())
+    changed = set(preset.overridden & Recipe.field_names()) - reads
+    try:
+        changed.update(preset.recipe.changed_fields(get_preset(preset.name).recipe, reads))
+    except ConfigError:  # a preset made in code: no registered recipe to compare with
+        pass
     if not changed:
         return
+    changed = sorted(changed)
     shown = ", ".join(sorted(reads)[:-1]) + f" and {sorted(reads)[-1]}"
     # A family that trains epochs of its own (static-finetune) names the parameters that set them.
-    own = getattr(get_family(preset.family), "RECIPE_PARAMETERS", {})
+    own = getattr(family, "RECIPE_PARAMETERS", {})
     if changed[0] in own:
         value = getattr(preset.recipe, changed[0])
         raise ConfigError(f"model '{preset.name}' is a classic model that trains epochs of its own, set by its "
@@ -567,6 +579,24 @@ def _refuse_ignored_recipe(preset: Preset) -> None:
     kind = " that trains epochs of its own" if own else ", fitted without epochs or batches"
     raise ConfigError(f"model '{preset.name}' is a classic model{kind}; "
                       f"'{changed[0]}' cannot be set on it (only {shown} can): drop it")
+
+
+def _refuse_ignored_inputs(preset: Preset) -> None:
+    """Refuse a text-pipeline setting (``max_length``, ``lowercase``, ...) on a classic model: it
+    reads each raw text whole with its own tokenizer (TF-IDF's vectorizer, the static vectors' or
+    MiniLM's word pieces) and builds no pipeline, so a ``max_length=2`` trained the same model and
+    was written into config.json's inputs as if applied. Given by the user, or differing from the
+    registered preset's, whatever the value; ``embeddings`` has its own refusal (in fit)."""
+    given = set(preset.overridden & INPUT_KEYS)
+    try:
+        registered = get_preset(preset.name).inputs
+        given.update(k for k, v in preset.inputs.items() if k not in registered or registered[k] != v)
+    except ConfigError:  # a preset made in code: only what it was given
+        pass
+    given.discard("embeddings")
+    if given:
+        raise ConfigError(f"model '{preset.name}' is a classic model, which reads each text whole with its own "
+                          f"tokenizer; '{sorted(given)[0]}' cannot be set on it (no text-pipeline setting can): drop it")
 
 
 class EnsembleEstimator(PresetEstimator):
@@ -601,14 +631,17 @@ class EnsembleEstimator(PresetEstimator):
         from .models.ensemble import announce_member
 
         self.refuse_checkpoint_it_cannot_resume(self.preset.name, run_dir, resume)
+        # Settings the ensemble would ignore are refused before anything is read or counted; by
+        # what the user gave (``overridden``) as well as by value.
+        family = get_family(self.preset.family)
+        family.check_recipe(self.preset.name, self.preset.recipe, self.preset.overridden)
+        family.check_inputs(self.preset.name, self.preset.inputs, self.preset.overridden)
         self._learn_labels(dataset)
         # The members' training split decides the small-corpus members: with a dev split carved
         # here or by the caller (the benchmark runner carves its own), the same texts count.
         dataset = ensure_dev(dataset, fraction=self.preset.recipe.dev_fraction, seed=self.preset.recipe.seed)
         self.preset = self._with_small_corpus_members(dataset)
         self.model_ = create_model(self.preset, num_classes=self.num_classes_)
-        self.model_.check_recipe(self.preset.name, self.preset.recipe)
-        self.model_.check_inputs(self.preset.name, self.preset.inputs)
         members = [estimator_for(preset) for preset in self._member_presets()]  # all checked before any trains
         start = time.perf_counter()
         dev_texts, dev_probabilities = column_values(dataset["dev"], "text"), []

@@ -71,10 +71,13 @@ class Contender:
 
 def _textcls(preset: str, dataset, epochs: int, folder: Path) -> Contender:
     from ..api import Classifier
+    from ..models.registry import get_preset
     from ..predictor import Predictor
 
     started = time.perf_counter()
-    clf = Classifier(preset, epochs=epochs).fit_dataset(dataset)
+    # A classic preset trains no epochs and refuses the setting (whatever its value).
+    neural = get_preset(preset).kind == "neural"
+    clf = Classifier(preset, **({"epochs": epochs} if neural else {})).fit_dataset(dataset)
     seconds = time.perf_counter() - started
     clf.save_pretrained(folder / preset)
     predictor = Predictor.load(folder / preset, device="cpu")

@@ -65,14 +65,14 @@ from __future__ import annotations
 import itertools
 import math
 import sys
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 
 from ..errors import CheckpointError, ConfigError
 from ..recipe import Recipe
 from ..validate import check_positive_int, range_check
-from .registry import Preset, register_model
+from .registry import INPUT_KEYS, Preset, register_model
 
 # The smallest probability the log-loss reads, so that a member sure of a wrong class costs a
 # large, finite amount instead of an infinite one.
@@ -199,20 +199,26 @@ class ProbabilityEnsemble:
         self.calibrate = bool(calibrate)
 
     @staticmethod
-    def check_recipe(name: str, recipe: Recipe) -> None:
+    def check_recipe(name: str, recipe: Recipe, given: Collection[str] = ()) -> None:
         """Refuse a recipe override the ensemble would ignore (``--epochs``, ``--lr``, ...): its
-        members train by their own presets' recipes."""
-        changed = recipe.changed_fields(ENSEMBLE_RECIPE, ENSEMBLE_RECIPE_FIELDS)
+        members train by their own presets' recipes. ``given``: the names the user set
+        (``Preset.overridden``), refused whatever their values, since a value equal to the
+        placeholder ``ENSEMBLE_RECIPE`` (``epochs=1``, the usual quick setting) is ignored as surely
+        as any other; a recipe that differs from it is refused too."""
+        ignored = (set(given) & Recipe.field_names()) - set(ENSEMBLE_RECIPE_FIELDS)
+        changed = sorted(ignored.union(recipe.changed_fields(ENSEMBLE_RECIPE, ENSEMBLE_RECIPE_FIELDS)))
         if changed:
             raise ConfigError(f"model '{name}' is an ensemble, whose members train by their own recipes; "
                               f"'{changed[0]}' cannot be set on it (only seed and dev_fraction can): drop it, "
                               "or train a member preset on its own")
 
     @staticmethod
-    def check_inputs(name: str, inputs: dict) -> None:
+    def check_inputs(name: str, inputs: dict, given: Collection[str] = ()) -> None:
         """Refuse an input override (``max_length``, ``embeddings``, ``clitics``, ...): the
-        members read the texts by their own presets' inputs."""
-        changed = sorted(k for k, v in inputs.items() if ENSEMBLE_INPUTS.get(k, v) != v or k not in ENSEMBLE_INPUTS)
+        members read the texts by their own presets' inputs. ``given`` as for ``check_recipe``:
+        ``embeddings=None``, its own value, would not reach the members either."""
+        changed = sorted({k for k, v in inputs.items() if ENSEMBLE_INPUTS.get(k, v) != v or k not in ENSEMBLE_INPUTS}
+                         | (set(given) & INPUT_KEYS))
         if changed:
             raise ConfigError(f"model '{name}' is an ensemble, whose members read the texts by their own presets; "
                               f"'{changed[0]}' cannot be set on it: drop it, or train a member preset on its own")

@@ -95,6 +95,12 @@ class Preset:
     kind: str = "neural"
     description: str = ""
     paper: str = ""
+    # The names ``with_overrides`` was given since the preset was made (the user's settings,
+    # whatever their values): a model that ignores a setting refuses it when it was given, even
+    # at the registered value (the ensemble's epochs=1, a TF-IDF preset's C beside its grid), which
+    # comparing the resulting preset with the registered one cannot tell from no setting at all.
+    # Neither saved (to_dict) nor compared: a loaded run or a preset written in code has none.
+    overridden: frozenset = field(default=frozenset(), compare=False, repr=False)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -110,7 +116,8 @@ class Preset:
         object.__setattr__(self, "inputs", inputs)
 
     def with_overrides(self, **overrides) -> "Preset":
-        """A copy with each override routed to ``inputs``, ``recipe`` or ``arch`` by its name.
+        """A copy with each override routed to ``inputs``, ``recipe`` or ``arch`` by its name, and
+        its name added to ``overridden``.
 
         Overriding ``epochs`` also updates a schedule that carries its own ``epochs`` (such
         as ``linear-decay``), so that the decay still ends with the last epoch.
@@ -146,7 +153,7 @@ class Preset:
         ):
             recipe_overrides["schedule"] = {**schedule, "epochs": recipe_overrides["epochs"]}
         recipe = self.recipe.with_overrides(**recipe_overrides) if recipe_overrides else self.recipe
-        return replace(self, arch=arch, inputs=inputs, recipe=recipe)
+        return replace(self, arch=arch, inputs=inputs, recipe=recipe, overridden=self.overridden | set(overrides))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form (stored in a run's ``config.json``)."""

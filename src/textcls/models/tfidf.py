@@ -60,6 +60,11 @@ CHAR_NGRAMS = (2, 5)
 C_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 ALPHA_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
 _TFIDF_INPUTS = {"shape": "flat", "embeddings": None, "lowercase": True}
+# What each classifier fits, and the other one's parameters, which it never reads (with what they are).
+_FITS = {"lr": "logistic regression", "nb": "multinomial naive Bayes"}
+_UNREAD = {"lr": {"alpha": "naive Bayes' smoothing", "alpha_grid": "naive Bayes' smoothing grid"},
+           "nb": {"C": "logistic regression's regularisation", "C_grid": "logistic regression's C grid",
+                  "max_iter": "logistic regression's solver iterations"}}
 
 TFIDF_PRESETS = [
     Preset(
@@ -223,6 +228,38 @@ class TfidfModel:
     def search_grid(self) -> tuple[str, list[float] | None]:
         """The regularisation parameter this classifier tunes on dev and its grid (None: none)."""
         return ("C", self.C_grid) if self.classifier == "lr" else ("alpha", self.alpha_grid)
+
+    def refuse_ignored_params(self, preset: Preset) -> None:
+        """Refuse what this fit would not read: the tuned value (``C`` / ``alpha``) given while its
+        grid is on, and the other classifier's parameters (the estimator calls this before fitting).
+
+        Decision (review finding 4): a ``C`` given beside the active ``C_grid`` is refused, not
+        taken to turn the grid off. The grid's choice used to replace it without a word, so
+        ``GridSearchCV`` over ``params=[{"C": 0.1}, {"C": 10}]`` compared identical models. Turning
+        the grid off instead would read one setting two ways (fix C, or start from it) and drop the
+        dev selection the preset is described by (``selection_``, the benchmarks' records) behind
+        the user's back; the refusal names the setting that fixes C (``C_grid=None``), so that what
+        the run did is what it says. Given means named by the user (``preset.overridden``), at any
+        value: ``C=1.0``, the constructor's default, is as ignored as ``C=10``."""
+        name, grid = self.search_grid()
+        if grid is not None and name in preset.overridden:
+            # 12 digits: the value as given (10, 0.5, 1e-05) in the advice, a JSON and Python number.
+            value, grid_name = f"{float(getattr(self, name)):.12g}", f"{name}_grid"
+            shown = ", ".join(f"{v:g}" for v in grid)
+            raise ConfigError(
+                f"model '{preset.name}' chooses '{name}' on dev from '{grid_name}' ({shown}), "
+                f"which would replace it; '{name}' = {value} cannot be set beside the grid: to fix {name}, turn "
+                f"the grid off (CLI: --set {grid_name}=null --set {name}={value}; Python: params={{'{name}': "
+                f"{value}, '{grid_name}': None}}), or set the values it tries with '{grid_name}'")
+        # Present in arch at all, whether the user gave it or the preset carries it (tfidf-lr's
+        # C_grid after classifier='nb'); None is a grid's "off", which reads nothing.
+        unread = [key for key in _UNREAD[self.classifier] if preset.arch.get(key) is not None]
+        if unread:
+            key = unread[0]
+            how = (f"set it to None (CLI: --set {key}=null; Python: params={{'{key}': None}})" if key.endswith("_grid")
+                   else "drop it")
+            raise ConfigError(f"model '{preset.name}' fits {_FITS[self.classifier]}; '{key}' "
+                              f"({_UNREAD[self.classifier][key]}) cannot be set on it: {how}")
 
     def _fit_labels(self, features, labels, estimator=None):
         if self.multi_label_:
