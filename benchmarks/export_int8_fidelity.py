@@ -127,7 +127,8 @@ def _flips(probs: np.ndarray, expected: np.ndarray) -> dict:
 
 
 def _tiny_case(preset: str, dataset, params: dict, texts: list[str], work: Path) -> dict:
-    clf = Classifier(preset, epochs=1, batch_size=32, params=params).fit_dataset(dataset)
+    # The cases' own epochs (params) win over the quick default, one setting each.
+    clf = Classifier(preset, params={"epochs": 1, "batch_size": 32, **params}).fit_dataset(dataset)
     run = clf.save_pretrained(work / "run")
     reference = Classifier.from_pretrained(run)
     tasks = ([reference.task_names_[i % len(reference.task_names_)] for i in range(len(texts))]

@@ -512,7 +512,7 @@ def test_uvicorn_refuses_a_chunked_body_over_the_limit_and_stays_up(trec_run):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = make_app(trec_run[0], max_body_bytes=1000)
+    app = make_app(trec_run[0], max_text_bytes=900, max_body_bytes=1000)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
