@@ -1034,7 +1034,8 @@ def _per_dataset_table(claim: Claim, result: dict, datasets: Sequence[str]) -> l
     """A claim paired over datasets, each dataset on its own (shown, not deciding): both means and,
     where the two ran on the same seeds and splits, the paired t over its planned seeds (one-sided,
     in the claimed direction)."""
-    lines = ["", "Per dataset (not deciding; one-sided paired t over the seeds of each, where both ran them):",
+    lines = ["", "Per dataset (not deciding; A and B are each model's mean ± s.d. over all its seeds, while Δ and p "
+             "are the one-sided paired t over the seeds both ran, so Δ differs from A − B where their seeds differ):",
              "",
              "| dataset | pair | A | B | Δ | p (claim) | p (opposite) |", "|---|---|---|---|---|---|---|"]
     any_paired = False
