@@ -120,7 +120,9 @@ class Classifier(ClassifierMixin, BaseEstimator):
             raise ConfigError(f"params={{'seed': {short(params['seed'])}}}: the seed is the classifier's own "
                               f"parameter (seed={short(self.seed)} here), which params cannot change; pass "
                               f"seed={short(params['seed'])} instead")
-        for name in sorted(set(params or {}) & set(overrides)):
+        twice = sorted(set(params or {}) & set(overrides))
+        if twice:
+            name = twice[0]
             raise ConfigError(f"parameter '{name}' is given twice, as {name}={short(overrides[name])} and in "
                               f"params={{'{name}': {short(params[name])}}}; set it in one place (the keyword {name}=)")
         overrides.update(params or {})
@@ -359,11 +361,13 @@ class Classifier(ClassifierMixin, BaseEstimator):
         inner = getattr(feature, "feature", feature)  # a multi-label list's element
         if isinstance(inner, datasets.Value) and inner.dtype in ("string", "large_string"):
             return split
-        name_of = str
         known = set(names)
-        if (isinstance(inner, datasets.ClassLabel) and not {str(i) for i in range(inner.num_classes)} <= known
-                and set(inner.names) <= known):
-            name_of = lambda value: inner.names[value] if 0 <= value < inner.num_classes else str(value)  # noqa: E731
+        by_names = (isinstance(inner, datasets.ClassLabel) and not {str(i) for i in range(inner.num_classes)} <= known
+                    and set(inner.names) <= known)
+
+        def name_of(value):
+            return inner.names[value] if by_names and 0 <= value < inner.num_classes else str(value)
+
         values = column_values(split, column)
         return with_column(split, column, [[name_of(v) for v in value] if self.multi_label_ else name_of(value)
                                            for value in values])
@@ -613,13 +617,11 @@ def _saved_test_split(dataset: TextDataset) -> dict | None:
 
 def _plain_values(value):
     """``value`` with NumPy scalars (in dicts, lists and tuples too) as the Python numbers they hold."""
-    if isinstance(value, np.generic):
-        return value.item()
     if isinstance(value, dict):
         return {key: _plain_values(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_plain_values(item) for item in value)
-    return value
+    return _hashable(value)
 
 
 def _hashable(value):
