@@ -123,6 +123,10 @@ def test_a_classic_preset_refuses_text_pipeline_settings(tmp_path, capsys):
                                               r"setting can\): drop it$"):
             Classifier(name, **setting).fit(texts, labels)
     assert "'max_length' cannot be set on it" in train_refusal(tmp_path, capsys, "tfidf-lr", "--set", "max_length=2")
+    # The frozen encoder's own cut is named where there is one.
+    with pytest.raises(ConfigError, match=r"'max_length' cannot be set on it \(no text-pipeline setting can\): set its "
+                                          r"parameter 'max_seq_length' instead \(CLI: --set max_seq_length=N\)$"):
+        Classifier("minilm-encoder-lr", max_length=64).fit(texts, labels)
 
 
 def test_list_models_names_static_lrs_vectors():

@@ -595,8 +595,12 @@ def _refuse_ignored_inputs(preset: Preset) -> None:
         pass
     given.discard("embeddings")
     if given:
+        name = sorted(given)[0]
+        # The frozen MiniLM encoder cuts its word pieces itself: the setting a max_length meant.
+        instead = ("set its parameter 'max_seq_length' instead (CLI: --set max_seq_length=N)"
+                   if name == "max_length" and accepts_arch_param(preset, "max_seq_length") else "drop it")
         raise ConfigError(f"model '{preset.name}' is a classic model, which reads each text whole with its own "
-                          f"tokenizer; '{sorted(given)[0]}' cannot be set on it (no text-pipeline setting can): drop it")
+                          f"tokenizer; '{name}' cannot be set on it (no text-pipeline setting can): {instead}")
 
 
 class EnsembleEstimator(PresetEstimator):
