@@ -559,14 +559,13 @@ def _refuse_ignored_recipe(preset: Preset) -> None:
     # Only a frozen encoder (use_encoder) runs in a precision: TF-IDF and static vectors fit in
     # their own, and a --precision bf16 there would be recorded in config.json but not used.
     reads = CLASSIC_RECIPE_FIELDS - ({"precision"} if not hasattr(family, "use_encoder") else set())
-    changed = set(preset.overridden & Recipe.field_names()) - reads
     try:
-        changed.update(preset.recipe.changed_fields(get_preset(preset.name).recipe, reads))
+        registered = get_preset(preset.name).recipe
     except ConfigError:  # a preset made in code: no registered recipe to compare with
-        pass
+        registered = None
+    changed = preset.recipe.changed_fields(registered, reads, preset.overridden)
     if not changed:
         return
-    changed = sorted(changed)
     shown = ", ".join(sorted(reads)[:-1]) + f" and {sorted(reads)[-1]}"
     # A family that trains epochs of its own (static-finetune) names the parameters that set them.
     own = getattr(family, "RECIPE_PARAMETERS", {})

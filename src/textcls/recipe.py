@@ -220,10 +220,13 @@ class Recipe:
     def field_names() -> set[str]:
         return {f.name for f in fields(Recipe)}
 
-    def changed_fields(self, base: "Recipe", allowed: Sequence[str] = ()) -> list[str]:
-        """The fields, in name order, where this recipe differs from ``base``, ``allowed`` aside:
-        what a model that reads only ``allowed`` of its recipe would silently ignore."""
-        return [f for f in sorted(Recipe.field_names()) if f not in allowed and getattr(self, f) != getattr(base, f)]
+    def changed_fields(self, base: "Recipe | None", allowed: Sequence[str] = (), given=()) -> list[str]:
+        """The fields, in name order, where this recipe differs from ``base`` (None: no base to
+        compare with) or that were ``given`` (the names a user set, ``Preset.overridden``, whatever
+        their values), ``allowed`` aside: what a model that reads only ``allowed`` of its recipe
+        would silently ignore."""
+        return [f for f in sorted(Recipe.field_names()) if f not in allowed
+                and (f in given or base is not None and getattr(self, f) != getattr(base, f))]
 
 
 def _check_auto(auto) -> None:

@@ -205,8 +205,7 @@ class ProbabilityEnsemble:
         (``Preset.overridden``), refused whatever their values, since a value equal to the
         placeholder ``ENSEMBLE_RECIPE`` (``epochs=1``, the usual quick setting) is ignored as surely
         as any other; a recipe that differs from it is refused too."""
-        ignored = (set(given) & Recipe.field_names()) - set(ENSEMBLE_RECIPE_FIELDS)
-        changed = sorted(ignored.union(recipe.changed_fields(ENSEMBLE_RECIPE, ENSEMBLE_RECIPE_FIELDS)))
+        changed = recipe.changed_fields(ENSEMBLE_RECIPE, ENSEMBLE_RECIPE_FIELDS, given)
         if changed:
             raise ConfigError(f"model '{name}' is an ensemble, whose members train by their own recipes; "
                               f"'{changed[0]}' cannot be set on it (only seed and dev_fraction can): drop it, "
