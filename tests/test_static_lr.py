@@ -147,3 +147,24 @@ def test_the_benchmark_tables_name_static_lrs_vectors():
 
     assert vectors_without_info(entry("static-lr")) == "minilm-static (frozen sentence vectors)"
     assert vectors_without_info(entry("tfidf-lr")) == "none (TF-IDF)"
+
+
+@pytest.mark.parametrize("model, options, refused", [
+    ("tfidf-lr", ["--epochs", "1"], "'epochs' cannot be set on it"),
+    ("tfidf-lr", ["--set", "max_length=5"], "'max_length' cannot be set on it"),
+    ("tfidf-lr", ["--embeddings", "glove-6b-50d"], "reads no pretrained word vectors"),
+    ("tfidf-lr", ["--set", "C=10"], "'C' = 10 cannot be set beside the grid"),
+    ("static-finetune", ["--lr", "0.01"], "set its parameter 'adam_lr' instead"),
+    ("ensemble", ["--epochs", "1"], "model 'ensemble' is an ensemble"),
+])
+def test_train_refuses_a_setting_a_classic_model_would_not_read_before_reading_the_data(
+        tmp_path, capsys, monkeypatch, model, options, refused):
+    """These refusals came when the model was fitted, so `textcls train` read the whole data
+    first (minutes on a large file) to then refuse an option it could have refused at once."""
+    import textcls.cli
+
+    def read(*args, **kwargs):
+        raise AssertionError("the data was read before the option was refused")
+
+    monkeypatch.setattr(textcls.cli, "_load_data", read)
+    assert refused in train_refusal(tmp_path, capsys, model, *options)

@@ -297,13 +297,14 @@ def train(
     """Train a model, evaluate it on the test split and save the run. With no options: the quick start."""
     from . import artifacts
     from .api import DEFAULT_MODEL, Classifier
+    from .estimators import estimator_for
 
     # Every check that needs no data first: a bad option fails at once and creates nothing.
     model = model or DEFAULT_MODEL
     check_device(device)
     params = _parse_sets(sets)
     named = {"epochs": epochs, "lr": lr, "batch_size": batch_size, "precision": precision, "embeddings": embeddings}
-    _check_overrides(model, named, params, seed)
+    estimator_for(_check_overrides(model, named, params, seed)).refuse_unread_settings()
     if resume and run_dir is None:
         raise ConfigError("--resume continues an interrupted run, so it needs --run-dir: the folder that run was "
                           "training into")

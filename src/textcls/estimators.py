@@ -262,6 +262,11 @@ class PresetEstimator(Estimator):
     def settings(self) -> dict[str, Any]:
         return self.preset.to_dict()
 
+    def refuse_unread_settings(self) -> None:
+        """Refuse a setting this estimator would not read, from the preset alone: ``fit`` calls it
+        first, and ``textcls train`` before it reads the data, so that a refusal does not wait for
+        a large file to load. A neural model reads every setting (none to refuse here)."""
+
     def _preset_for(self, dataset: TextDataset) -> Preset:
         """The preset with one classifier head per task for multi-task data, when the model has
         them; a model without them trains on the tasks pooled (the task ids reach it, unused)."""
@@ -466,18 +471,10 @@ class TfidfEstimator(PresetEstimator):
         from .data.splits import ensure_dev
 
         self.refuse_checkpoint_it_cannot_resume(self.preset.name, run_dir, resume)
+        self.refuse_unread_settings()
         self._learn_labels(dataset)
-        _refuse_ignored_recipe(self.preset)
-        _refuse_ignored_inputs(self.preset)
-        if self.preset.inputs.get("embeddings"):
-            raise ConfigError(f"model '{self.preset.name}' is a classic model and reads no pretrained word vectors "
-                              f"(got embeddings={self.preset.inputs['embeddings']!r}); drop --embeddings, or pick a "
-                              "neural preset that lists vectors in `textcls list-models`")
         self.preset = self._preset_for(dataset)
         self.model_ = create_model(self.preset, num_classes=len(dataset.label_names))
-        refuse = getattr(self.model_, "refuse_ignored_params", None)  # TF-IDF: C beside its grid, NB's alpha on LR
-        if refuse is not None:
-            refuse(self.preset)
         if hasattr(self.model_, "use_vectors"):  # static-lr / -finetune: the distilled vectors, read once and cached
             from .text.embeddings import static_sentence_vectors
 
@@ -513,6 +510,20 @@ class TfidfEstimator(PresetEstimator):
         # second fit of this preset would refuse beside the grid.
         self.preset = replace(self.preset, arch={**self.preset.arch, **self.model_.chosen_params()})
         return self
+
+    def refuse_unread_settings(self) -> None:
+        _refuse_ignored_recipe(self.preset)
+        _refuse_ignored_inputs(self.preset)
+        if self.preset.inputs.get("embeddings"):
+            raise ConfigError(f"model '{self.preset.name}' is a classic model and reads no pretrained word vectors "
+                              f"(got embeddings={self.preset.inputs['embeddings']!r}); drop --embeddings, or pick a "
+                              "neural preset that lists vectors in `textcls list-models`")
+        # TF-IDF: C beside its grid, NB's alpha on LR. The refusal reads the parameters as the model
+        # resolves them, and building a classic model reads no data, vectors or encoder (those are
+        # handed to it after); the class count does not enter the refusal.
+        refuse = getattr(create_model(self.preset, num_classes=2), "refuse_ignored_params", None)
+        if refuse is not None:
+            refuse(self.preset)
 
     def predict_proba(self, texts, task_ids=None, *, device="cpu") -> np.ndarray:
         return self.model_.predict_proba(list(texts))
@@ -628,17 +639,19 @@ class EnsembleEstimator(PresetEstimator):
     def uses_tasks(self) -> bool:
         return any(member.uses_tasks for member in getattr(self, "members_", ()))
 
+    def refuse_unread_settings(self) -> None:
+        # By what the user gave (``overridden``) as well as by value.
+        family = get_family(self.preset.family)
+        family.check_recipe(self.preset.name, self.preset.recipe, self.preset.overridden)
+        family.check_inputs(self.preset.name, self.preset.inputs, self.preset.overridden)
+
     def fit(self, dataset, *, run_dir=None, resume=False, progress=False, device="cpu") -> "EnsembleEstimator":
         from .data.prepare import column_values, label_targets, target_array
         from .data.splits import ensure_dev
         from .models.ensemble import announce_member
 
         self.refuse_checkpoint_it_cannot_resume(self.preset.name, run_dir, resume)
-        # Settings the ensemble would ignore are refused before anything is read or counted; by
-        # what the user gave (``overridden``) as well as by value.
-        family = get_family(self.preset.family)
-        family.check_recipe(self.preset.name, self.preset.recipe, self.preset.overridden)
-        family.check_inputs(self.preset.name, self.preset.inputs, self.preset.overridden)
+        self.refuse_unread_settings()
         self._learn_labels(dataset)
         # The members' training split decides the small-corpus members: with a dev split carved
         # here or by the caller (the benchmark runner carves its own), the same texts count.
