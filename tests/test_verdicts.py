@@ -882,17 +882,114 @@ def test_each_p_is_holm_adjusted_within_its_paper_and_the_rule_says_why(results)
               _claim(id="toy.again", pairs=[["model-a", "model-b"]], repeats="toy.a"),
               _claim(id="other.a", paper="dasa", pairs=[["model-a", "model-b"]])]
     verdicts = {v.claim.id: v for v in evaluate_claims(results, claims)}
-    family = sorted(verdicts[i].p for i in ("toy.a", "toy.c", "toy.within"))
+    # each enters Holm Bonferroni-adjusted over the two verdicts it can reach
+    family = sorted(min(1.0, 2 * min(verdicts[i].p_for, verdicts[i].p_against))
+                    for i in ("toy.a", "toy.c", "toy.within"))
     expected, running = [], 0.0
     for i, p in enumerate(family):  # Holm's step-down over the paper's 3 counted claims with a p
         running = max(running, min(1.0, (3 - i) * p))
         expected.append(running)
     # float64: Python floats (scipy p-values and Holm's products of them) on both sides
     assert sorted(verdicts[i].holm for i in ("toy.a", "toy.c", "toy.within")) == pytest.approx(expected)
-    assert verdicts["other.a"].holm == pytest.approx(verdicts["other.a"].p)  # float64; alone in its paper
+    alone = verdicts["other.a"]  # alone in its paper
+    assert alone.holm == pytest.approx(min(1.0, 2 * min(alone.p_for, alone.p_against)))  # float64
     assert verdicts["toy.again"].holm is None  # not counted, not in the family
     text = format_reproduction(list(verdicts.values()))
     assert "| p (Holm, within the paper) |" in text and "Multiplicity:" in text and "Holm's step-down" in text
+    assert "twice the smaller of the" in text and "Shaffer 1980" in text
+
+
+def test_a_claims_p_enters_holm_doubled_since_it_could_have_come_out_either_way(tmp_path):
+    # One-sided paired p = 0.023: supported at α; it could as well have been contradicted, so Holm
+    # gets 2 × 0.023 = 0.046, the two-sided p (alone in its paper, Holm leaves it so).
+    out = tmp_path / "results"
+    diffs = [0.9, 1.2, -0.2, 1.0, 0.6]
+    _write_suite(out, "toy", [_entry("model-x", "mr", [0.80 + d / 100 for d in diffs]),
+                              _entry("model-y", "mr", [0.80] * 5)])
+    v = _one(out, _claim(pairs=[["model-x", "model-y"]]))
+    one_sided = stats.ttest_1samp(diffs, 0.0, alternative="greater").pvalue
+    two_sided = stats.ttest_1samp(diffs, 0.0).pvalue
+    assert 0.02 < one_sided < 0.025 and v.verdict == SUPPORTED
+    # float64: p-values computed by scipy in double precision on both sides
+    assert v.p == pytest.approx(one_sided)
+    assert v.holm == pytest.approx(2 * one_sided)
+    assert v.p_either == pytest.approx(2 * one_sided) == pytest.approx(two_sided)
+
+
+# Three datasets whose differences to the paper spread widely (-5.0 with d0's seed 3, +0.8, +0.3: the
+# paired t over datasets cannot place their average inside ±2) while each seed that every dataset ran
+# (0-2; seed 3 ran on d0 only) averages -0.10, -0.53 and -0.87 over them: the fixed-domain reading,
+# shown beside, would call it supported (TOST p 0.011).
+_FIXED_PAPER = {"d0": 82.0, "d1": 78.0, "d2": 80.0}
+_FIXED_RUNS = {"d0": [0.797, 0.793, 0.790, 0.700], "d1": [0.793, 0.788, 0.784], "d2": [0.807, 0.803, 0.800]}
+
+
+def _fixed_domain_claim(tmp_path):
+    out = tmp_path / "results"
+    _write_suite(out, "fdu", [_entry("m", d, runs) for d, runs in _FIXED_RUNS.items()])
+    return out, _claim(id="toy.average", kind="within", model="m", pairs=[], unit="dataset", suites=["fdu"],
+                       datasets=list(_FIXED_PAPER), paper_figures=_FIXED_PAPER, margin=2.0)
+
+
+def test_an_average_over_datasets_shows_the_fixed_domain_reading_beside_its_verdict(tmp_path):
+    out, claim = _fixed_domain_claim(tmp_path)
+    v = _one(out, claim)
+    # the verdict: paired t over the datasets' means (d0's over its 4 seeds), as before
+    diffs = [100 * np.mean(runs) - _FIXED_PAPER[d] for d, runs in _FIXED_RUNS.items()]
+    # float64: p-values computed by scipy in double precision on both sides
+    assert v.verdict == INCONCLUSIVE and v.p == pytest.approx(_tost_p(diffs, 0.0, 2.0))
+    assert "not the verdict: the fixed-domain reading" in v.stats and "it would give supported" in v.stats
+    # the reading: each of seeds 0-2 (the ones every dataset ran) averaged over the datasets
+    per_seed = [np.mean([100 * _FIXED_RUNS[d][seed] for d in _FIXED_PAPER]) - np.mean(list(_FIXED_PAPER.values()))
+                for seed in range(3)]
+    p_out = min(1.0, 2 * min(stats.ttest_1samp(per_seed, -2.0, alternative="less").pvalue,
+                             stats.ttest_1samp(per_seed, 2.0, alternative="greater").pvalue))
+    [reading] = v.readings
+    assert reading.verdict == SUPPORTED
+    # float64: p-values computed by scipy in double precision on both sides
+    assert reading.p_for == pytest.approx(_tost_p(per_seed, 0.0, 2.0))
+    assert reading.p_against == pytest.approx(p_out)
+    se = np.std(per_seed, ddof=1) / np.sqrt(3)
+    assert f"seeds 0, 1, 2: Δ {np.mean(per_seed):+.2f} ± {se:.2f} s.e., df 2" in reading.detail
+
+
+def test_a_papers_figure_is_also_read_as_one_run_beside_the_verdict(results):
+    # model-c: 80.10 ± 0.16 over 5 seeds against 82.40: outside ±2 if the figure is exact, not if it
+    # is one run with our s.d. (s.e. sd·sqrt(1/5 + 1) instead of sd/sqrt(5))
+    v = _one(results, _claim(kind="within", model="model-c", pairs=[], paper_figure=82.4, margin=2.0))
+    values = np.array([80.1, 80.3, 79.9, 80.2, 80.0])
+    assert v.verdict == CONTRADICTED
+    assert "not the verdict: if the paper's figure were one run" in v.stats and "it would give inconclusive" in v.stats
+    se = values.std(ddof=1) * np.sqrt(1 / 5 + 1)
+    low, high = (values.mean() - (82.4 - 2.0)) / se, (values.mean() - (82.4 + 2.0)) / se
+    [reading] = v.readings
+    assert reading.verdict == INCONCLUSIVE
+    # float64: p-values computed by scipy in double precision on both sides
+    assert reading.p_for == pytest.approx(max(stats.t.sf(low, 4), stats.t.cdf(high, 4)))
+    assert reading.p_against == pytest.approx(min(1.0, 2 * min(stats.t.cdf(low, 4), stats.t.sf(high, 4))))
+    assert f"s.e. {se:.2f}" in reading.detail and "df 4" in reading.detail
+
+
+def test_the_page_lists_the_verdicts_another_reading_would_change(results, tmp_path):
+    fragile = _claim(id="toy.fragile", kind="within", model="model-c", pairs=[], paper_figure=82.4)
+    robust = _claim(id="toy.robust", kind="within", model="model-d", pairs=[], paper_figure=80.5)
+    _, average = _fixed_domain_claim(tmp_path)
+    _write_suite(results, "fdu", [_entry("m", d, runs) for d, runs in _FIXED_RUNS.items()])
+    verdicts = {v.claim.id: v for v in evaluate_claims(results, [fragile, robust, average])}
+    text = format_reproduction(list(verdicts.values()))
+    section = text.split("## Verdicts another reading would change", 1)[1].split("\n## ", 1)[0]
+    listed = [line for line in section.splitlines() if line.startswith("- `")]
+    one_run = verdicts["toy.fragile"].readings[0]
+    assert listed[0] == (f"- `toy.fragile`: **contradicted** (p = {verdicts['toy.fragile'].p:.3f} outside ±2); "
+                         f"if the paper's figure were one run ({one_run.detail}): inconclusive "
+                         f"(p = {one_run.p_against:.3f} outside ±2).")
+    fixed = verdicts["toy.average"].readings[0]
+    assert listed[1].startswith(f"- `toy.average`: **inconclusive** (TOST p = {verdicts['toy.average'].p:.3f}); "
+                                "the fixed-domain reading (")
+    assert listed[1].endswith(f": supported (TOST p = {fixed.p_for:.3f}).")
+    assert len(listed) == 2 and "toy.robust" not in section  # contradicted either way
+    row = next(line for line in text.splitlines() if line.startswith("| `toy.fragile` | model-c |"))
+    assert f"| inconclusive, p = {one_run.p_against:.3f} outside ±2 |" in row
 
 
 def _committed_summary_row(claim_id: str) -> str:

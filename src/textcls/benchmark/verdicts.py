@@ -33,6 +33,11 @@ Tests, all from ``scipy.stats``' t distribution:
   pairs'; contradicted when one pair is reversed at ALPHA / number of pairs, Bonferroni);
   ``combine = "mean"`` tests the mean of the pairs' differences per unit (a main effect);
 - speed: Welch's t-test on the logarithms of the timed steps of ``textcls speed``.
+
+Holm's step-down method within each paper adjusts ``Verdict.p_either``, 2 min(p_for, p_against): a
+claim can reach either verdict (``_p_either``). Beside a "within" verdict, shown and not deciding
+(``Reading``): for an average over datasets the fixed-domain reading (training noise, not the
+datasets' spread, as the error), for a figure the paper's figure read as one training run.
 """
 
 from __future__ import annotations
@@ -440,6 +445,16 @@ def _decide(p_for: float | None, p_against: float | None) -> str:
     return INCONCLUSIVE
 
 
+def _p_either(p_for: float | None, p_against: float | None) -> float | None:
+    """Bonferroni over the two verdicts a claim can reach, min(1, 2 min(p_for, p_against)); where one
+    side has no p, that side's p alone. Which of the two p's is the small one is seen only in
+    the data, so the one reported is not a p of a test chosen beforehand: doubling it guards against
+    either wrong verdict (for a directional claim, the two-sided p; Shaffer 1980 on directional
+    decisions under Holm)."""
+    ps = [p for p in (p_for, p_against) if p is not None]
+    return min(1.0, len(ps) * min(ps)) if ps else None
+
+
 POWER = 0.8
 MAX_PLANNED_SEEDS = 1000
 
@@ -494,8 +509,54 @@ class Verdict:
     twin: str = DASH
     delta: str = DASH
     n: int | None = None
-    # p Holm-adjusted over the counted claims of the paper that have a p (see holm_within_papers)
+    # The p of each verdict the claim can reach (``_settle``): the claimed direction (or
+    # equivalence), and the opposite (or outside the margin).
+    p_for: float | None = None
+    p_against: float | None = None
+    # Bonferroni over those two possible verdicts, the p that enters Holm (see holm_within_papers)
+    p_either: float | None = None
+    # p_either Holm-adjusted over the counted claims of the paper that have one (see holm_within_papers)
     holm: float | None = None
+    # Other readings of the same data, shown beside the verdict and not deciding (``Reading``)
+    readings: list = field(default_factory=list)
+
+
+@dataclass
+class Reading:
+    """Another reading of a claim's data under another assumption, shown beside its verdict: what
+    verdict it would give, and its p in each direction. It never decides (the verdict's test was
+    stated before the data); it shows which verdicts rest on the assumption."""
+
+    name: str
+    verdict: str
+    p_for: float | None
+    p_against: float | None
+    # what the reading rests on: its estimate, standard error and degrees of freedom
+    detail: str = ""
+
+
+def _settle(v: Verdict, p_for: float | None, p_against: float | None) -> None:
+    """Settle ``v`` by the claim's own test at ALPHA, from its p in the claimed direction (or of
+    equivalence) and in the opposite one (or outside the margin): the verdict, the p shown (the
+    verdict's side; the claimed side when inconclusive) and the p that enters Holm (``_p_either``).
+    Every claim kind settles its verdict here, so the three cannot disagree."""
+    v.verdict = _decide(p_for, p_against)
+    v.p = p_against if v.verdict == CONTRADICTED else p_for
+    v.p_for, v.p_against = p_for, p_against
+    v.p_either = _p_either(p_for, p_against)
+
+
+def _set_untestable(v: Verdict, reason: str) -> None:
+    """A declared reason overrides what the data gave: no verdict, so no p in Holm and no reading."""
+    v.verdict, v.reason = UNTESTABLE, reason
+    v.p = v.p_for = v.p_against = v.p_either = None
+    v.readings = []
+
+
+def _tost_reading(name: str, t: _T, margin: float, detail: str, center: float = 0.0) -> Reading:
+    """A "within ± margin" claim read with another estimate or standard error ``t``."""
+    p_equiv, p_out = t.tost(margin, center)
+    return Reading(name, _decide(p_equiv, p_out), p_equiv, p_out, detail)
 
 
 def suites_dir_for(results_dir: str | Path, suites_dir: str | Path | None = None) -> Path:
@@ -716,16 +777,17 @@ def counted(verdicts: Sequence[Verdict]) -> list[Verdict]:
 
 
 def holm_within_papers(verdicts: Sequence[Verdict]) -> None:
-    """Set each verdict's ``holm``: its p adjusted by Holm's step-down method over the counted
-    claims of its paper that have a p (the paper's family of tests), so that a reader can see
-    which verdicts survive a familywise error rate of ALPHA within a paper. The verdicts stay
-    those of each claim's own test at ALPHA."""
+    """Set each verdict's ``holm``: its ``p_either`` adjusted by Holm's step-down method over the
+    counted claims of its paper that have one (the paper's family of tests), so that a reader can
+    see which verdicts survive a familywise error rate of ALPHA within a paper. ``p_either``, not the
+    p shown: a claim can reach either verdict, and the side its shown p is of was picked by the data
+    (``_p_either``). The verdicts stay those of each claim's own test at ALPHA."""
     for paper in dict.fromkeys(v.claim.paper for v in verdicts):
-        family = sorted((v for v in counted(verdicts) if v.claim.paper == paper and v.p is not None),
-                        key=lambda v: v.p)
+        family = sorted((v for v in counted(verdicts) if v.claim.paper == paper and v.p_either is not None),
+                        key=lambda v: v.p_either)
         m, running = len(family), 0.0
         for i, v in enumerate(family):
-            running = max(running, min(1.0, (m - i) * v.p))
+            running = max(running, min(1.0, (m - i) * v.p_either))
             v.holm = running
 
 
@@ -763,8 +825,8 @@ def _evaluate(ctx: _Context, claim: Claim) -> Verdict:
                 verdict.twin = f"{_fmt_series(found, claim.metric)} ({twin_suite})"
                 break
     if claim.reason:
-        verdict.verdict, verdict.p, verdict.test = UNTESTABLE, None, DASH
-        verdict.reason = claim.reason
+        _set_untestable(verdict, claim.reason)
+        verdict.test = DASH
     if claim.unit == "seed" and claim.kind in _SEED_TESTS:
         verdict.secondary = [_beside(ctx, claim, suite, result, dataset) for dataset in claim.also]
     return verdict
@@ -826,11 +888,48 @@ def _within(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
         return v
     t = _one_sample(list(s.values.values()), "one-sample")
     p_equiv, p_out = t.tost(claim.margin, center=claim.paper_figure)
-    v.verdict = _decide(p_equiv, p_out)
-    v.p = p_out if v.verdict == CONTRADICTED else p_equiv
+    _settle(v, p_equiv, p_out)
+    v.readings.append(_paper_as_one_run(claim, s))
     v.stats = (f"TOST {_p_is(p_equiv)} (within ±{claim.margin:g}); {_p_is(p_out)} that the mean lies "
-               f"outside the margin")
+               f"outside the margin; not the verdict: {_reading_text(v.readings[0], claim.margin)}")
     return v
+
+
+PAPER_AS_ONE_RUN = "if the paper's figure were one run"
+FIXED_DOMAIN = "the fixed-domain reading"
+
+
+def _paper_as_one_run(claim: Claim, s: _Series) -> Reading:
+    """The figure claim read as if the paper's figure were itself one training run with our seeds'
+    s.d.: the s.e. of ours minus the paper's is then sd·sqrt(1/n + 1), on the same df. The verdict
+    treats the figure as exact (noise-free), which the paper does not say; shown beside it, this
+    says which verdicts rest on that."""
+    se = s.std * math.sqrt(1 / s.n + 1)
+    t = _T(s.mean, se, s.n - 1, s.n, "one-sample, the paper's figure as one run")
+    detail = f"s.e. {_fmt(se, claim.metric)} = s.d. × √(1/{s.n} + 1), df {s.n - 1}"
+    return _tost_reading(PAPER_AS_ONE_RUN, t, claim.margin, detail, center=claim.paper_figure)
+
+
+def _fixed_domain(claim: Claim, series: Sequence[_Series], datasets: Sequence[str]) -> Reading | None:
+    """An average over datasets read for these datasets only (fixed, as the paper's average is of
+    its own): each seed that every dataset ran gives one value, its average over the datasets minus
+    the paper's average, and a one-sample t over those seeds (df = seeds - 1) takes training noise as
+    the error, not the datasets' spread. Per-task heads of one multi-task run then count as the one
+    run they are. None with fewer than 2 such seeds."""
+    common = sorted(set.intersection(*(set(s.values) for s in series)))
+    if len(common) < 2:
+        return None
+    paper = _mean([claim.paper_figures[d] for d in datasets])
+    t = _one_sample([_mean([s.values[seed] for s in series]) - paper for seed in common], "one-sample over seeds")
+    detail = (f"each seed's average over the {len(datasets)} datasets minus the paper's, seeds "
+              f"{', '.join(map(str, common))}: Δ {_fmt(t.est, claim.metric, signed=True)} ± {_fmt(t.se, claim.metric)} s.e., df {t.df}")
+    return _tost_reading(FIXED_DOMAIN, t, claim.margin, detail)
+
+
+def _reading_text(r: Reading, margin: float) -> str:
+    """A reading as a sentence of a claim's statistics, with the verdict it would give."""
+    return (f"{r.name} ({r.detail}), TOST {_p_is(r.p_for)}; {_p_is(r.p_against)} that it lies outside "
+            f"±{margin:g}: it would give {r.verdict}")
 
 
 def _within_datasets(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
@@ -859,12 +958,20 @@ def _within_datasets(claim: Claim, result: dict, datasets: Sequence[str]) -> Ver
     if len(datasets) < 2:
         v.reason = "one dataset: nothing to test the average against"
         return v
+    # The datasets' spread is the error: the verdict generalises over datasets. That was the rule
+    # stated before the data; deciding by the fixed-domain reading below, once it is seen to flip a
+    # verdict, would be a forking path, so it is shown beside and never decides.
     t = _paired(diffs, "paired over datasets")
     p_equiv, p_out = t.tost(claim.margin)
-    v.verdict = _decide(p_equiv, p_out)
-    v.p = p_out if v.verdict == CONTRADICTED else p_equiv
+    _settle(v, p_equiv, p_out)
     v.stats = (f"mean difference {_fmt(t.est, signed=True)} ± {_fmt(t.se)} (s.e.) over {len(datasets)} datasets; "
                f"TOST {_p_is(p_equiv)}; {_p_is(p_out)} that it lies outside ±{claim.margin:g}")
+    fixed = _fixed_domain(claim, series, datasets)
+    if fixed is None:
+        v.stats += "; not the verdict: the fixed-domain reading needs 2 seeds that every dataset ran"
+    else:
+        v.readings.append(fixed)
+        v.stats += "; not the verdict: " + _reading_text(fixed, claim.margin)
     return v
 
 
@@ -988,8 +1095,7 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
     tested = [x for x in tests if x is not None]
     p_for = max(x[1] for x in tested) if tested and len(tested) == k else None
     p_against = min(1.0, k * min(x[2] for x in tested)) if tested else None
-    v.verdict = _decide(p_for, p_against)
-    v.p = p_against if v.verdict == CONTRADICTED else (p_for if p_for is not None else None)
+    _settle(v, p_for, p_against)
     first = tested[0][0] if tested else (waiting[0] if waiting else None)
     v.n = first.n if first else None
     v.test = _test_label(claim, first, k)
@@ -1161,8 +1267,7 @@ def _compare_mean(claim: Claim, v: Verdict, per_pair_diffs, problems, shown_mode
         p_for, p_against = t.tost(claim.margin)
     else:
         p_for, p_against = t.p_greater(delta), t.p_less(delta)
-    v.verdict = _decide(p_for, p_against)
-    v.p = p_against if v.verdict == CONTRADICTED else p_for
+    _settle(v, p_for, p_against)
     planned = _planned(claim, _paper_delta(claim, claim.pairs), t) if deciding else ""
     if v.verdict == INCONCLUSIVE and planned:
         v.reason = "not significant either way; " + planned
@@ -1197,8 +1302,7 @@ def _trend(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
     fit = stats.linregress(xs, ys)
     t = _T(float(fit.slope), float(fit.stderr), len(xs) - 2, len(xs), "slope")
     p_for, p_against = t.p_greater(0.0), t.p_less(0.0)
-    v.verdict = _decide(p_for, p_against)
-    v.p = p_against if v.verdict == CONTRADICTED else p_for
+    _settle(v, p_for, p_against)
     v.ours += f" (slope {_fmt(t.est, claim.metric, signed=True)} pts per step)"
     v.stats = (f"slope {_fmt(t.est, claim.metric, signed=True)} ± {_fmt(t.se, claim.metric)} s.e.; "
                f"{_p_is(p_for)} (rises), {_p_is(p_against)} (falls)")
@@ -1236,7 +1340,7 @@ def _evaluate_speed(ctx: _Context, claim: Claim) -> Verdict:
         f"; batch {settings.get('batch_size')}, {settings.get('steps')} timed steps per cell, "
         f"{settings.get('threads')} thread(s)" if settings else ""))
     if claim.reason:
-        v.verdict, v.p, v.reason = UNTESTABLE, None, claim.reason
+        _set_untestable(v, claim.reason)
     return v
 
 
@@ -1276,8 +1380,7 @@ def _speed(claim: Claim, result: dict) -> Verdict:
     tested = [x for x in tests if x is not None]
     p_for = max(x[1] for x in tested) if tested and len(tested) == k else None
     p_against = min(1.0, k * min(x[2] for x in tested)) if tested else None
-    v.verdict = _decide(p_for, p_against)
-    v.p = p_against if v.verdict == CONTRADICTED else p_for
+    _settle(v, p_for, p_against)
     v.n = min((x[0].n for x in tested), default=None)
     v.test = (f"one-sided Welch t on log step times (ratio > {claim.min_ratio:g}x)"
               + (f"; all {k} pair-lengths (intersection-union)" if k > 1 else "") + (f", n={v.n} steps" if v.n else "")
@@ -1330,8 +1433,7 @@ def _scaling(claim: Claim, result: dict) -> Verdict:
         return v
     v.n = t.n
     p_for, p_against = t.p_less(claim.max_exponent), t.p_greater(claim.max_exponent)
-    v.verdict = _decide(p_for, p_against)
-    v.p = p_against if v.verdict == CONTRADICTED else p_for
+    _settle(v, p_for, p_against)
     v.ours = f"exponent {t.est:.2f} ± {t.se:.2f} s.e. ({claim.model})"
     v.stats = f"time grows as length^{t.est:.2f} between {claim.lengths[0]} and {claim.lengths[-1]} tokens"
     v.details.append("| model | tokens | step |")
@@ -1394,7 +1496,13 @@ Tests (scipy.stats' t distribution):
   it where n ≥ 5; the t-test decides, because with 2-3 seeds (most suites) the exact one-sided
   Wilcoxon p cannot fall below 1/2^n ≥ 0.125. Different splits or seeds: Welch's t-test.
 - `unit = dataset` claims (averages over FDU-MTL's 16 domains, ROC-AUC over Table 3's sets):
-  one value per dataset (its mean over seeds), a paired t-test over datasets.
+  one value per dataset (its mean over seeds), a paired t-test over datasets. The error is then the
+  datasets' spread: the verdict of an average over datasets generalises over the datasets, as if
+  they were drawn from more. The paper's average is of its own fixed datasets; that reading, the
+  fixed-domain reading, is shown beside a "within" average and does not decide: each seed that
+  every dataset ran gives its average over the datasets minus the paper's, and a one-sample t over
+  those seeds (df = seeds − 1) takes training noise as the error. The test stated before the data
+  decides: switching to whichever reading flips a verdict would be a forking path.
 - several pairs (an ordering e > d > b): every pair must hold, p = the largest p
   (an intersection-union test); contradicted when one pair is reversed with p < α / pairs
   (Bonferroni): the p shown is then that pair's p times the number of pairs, and the test says
@@ -1414,7 +1522,11 @@ Tests (scipy.stats' t distribution):
   wall seconds x threads below {MIN_CPU_SHARE} (`report.cpu_share`; runs beside one other worker on 2 cores
   get 0.92-1.00); a run older than the CPU seconds' record counts as alone.
 - Seeds vary initialisation, dropout and the dev split; the test split is fixed, so the
-  spread shown is training noise, not test-set sampling error.
+  spread shown is training noise, not test-set sampling error. A paper's figure is treated as
+  exact (noise-free): a "within" claim tests our mean over seeds against it as a constant. Were
+  the paper's figure itself one training run with our seeds' s.d., ours minus it would have the
+  s.e. s.d. × √(1/n + 1) (same df); the verdict that gives is shown beside each figure ("if the
+  paper's figure were one run") and does not decide.
 - Every claim is tested on seeds 0-4 of each run it reads (the full suites' plan, fixed before
   the results; `seeds` in the claims file where another count was planned), whatever its kind:
   each pair's seeds, a figure's (TOST over seeds), each dataset's mean of a claim paired over
@@ -1435,10 +1547,17 @@ Tests (scipy.stats' t distribution):
 
 Multiplicity: each claim is tested on its own at α; with about 60 tested claims, a few
 verdicts would come out supported or contradicted by chance even if every claim were null.
-The summary's "p (Holm, within the paper)" adjusts each p by Holm's step-down method over
-the counted claims of its paper that have a p: a supported or contradicted verdict whose Holm p
-is not below α does not survive a familywise error rate of α within its paper. The verdicts
-themselves stay those of each claim's own test.
+The summary's "p (Holm, within the paper)" is Holm's step-down method over the counted claims of
+its paper that have a p, and what enters it is not the p shown but twice the smaller of the
+claim's two p's, one for each verdict it can reach (the claimed direction or equivalence, and the
+opposite or outside the margin; at most 1): a claim can come out supported or contradicted, and
+which of its two p's is the small one is seen only in the data, so its p is Bonferroni-adjusted
+over the two verdicts it could reach (for a directional claim, the two-sided p: Shaffer 1980,
+directional decisions under Holm).
+A supported or contradicted verdict whose Holm p is not below α does not survive a familywise
+error rate of α within its paper. The verdicts themselves stay those of each claim's own test.
+The claims whose verdict the fixed-domain reading or the paper's figure as one run would change
+are listed below the summary.
 
 A claim's verdict is decided on one dataset, declared in the claims file (the paper's own
 when offline, else the one its suite runs with the most seeds); the others are shown beside
@@ -1519,6 +1638,7 @@ def format_reproduction(verdicts: Sequence[Verdict], gaps: Sequence[str] = (), p
             f"`{v.suite}`" if v.suite else DASH, f"`{v.command}`" if v.command else DASH)) + " |")
     if progress:
         lines += [""] + list(progress)
+    lines += _fragile_section(verdicts)
     papers = []
     for v in verdicts:
         if v.claim.paper not in papers:
@@ -1541,15 +1661,18 @@ def format_reproduction(verdicts: Sequence[Verdict], gaps: Sequence[str] = (), p
 def _figures_section(verdicts: Sequence[Verdict]) -> list[str]:
     twins = any(v.claim.twin for v in verdicts)
     lines = ["### The paper's figures", "",
-             "Each within 2 points of the paper's (TOST over seeds)."
+             "Each within 2 points of the paper's (TOST over seeds). \"If the paper's figure were one run\": the "
+             "verdict the same test would give were the paper's figure one training run with our seeds' s.d. "
+             "(not deciding; see the decision rule), with its p on the verdict's side."
              + (" \"300-d Word2Vec\": the same model with 300-d Word2Vec trained on the training split, "
                 "to show how much of a gap the 50-d GloVe vectors make (not deciding)." if twins else ""), "",
-             "| claim id | model | dataset | ours | paper | Δ | verdict | p | vectors | "
-             + ("300-d Word2Vec | " if twins else "") + "suite |",
-             "|---|---|---|---|---|---|---|---|---|" + ("---|" if twins else "") + "---|"]
+             "| claim id | model | dataset | ours | paper | Δ | verdict | p | if the paper's figure were one run "
+             "| vectors | " + ("300-d Word2Vec | " if twins else "") + "suite |",
+             "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if twins else "") + "---|"]
     for v in verdicts:
+        one_run = next((_reading_cell(v, r) for r in v.readings if r.name == PAPER_AS_ONE_RUN), DASH)
         cells = [f"`{v.claim.id}`", v.claim.model, v.claim.datasets[0], v.ours, v.paper, v.delta, f"**{v.verdict}**",
-                 _fmt_p(v.p), v.vectors] + ([v.twin] if twins else []) + [f"`{v.suite}`" if v.suite else DASH]
+                 _fmt_p(v.p), one_run, v.vectors] + ([v.twin] if twins else []) + [f"`{v.suite}`" if v.suite else DASH]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     lines.append("")
     reasons = [v for v in verdicts if v.reason]
@@ -1587,6 +1710,44 @@ def _figures_section(verdicts: Sequence[Verdict]) -> list[str]:
     lines += [f"Note ({', '.join(ids)}): {_cell(n)}" for n, ids in notes.items()]
     if notes:
         lines.append("")
+    return lines
+
+
+def _side(v: Verdict, r: Reading) -> str:
+    """The side whose p compares a verdict with a reading: the verdict's where it is supported or
+    contradicted, else the reading's (the claimed side where both are inconclusive)."""
+    decided = v.verdict if v.verdict in (SUPPORTED, CONTRADICTED) else r.verdict
+    return "against" if decided == CONTRADICTED else "for"
+
+
+def _p_on(x: Verdict | Reading, side: str, margin: float) -> str:
+    """A verdict's or a reading's p on one side, said as which test it is of (a "within" claim's)."""
+    p = x.p_against if side == "against" else x.p_for
+    return f"{_p_is(p)} outside ±{margin:g}" if side == "against" else f"TOST {_p_is(p)}"
+
+
+def _reading_cell(v: Verdict, r: Reading) -> str:
+    return f"{r.verdict}, {_p_on(r, _side(v, r), v.claim.margin)}"
+
+
+def _fragile_section(verdicts: Sequence[Verdict]) -> list[str]:
+    """The counted claims whose verdict a reading shown beside it would change, with the p of the
+    same test under each: the verdicts that rest on the page's assumptions (see the decision rule)."""
+    if not any(v.readings for v in verdicts):
+        return []
+    lines = ["", "## Verdicts another reading would change", "",
+             "The counted claims whose verdict would differ under a reading shown beside it and not deciding "
+             "(see the decision rule): the fixed-domain reading of an average over datasets, or the paper's "
+             "figure taken as one training run. Each p is of the same test, under the verdict's assumption "
+             "and under the reading's.", ""]
+    fragile = [(v, r) for v in counted(verdicts) if v.verdict != UNTESTABLE for r in v.readings
+               if r.verdict != v.verdict]
+    for v, r in fragile:
+        side, margin = _side(v, r), v.claim.margin
+        lines.append(f"- `{v.claim.id}`: **{v.verdict}** ({_p_on(v, side, margin)}); {r.name} ({r.detail}): "
+                     f"{r.verdict} ({_p_on(r, side, margin)}).")
+    if not fragile:
+        lines.append("None: every verdict is the same under both readings.")
     return lines
 
 
