@@ -1044,3 +1044,28 @@ def test_the_committed_page_shows_spe_cnns_word2vec_twin(monkeypatch):
     claims = [c for c in load_claims(CLAIMS) if c.id in ("spe_cnn.t3.spe-cnn.mr", "spe_cnn.t3.spe-cnn.trec")]
     for v in evaluate_claims(Path("benchmarks/results"), claims):
         assert v.twin.endswith("(spe_cnn)") and "n=" in v.twin, (v.claim.id, v.twin)
+
+
+def test_a_claim_given_a_second_stage_shows_its_two_stages_apart_with_their_devices(tmp_path):
+    """The verdict pools both stages; cspan_full's first ran on a lent GPU and its second on the
+    CPU, and nothing on the page said so or showed whether the difference moved between them."""
+    out = tmp_path / "results"
+    a = [0.801, 0.815, 0.797, 0.808, 0.812, 0.830, 0.828, 0.826, 0.829]
+    b = [0.806, 0.802, 0.804, 0.801, 0.809, 0.803, 0.805, 0.802, 0.804]
+    entries = [_entry("model-a", "mr", a), _entry("model-b", "mr", b)]
+    for entry in entries:
+        for run in entry["runs"]:
+            run["device"] = "cuda: Toy GPU" if run["seed"] < 5 else "cpu"
+    _write_suite(out, "toy", entries)
+    v = _one(out, _claim(pairs=[["model-a", "model-b"]], extension={"first_seeds": 5, "planned_seeds": [9]}))
+    diffs = [100 * (x - y) for x, y in zip(a, b)]
+    welch = stats.ttest_ind(diffs[5:], diffs[:5], equal_var=False).pvalue
+    [row] = [line for line in v.details if line.startswith("| model-a vs model-b | Δ")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == f"Δ {np.mean(diffs[:5]):+.2f} (n=5; cuda: Toy GPU)"
+    assert cells[2] == f"Δ {np.mean(diffs[5:]):+.2f} (n=4; cpu)"
+    # float64: scipy's Welch p and ours from the same t distribution, printed to 3 decimals
+    assert cells[3] == f"p = {welch:.3f}" and welch < 0.05
+    # A claim without a second stage shows no stages.
+    plain = _one(out, _claim(pairs=[["model-a", "model-b"]]))
+    assert not any("two stages apart" in line for line in plain.details)

@@ -1054,7 +1054,7 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
     v = Verdict(claim, INCONCLUSIVE, paper=_paper_cell(claim))
     rows, tests, problems = [], [], []
     shown_models: dict[str, str] = {}
-    per_pair_diffs = []
+    per_pair_diffs, pair_series = [], []
     waiting = []  # tests of pairs whose planned second stage is not complete
     deciding = datasets[0] == claim.datasets[0]
     for k_pair, (a, b) in enumerate(claim.pairs):
@@ -1065,6 +1065,7 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
             else:
                 shown_models.setdefault(name, f"{_fmt(_mean([s.mean for s in ss]), metric)} (average over {len(ss)})")
         per_pair_diffs.append(diffs)
+        pair_series.append(sa + sb)
         if t is None:
             problems.append((f"{a} vs {b}", problem))
             tests.append(None)
@@ -1105,6 +1106,7 @@ def _compare(claim: Claim, result: dict, datasets: Sequence[str]) -> Verdict:
         e = claim.extension
         v.test += (f" (a second stage: seeds {e['first_seeds']} on, planned after seeds 0-{e['first_seeds'] - 1} "
                    f"to {'/'.join(map(str, e['planned_seeds']))} in all)")
+        v.details += _stages_apart(claim, pair_series, per_pair_diffs)
     v.ours = "; ".join(r[2] for r in rows) if any(r[2] != DASH for r in rows) else \
         " · ".join(f"{n} {t}" for n, t in shown_models.items())
     if problems:
@@ -1214,6 +1216,37 @@ def _stage_pending(claim: Claim, k: int, diffs: dict) -> str | None:
         return (f"a second stage of seeds is planned ({first}, then {planned - first} more); {stage1} and {stage2} "
                 "have run: no verdict until both are complete")
     return None
+
+
+def _stages_apart(claim: Claim, pair_series, per_pair_diffs) -> list[str]:
+    """The two stages of a claim given a second stage of seeds, each apart (shown, not deciding):
+    per pair, each stage's mean difference and the devices its runs used, and Welch's t of one
+    stage's differences against the other's. The verdict pools the stages, which assumes the
+    difference does not depend on the stage, yet the stages need not have run alike (cspan_full:
+    seeds 0-4 on a lent GPU, the second stage on the CPU); a drift between them shows here."""
+    first = claim.extension["first_seeds"]
+    rows = []
+    for (a, b), series, diffs in zip(claim.pairs, pair_series, per_pair_diffs):
+        stages = [{s: d for s, d in (diffs or {}).items() if (s < first) == early} for early in (True, False)]
+        if min(len(stage) for stage in stages) < 2:
+            continue  # a stage still filling in, or a pair that is not paired over seeds
+        cells = [f"Δ {_fmt(_mean(list(stage.values())), claim.metric, signed=True)} (n={len(stage)}; "
+                 f"{_run_devices(series, stage)})" for stage in stages]
+        t = _welch(list(stages[1].values()), list(stages[0].values()), "second stage against the first")
+        rows.append(f"| {a} vs {b} | {cells[0]} | {cells[1]} | {_p_is(min(1.0, 2 * min(t.p_greater(), t.p_less())))} |")
+    if not rows:
+        return []
+    return ["", f"The two stages apart (not deciding; the verdict pools them): seeds 0-{first - 1} and seeds {first} "
+            "on, each stage's mean difference and the devices its runs used, and Welch's t (two-sided) of the "
+            "second stage's differences against the first's.", "",
+            "| pair | first stage | second stage | the stages differ |", "|---|---|---|---|"] + rows
+
+
+def _run_devices(series: Sequence[_Series], seeds) -> str:
+    """The devices the runs of ``seeds`` used in ``series`` (each run's recorded ``device``)."""
+    devices = {str(run.get("device") or "device not recorded") for s in series for run in s.entry.get("runs", [])
+               if run.get("seed") in seeds}
+    return ", ".join(sorted(devices))
 
 
 def _problems(problems: Sequence[tuple[str, str]]) -> str:
@@ -1543,7 +1576,11 @@ Tests (scipy.stats' t distribution):
   planned seed has run, then the same paired t over the planned seeds: one more look, not one a seed.
   Under the null, a claim that was inconclusive at the first stage is then called supported at a
   rate below α (0.036 at 5 then 11 seeds, by simulation); over both looks a null claim is called
-  supported about 0.08 of the time instead of α, the price of having looked at the first stage.
+  supported about 0.08 of the time instead of α, the price of having looked at the first stage;
+  by symmetry the same holds for a claim then called contradicted. The verdict pools both stages,
+  which assumes the difference does not depend on the stage; the stages need not have run alike
+  (another device, another machine), so each pair's two stages are also shown apart, with the
+  devices their runs used and Welch's t of one stage's differences against the other's.
 
 Multiplicity: each claim is tested on its own at α; with about 60 tested claims, a few
 verdicts would come out supported or contradicted by chance even if every claim were null.
