@@ -4,6 +4,8 @@ results JSON, and benchmarks/diagnoses.toml against the suites and claims it nam
 from __future__ import annotations
 
 import json
+import math
+import statistics
 import tomllib
 from pathlib import Path
 
@@ -101,6 +103,85 @@ def test_unit_dataset_with_a_reference_tests_the_datasets_means_against_their_fi
     above = stats.ttest_1samp(diffs, 2, alternative="less").pvalue
     assert row.p_within == approx32(max(below, above))
     assert row.baseline == "66.25 (published, average)" and row.variant.startswith("67.75")
+
+
+# Two datasets whose seeds differ: 3 is on d1 only and 4 on d2's baseline only, so each dataset's
+# row mean uses its own seeds while the fixed-domain reading keeps seeds 0-2, the ones every dataset
+# ran (with a baseline, the baseline too).
+_FIXED_VARIANT = {"d1": ([0.74, 0.75, 0.73, 0.60], [0, 1, 2, 3]), "d2": ([0.61, 0.63, 0.62], [0, 1, 2])}
+_FIXED_BASELINE = {"d1": ([0.72, 0.74, 0.72], [0, 1, 2]), "d2": ([0.61, 0.60, 0.60, 0.50], [0, 1, 2, 4])}
+_FIXED_FIGURES = {"d1": 72.0, "d2": 63.0}
+
+
+def _fixed_domain_results(tmp_path) -> _Results:
+    out = tmp_path / "fixed"
+    tables = (("model-changed", _FIXED_VARIANT), ("model", _FIXED_BASELINE))
+    _write(out, "toy", [_entry(name, d, runs, seeds=seeds)
+                        for name, table in tables for d, (runs, seeds) in table.items()])
+    return _Results(out)
+
+
+def _by_seed(table: dict, seed: int) -> float:
+    """A seed's accuracy averaged over the datasets, in %."""
+    return statistics.mean(100 * runs[seeds.index(seed)] for runs, seeds in table.values())
+
+
+def test_a_reference_row_over_datasets_shows_the_fixed_domain_reading_over_seeds_beside_its_test(tmp_path):
+    results = _fixed_domain_results(tmp_path)
+    d = _diagnosis(baseline=None, reference=_FIXED_FIGURES, datasets=["d1", "d2"], unit="dataset")
+    [row] = measure(d, results)
+    # the row's test is unchanged: each dataset's mean over all its seeds (d1's seed 3 too) minus its figure
+    diffs = [100 * statistics.mean(runs) - _FIXED_FIGURES[name] for name, (runs, _) in _FIXED_VARIANT.items()]
+    # float64: Python floats and scipy's double-precision p-values on both sides
+    assert row.delta == pytest.approx(statistics.mean(diffs))
+    assert row.p == pytest.approx(stats.ttest_1samp(diffs, 0).pvalue)
+    # the reading: seeds 0-2, each one's average over the 2 datasets minus the published average 67.5
+    per_seed = [_by_seed(_FIXED_VARIANT, seed) - statistics.mean(_FIXED_FIGURES.values()) for seed in range(3)]
+    assert per_seed == pytest.approx([0.0, 1.5, 0.0])  # float64; by hand: (74+61)/2, (75+63)/2, (73+62)/2 - 67.5
+    fixed = row.fixed_domain
+    assert fixed.seeds == [0, 1, 2] and fixed.t.df == 2
+    assert fixed.t.est == pytest.approx(statistics.mean(per_seed))  # float64
+    assert fixed.t.se == pytest.approx(statistics.stdev(per_seed) / math.sqrt(3))  # float64
+    assert fixed.p == pytest.approx(stats.ttest_1samp(per_seed, 0).pvalue)  # float64
+    below = stats.ttest_1samp(per_seed, -2, alternative="greater").pvalue
+    above = stats.ttest_1samp(per_seed, 2, alternative="less").pvalue
+    assert fixed.p_within == pytest.approx(max(below, above))  # float64: the row's kind of p, TOST within ±2
+    text = (f"Beside the row's test, not replacing it, the fixed-domain reading (each seed's average over the 2 "
+            f"datasets minus the published average, seeds 0, 1, 2: Δ +0.50 ± 0.50 s.e., df 2): "
+            f"p = {fixed.p:.3f} (two-sided); TOST p = {fixed.p_within:.3f} (within ±2).")
+    assert text in format_gaps([], results.dir, [d])
+
+
+def test_a_baseline_row_over_datasets_shows_the_fixed_domain_reading_of_the_paired_seeds(tmp_path):
+    results = _fixed_domain_results(tmp_path)
+    d = _diagnosis(datasets=["d1", "d2"], unit="dataset")
+    [row] = measure(d, results)
+    # the row's test: each dataset's mean difference over the seeds both ran there, paired over datasets
+    diffs = [(74 + 75 + 73) / 3 - (72 + 74 + 72) / 3, (61 + 63 + 62) / 3 - (61 + 60 + 60) / 3]
+    assert row.p == pytest.approx(stats.ttest_1samp(diffs, 0).pvalue)  # float64
+    # the reading: seeds 0-2 (d1's seed 3 and d2's baseline seed 4 ran on one dataset only)
+    per_seed = [_by_seed(_FIXED_VARIANT, seed) - _by_seed(_FIXED_BASELINE, seed) for seed in range(3)]
+    assert per_seed == pytest.approx([1.0, 2.0, 1.5])  # float64; by hand: (2+0)/2, (1+3)/2, (1+2)/2
+    fixed = row.fixed_domain
+    assert fixed.seeds == [0, 1, 2] and fixed.t.df == 2 and fixed.p_within is None
+    assert fixed.t.est == pytest.approx(1.5) and fixed.t.se == pytest.approx(0.5 / math.sqrt(3))  # float64
+    # the row's own kind of p: two-sided (scipy's paired t over the seeds gives the same p)
+    assert fixed.p == pytest.approx(stats.ttest_1samp(per_seed, 0).pvalue)  # float64
+    assert fixed.p == pytest.approx(stats.ttest_rel([_by_seed(_FIXED_VARIANT, s) for s in range(3)],
+                                                    [_by_seed(_FIXED_BASELINE, s) for s in range(3)]).pvalue)
+    text = (f"Beside the row's test, not replacing it, the fixed-domain reading (each seed's average over the 2 "
+            f"datasets of the variant minus the baseline, seeds 0, 1, 2: Δ +1.50 ± 0.29 s.e., df 2): "
+            f"p = {fixed.p:.3f} (two-sided).")
+    assert text in format_gaps([], results.dir, [d])
+
+
+def test_the_fixed_domain_reading_says_so_when_fewer_than_two_seeds_ran_on_every_dataset(results):
+    # d1's seeds 0 and 1, d2's seed 0 only: the row pairs both datasets, the reading has one seed
+    d = _diagnosis(datasets=["d1", "d2"], unit="dataset")
+    [row] = measure(d, _Results(results))
+    assert row.n == 2 and row.fixed_domain.seeds == [0] and row.fixed_domain.t is None
+    assert ("Beside the row's test, not replacing it, the fixed-domain reading: none, it needs 2 seeds on which "
+            "every dataset ran the variant and the baseline (only seed 0).") in format_gaps([], results, [d])
 
 
 def test_a_setting_chosen_on_dev_takes_each_seeds_test_accuracy_of_the_best_dev_run(tmp_path):

@@ -13,7 +13,10 @@ Tests: paired rows, a paired t over the seeds both sides ran (two-sided; ``scipy
 gives the same p); reference rows, a one-sample t of the seeds against the figure (two-sided),
 with the TOST p of lying within ±2 points of it; ``unit = "dataset"``, a paired t over the
 datasets of each one's mean difference over the seeds both ran there (with a reference, of
-each one's mean minus its figure, with the TOST p). When every unit gives
+each one's mean minus its figure, with the TOST p). Beside a row over datasets, not replacing its
+test: the fixed-domain reading (as the verdicts'), one value per seed that every dataset ran (with a
+baseline, that the baseline ran too), its average difference over the datasets, one-sample t over
+those seeds (df = seeds - 1), with p's of the same kinds as the row's. When every unit gives
 the same difference, t is undefined and no p is shown. A variant with ``choose_on_dev`` is a
 setting chosen per dataset and seed on dev among several entries (papers that set a
 hyper-parameter "according to datasets"): each seed takes the test accuracy of the entry whose
@@ -39,8 +42,9 @@ from typing import Sequence
 # The verdicts' own series, statistics and cell formats, so that the two sections read alike.
 from ..artifacts import write_figure
 from .report import read_committed
-from .verdicts import (CONTRADICTED, DASH, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Claim, Verdict, _cell, _finite, _fmt,
-                       _fmt_p, _fmt_series, _mean, _one_sample, _paired, _Results, _series, _Series, _T, load_claims)
+from .verdicts import (CONTRADICTED, DASH, FIXED_DOMAIN, INCONCLUSIVE, SUPPORTED, UNTESTABLE, Claim, Verdict,
+                       _average_by_seed, _cell, _finite, _fmt, _fmt_p, _fmt_series, _mean, _one_sample, _p_is, _paired,
+                       _Results, _seeds_all_ran, _series, _Series, _T, load_claims)
 
 DEFAULT_DIAGNOSES = Path("benchmarks/diagnoses.toml")
 GAP = 2.0  # points: the issue's bar for a gap that needs an experiment
@@ -104,6 +108,19 @@ class Diagnosis:
 
 
 @dataclass
+class FixedDomain:
+    """A row over datasets read for these datasets only (verdicts' fixed-domain reading): each seed
+    that every dataset ran gives its average difference over them, one run of the whole average.
+    The row's test takes the datasets' spread as the error; this one, training noise. Shown beside
+    the row's test, never replacing it. ``t`` is None with fewer than 2 such seeds."""
+
+    seeds: list
+    t: _T | None = None
+    p: float | None = None  # two-sided, as the row's
+    p_within: float | None = None  # with a reference: the TOST p of lying within ±WITHIN, as the row's
+
+
+@dataclass
 class Row:
     """One dataset of a diagnosis (or, with unit = dataset, all of them): its cells and test."""
 
@@ -117,6 +134,7 @@ class Row:
     p: float | None = None
     p_within: float | None = None
     missing: str | None = None
+    fixed_domain: FixedDomain | None = None  # rows over datasets only
 
     def short(self) -> str:
         """``Δ +1.50 (p 0.004, n=5)``, or why there is none."""
@@ -365,6 +383,7 @@ def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
     with the TOST p of the average lying within ±2 points (as the claims over datasets)."""
     row = Row(d, f"{len(d.datasets)} datasets (average)")
     base_means, variant_means, diffs, seed_counts, missing = [], [], [], [], []
+    variants, baselines = [], []  # every dataset's series, for the fixed-domain reading
     for dataset in d.datasets:
         variant = _variant_series(d, variant_result, dataset)
         if d.reference:
@@ -376,6 +395,8 @@ def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
         if not seeds:
             missing.append(dataset)
             continue
+        variants.append(variant)
+        baselines += [baseline] if baseline is not None else []
         base_means.append(float(d.reference[dataset]) if d.reference else _mean([baseline.values[s] for s in seeds]))
         variant_means.append(_mean([variant.values[s] for s in seeds]))
         diffs.append(variant_means[-1] - base_means[-1])
@@ -403,7 +424,49 @@ def _over_datasets(d: Diagnosis, baseline_result, variant_result) -> Row:
     row.se, row.p = t.se, _two_sided(t)
     if d.reference and t.se:
         row.p_within = t.tost(WITHIN)[0]
+    row.fixed_domain = _fixed_domain(d, variants, baselines)
     return row
+
+
+def _fixed_domain(d: Diagnosis, variants: Sequence[_Series], baselines: Sequence[_Series]) -> FixedDomain:
+    """The fixed-domain reading of a row over datasets (``FixedDomain``): for each seed on which
+    every dataset has the variant (and the baseline), the variant's average over the datasets minus
+    the published average (a reference) or the baseline's average on that seed (the same as the
+    average of the per-dataset differences); a one-sample t over those seeds, and the row's own
+    kinds of p: two-sided, and with a reference the TOST p within ±WITHIN."""
+    seeds = _seeds_all_ran([*variants, *baselines])
+    reading = FixedDomain(seeds)
+    if len(seeds) < 2:
+        return reading
+    if d.reference:
+        published = _mean([float(d.reference[dataset]) for dataset in d.datasets])
+        against = [published] * len(seeds)
+    else:
+        against = _average_by_seed(baselines, seeds)
+    ours = _average_by_seed(variants, seeds)
+    reading.t = _one_sample([o - a for o, a in zip(ours, against)], "one-sample over seeds")
+    reading.p = _two_sided(reading.t)
+    if d.reference and reading.t.se:
+        reading.p_within = reading.t.tost(WITHIN)[0]
+    return reading
+
+
+def _fixed_domain_text(d: Diagnosis, reading: FixedDomain) -> str:
+    """The fixed-domain reading as a sentence under its row's table, or why there is none."""
+    beside = f"Beside the row's test, not replacing it, {FIXED_DOMAIN}"
+    runs = "the variant" + ("" if d.reference else " and the baseline")
+    if reading.t is None:
+        on = f"only seed {reading.seeds[0]}" if reading.seeds else "none"
+        return f"{beside}: none, it needs 2 seeds on which every dataset ran {runs} ({on})."
+    t = reading.t
+    minus = "minus the published average" if d.reference else "of the variant minus the baseline"
+    seeds = ", ".join(map(str, reading.seeds))
+    what = (f"each seed's average over the {len(d.datasets)} datasets {minus}, seeds {seeds}: "
+            f"Δ {_fmt(t.est, signed=True)} ± {_fmt(t.se)} s.e., df {t.df}")
+    if reading.p is None:
+        return f"{beside} ({what}): no test, every seed gave the same difference."
+    within = f"; TOST {_p_is(reading.p_within)} (within ±{WITHIN:g})" if d.reference else ""
+    return f"{beside} ({what}): {_p_is(reading.p)} (two-sided){within}."
 
 
 @dataclass
@@ -560,8 +623,11 @@ def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
              "same JSON. Each experiment changes one thing on the same splits and seeds as the model it is "
              "paired with (Δ = the change minus the model, paired t over seeds, two-sided), or sets a model "
              "against a published figure (one-sample t, two-sided, and the TOST p of lying within "
-             f"±{WITHIN:g} points). An experiment is listed under a gap when it is about that model and "
-             "dataset; Δs of different experiments do not add up.", "",
+             f"±{WITHIN:g} points). Under a row over datasets (its test: t over the datasets, whose spread is "
+             f"the error), {FIXED_DOMAIN} takes training noise as the error instead: each seed that every "
+             "dataset ran gives its average difference over them, one-sample t over those seeds (df = seeds − 1), "
+             "shown beside the row's test and not replacing it. An experiment is listed under a gap when it "
+             "is about that model and dataset; Δs of different experiments do not add up.", "",
              f"{len(gaps)} of our figures miss the paper's by more than {GAP:g} points; "
              f"{sum(1 for g in gaps if any(not r.missing for r in g.rows))} have an experiment on them.", "",
              f"![every tested figure of ours against the paper's]({FIGURE_LINK})", "",
@@ -596,4 +662,5 @@ def format_gaps(verdicts: Sequence[Verdict], results_dir: str | Path,
                          _fmt_p(r.p)] + ([_fmt_p(r.p_within)] if d.reference else [])
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         lines.append("")
+        lines += [line for r in mine if r.fixed_domain for line in (_fixed_domain_text(d, r.fixed_domain), "")]
     return lines

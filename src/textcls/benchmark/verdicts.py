@@ -910,17 +910,28 @@ def _paper_as_one_run(claim: Claim, s: _Series) -> Reading:
     return _tost_reading(PAPER_AS_ONE_RUN, t, claim.margin, detail, center=claim.paper_figure)
 
 
+def _seeds_all_ran(series: Sequence[_Series]) -> list[int]:
+    """The seeds that every one of ``series`` ran, in order: the runs a fixed-domain reading can
+    average over the datasets (gaps.py's rows over datasets read them too)."""
+    return sorted(set.intersection(*(set(s.values) for s in series))) if series else []
+
+
+def _average_by_seed(series: Sequence[_Series], seeds: Sequence[int]) -> list[float]:
+    """Each of ``seeds``' average over ``series`` (one a dataset): one value per training run."""
+    return [_mean([s.values[seed] for s in series]) for seed in seeds]
+
+
 def _fixed_domain(claim: Claim, series: Sequence[_Series], datasets: Sequence[str]) -> Reading | None:
     """An average over datasets read for these datasets only (fixed, as the paper's average is of
     its own): each seed that every dataset ran gives one value, its average over the datasets minus
     the paper's average, and a one-sample t over those seeds (df = seeds - 1) takes training noise as
     the error, not the datasets' spread. Per-task heads of one multi-task run then count as the one
     run they are. None with fewer than 2 such seeds."""
-    common = sorted(set.intersection(*(set(s.values) for s in series)))
+    common = _seeds_all_ran(series)
     if len(common) < 2:
         return None
     paper = _mean([claim.paper_figures[d] for d in datasets])
-    t = _one_sample([_mean([s.values[seed] for s in series]) - paper for seed in common], "one-sample over seeds")
+    t = _one_sample([average - paper for average in _average_by_seed(series, common)], "one-sample over seeds")
     detail = (f"each seed's average over the {len(datasets)} datasets minus the paper's, seeds "
               f"{', '.join(map(str, common))}: Δ {_fmt(t.est, claim.metric, signed=True)} ± {_fmt(t.se, claim.metric)} s.e., df {t.df}")
     return _tost_reading(FIXED_DOMAIN, t, claim.margin, detail)
