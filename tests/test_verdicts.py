@@ -1069,3 +1069,33 @@ def test_a_claim_given_a_second_stage_shows_its_two_stages_apart_with_their_devi
     # A claim without a second stage shows no stages.
     plain = _one(out, _claim(pairs=[["model-a", "model-b"]]))
     assert not any("two stages apart" in line for line in plain.details)
+
+
+def test_a_figure_on_a_test_split_we_carved_is_also_read_with_both_figures_sampling_error(tmp_path):
+    """MR and MPQA have no official split: the papers cross-validate over all the documents and we
+    test on a carved tenth, so the two figures are on other documents, and each carries a binomial
+    sampling error the seeds' spread leaves out (the statistics review's 3.2a)."""
+    out = tmp_path / "results"
+    values = [0.801, 0.803, 0.799, 0.802, 0.800]
+    carved, official = _entry("model-c", "mr", values), _entry("model-c", "trec", values)
+    carved["dataset_summary"]["split_notes"] = {"test": "seeded stratified 10% of train (500 of 1500 records)"}
+    official["dataset_summary"]["split_notes"] = {"test": "official (TREC_10.label)"}
+    _write_suite(out, "toy", [carved, official])
+    v = _one(out, _claim(kind="within", model="model-c", pairs=[], paper_figure=82.4, margin=2.0))
+    points = 100 * np.array(values)
+    seed_var = points.var(ddof=1) / 5
+    sampling_var = 1e4 * (points.mean() / 100 * (1 - points.mean() / 100) / 500 + 0.824 * 0.176 / 1500)
+    se = np.sqrt(seed_var + sampling_var)
+    df = (seed_var + sampling_var) ** 2 / (seed_var ** 2 / 4)
+    low, high = (points.mean() - 80.4) / se, (points.mean() - 84.4) / se
+    assert v.verdict == CONTRADICTED
+    [sampled] = [r for r in v.readings if r.name == "with both figures' test-sampling error"]
+    assert sampled.verdict == INCONCLUSIVE
+    # float64: p-values computed by scipy in double precision on both sides
+    assert sampled.p_for == pytest.approx(max(stats.t.sf(low, df), stats.t.cdf(high, df)))
+    assert sampled.p_against == pytest.approx(min(1.0, 2 * min(stats.t.cdf(low, df), stats.t.sf(high, df))))
+    assert f"s.e. {se:.2f}" in sampled.detail and "500 test documents" in sampled.detail
+    assert "it would give inconclusive" in v.stats.split("test-sampling error", 1)[1]
+    # On an official split both models read the same documents: no such reading.
+    on_trec = _one(out, _claim(kind="within", model="model-c", pairs=[], paper_figure=82.4, datasets=["trec"]))
+    assert [r.name for r in on_trec.readings] == ["if the paper's figure were one run"]
