@@ -6,15 +6,22 @@ benchmarks/run_queue.sh, so that a long suite is picked up where the last sessio
 
 One "ENTRY_ID SEED" a line, seed-major (every entry's next seed before any entry's later one),
 in the suite file's entry order; --only keeps the entries whose id contains one of the strings.
-A run counts as present when its record in <results>/<suite>.json has an accuracy (a <results>
-folder that does not exist is refused; one without that report yet lists every run). With
---checkpoints (the folder a queue's RUN_ARGS="--checkpoint-dir ..." named), the runs cut off
-with a checkpoint there come first, each with a comment saying after which epoch it resumes.
+A run counts as present when its record in <results>/<suite>.json has an accuracy and its entry
+there has the suite file's dataset, model, overrides and max_per_split (a <results> folder that
+does not exist is refused; one without that report yet lists every run). An entry whose runs in
+the report were made with other settings is stale: its runs are listed, and a comment after the
+queue says which setting changed. With --checkpoints (the folder a queue's
+RUN_ARGS="--checkpoint-dir ..." named; refused if it does not exist), the runs cut off with a
+checkpoint there come first, each with a comment saying after which epoch it resumes, and a
+comment after the queue names each checkpoint of a run the report already has (a rerun of it
+would resume from that checkpoint). The comments start with "#", which run_queue.sh and
+--check-queue skip.
 
     python benchmarks/missing_runs.py SUITE --check-queue QUEUE_FILE
 
 prints nothing and exits 0 when every "ENTRY_ID SEED" line of the queue names an entry of the suite
-and one of its seeds, and otherwise names the first line that does not (exit 2): run_queue.sh
+and one of its seeds, and otherwise names the first line that does not, or that ends in a carriage
+return (a CRLF file, exit 2): run_queue.sh
 checks its queue so, before the first run, since such a run would fail hours into a queue, or
 finish and then be refused by --merge-from.
 """
@@ -22,12 +29,13 @@ finish and then be refused by --merge-from.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
 
-from textcls.benchmark.progress import missing_runs
-from textcls.benchmark.runner import checkpointed_run, load_suite
+from textcls.benchmark.progress import Queue, queue_state
+from textcls.benchmark.runner import checkpointed_run, load_suite, run_checkpoint_dir
 from textcls.errors import TextclsError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,15 +47,43 @@ def resumable_epochs(checkpoints: Path, entry: str, seed: int) -> int | None:
     return None if behind is None else behind["from_epoch"]
 
 
+def _shown(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def notes_after_queue(queue: Queue, checkpoints: Path | None) -> list[str]:
+    """Comment lines for after the queue: each stale entry and the setting that changed, and with
+    ``checkpoints`` each checkpoint of a run the report already has (stale: a rerun would resume
+    from it, with epochs another process, maybe at another commit, trained)."""
+    notes = []
+    for stale in queue.stale:
+        changed = "; ".join(f"{key} = {_shown(old)}, the suite file now says {_shown(new)}"
+                            for key, old, new in stale.changes)
+        notes.append(f"# {stale.entry} seed(s) {', '.join(map(str, stale.seeds))} in the report: stale: made with "
+                     f"{changed} (queued above)")
+    for entry, seed in queue.finished if checkpoints is not None else []:
+        if resumable_epochs(checkpoints, entry, seed) is not None:
+            folder = run_checkpoint_dir(checkpoints, entry, seed)
+            notes.append(f"# {entry} {seed} is in the report, yet its checkpoint is stale: remove {folder} before "
+                         "rerunning it: a rerun would resume from it")
+    return notes
+
+
 def check_queue(suite: str, queue: Path) -> None:
-    """Refuse the first queue line whose entry or seed the suite does not plan."""
+    """Refuse the first queue line whose entry or seed the suite does not plan, or that ends in a
+    carriage return (run_queue.sh's shell would read "0\r" as the seed)."""
     try:
-        lines = queue.read_text(encoding="utf-8").splitlines()
+        # Bytes, split at "\n" alone: read_text and splitlines() turn "\r\n" into a line end, and a
+        # CRLF queue would pass here.
+        lines = queue.read_bytes().decode("utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as exc:
         raise TextclsError(f"{queue}: cannot read the queue ({exc}); make one with "
                            f"python benchmarks/missing_runs.py SUITE > {queue}") from None
     seeds = {entry.id: entry.seeds for entry in load_suite(suite).entries}
     for lineno, line in enumerate(lines, 1):
+        if line.endswith("\r"):
+            raise TextclsError(f"{queue}: line {lineno} ends in a carriage return (CRLF); convert the file with "
+                               f"dos2unix {queue}")
         words = line.split("#", 1)[0].split()
         if not words:
             continue
@@ -63,6 +99,13 @@ def check_queue(suite: str, queue: Path) -> None:
                                "add the seed to the suite file or fix the line")
 
 
+def check_folder(option: str, folder: Path | None, what_to_name: str) -> None:
+    """Refuse ``option``'s folder when it is not one (None: the option not given)."""
+    if folder is not None and not folder.is_dir():
+        problem = "is not a folder" if folder.exists() else "no such folder"
+        raise TextclsError(f"{option} {folder}: {problem}; {what_to_name}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suite")
@@ -75,15 +118,16 @@ def main(argv=None) -> None:
         if args.check_queue is not None:
             check_queue(args.suite, args.check_queue)
             return
-        if args.checkpoints is not None and args.checkpoints.exists() and not args.checkpoints.is_dir():
-            raise TextclsError(f"--checkpoints {args.checkpoints}: is a file; name the runs' checkpoint folder")
-        if not args.results.is_dir():
-            # Read as "no report yet", a mistyped folder listed every run of the suite as missing.
-            problem = "is not a folder" if args.results.exists() else "no such folder"
-            raise TextclsError(f"--results {args.results}: {problem}; name the folder that holds the suite's "
-                               f"report (default {REPO / 'benchmarks' / 'results'})")
-        runs = missing_runs(args.suite, args.results, args.only)
+        # Read as "no checkpoints", a mistyped folder put no cut-off run first and named no stale checkpoint.
+        check_folder("--checkpoints", args.checkpoints, "name the folder the queue's RUN_ARGS=\"--checkpoint-dir "
+                     "...\" named")
+        # Read as "no report yet", a mistyped folder listed every run of the suite as missing.
+        check_folder("--results", args.results, "name the folder that holds the suite's report "
+                     f"(default {REPO / 'benchmarks' / 'results'})")
+        queue = queue_state(args.suite, args.results, args.only)
+        runs = queue.missing
         epochs = {run: resumable_epochs(args.checkpoints, *run) for run in runs} if args.checkpoints else {}
+        notes = notes_after_queue(queue, args.checkpoints)
     except TextclsError as exc:  # one line and exit status 2, as the textcls commands
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -91,6 +135,7 @@ def main(argv=None) -> None:
     for entry, seed in sorted(runs, key=lambda run: epochs.get(run) is None):  # stable: the order above otherwise
         done = epochs.get((entry, seed))
         lines.append(f"{entry} {seed}" + (f"  # resumes after epoch {done}" if done is not None else ""))
+    lines += notes
     try:
         sys.stdout.write("".join(f"{line}\n" for line in lines))
         sys.stdout.flush()

@@ -3,7 +3,9 @@ runs it still lacks (``missing_runs``, the queue of ``benchmarks/missing_runs.py
 full-tier suites (``benchmarks/suites/*_full.toml``) runs planned, finished and missing with an
 estimate of the one-thread CPU hours left -> REPRODUCTION.md's "How far each full suite has run".
 
-A run counts as finished when its record in ``<results>/<suite>.json`` has an accuracy. The
+A run counts as finished when its record in ``<results>/<suite>.json`` has an accuracy and its
+entry there has the suite file's dataset, model, overrides and max_per_split (runs made with a
+recipe the suite file has since changed are stale: that recipe has not run). The
 estimate of a missing run is the mean wall time of its entry's finished runs timed on the CPU
 with their cores to themselves (``report.timed_alone_on_cpu``: a run beside more jobs than cores
 would count their load as its own), a resumed run's earlier processes included. An entry with
@@ -27,15 +29,18 @@ from ..errors import DataError
 from .report import MIN_CPU_SHARE, read_committed, timed_alone_on_cpu, timed_settings
 from .runner import Suite, load_suite
 
-__all__ = ["missing_runs", "cpu_seconds_per_run", "cpu_seconds_by_settings", "epoch_cap_seconds", "timed_settings",
+__all__ = ["missing_runs", "Queue", "StaleEntry", "queue_state", "recipe_changes", "cpu_seconds_per_run", "cpu_seconds_by_settings", "epoch_cap_seconds", "timed_settings",
            "entry_settings", "Remaining", "SuiteProgress", "suite_progress", "full_suite_progress", "format_progress"]
 
 FULL_SUITES = "*_full.toml"
 EPOCH_TIMES = "epoch_times"  # benchmarks/time_epochs.py's folder under the results
 
 
-def _report_runs(results: Path, suite: Suite) -> dict[str, list[dict]]:
-    """The run records of each entry id in ``<results>/<suite>.json`` ({} without a report)."""
+RECIPE = ("dataset", "model", "overrides", "max_per_split")  # what makes two runs of an entry the same experiment
+
+
+def _report_entries(results: Path, suite: Suite) -> dict[str, dict]:
+    """The entry records by id in ``<results>/<suite>.json`` ({} without a report)."""
     report = Path(results) / f"{suite.name}.json"
     if not report.is_file():
         return {}
@@ -44,29 +49,106 @@ def _report_runs(results: Path, suite: Suite) -> dict[str, list[dict]]:
                                                 for e in entries):
         raise DataError(f"{report}: a damaged report (its entries are not a list of entries with runs); restore it "
                         f"(git checkout -- {report}) or make it again")
-    return {entry["id"]: entry["runs"] for entry in entries}
+    return {entry["id"]: entry for entry in entries}
+
+
+def recipe_changes(entry, record: dict) -> list[tuple[str, object, object]]:
+    """(setting, the report's value, the suite file's) for each of dataset, model, overrides and
+    max_per_split on which the record of ``entry`` in a report differs from the suite file's
+    ``entry``: its runs were made with a recipe the suite file no longer has. A setting the record
+    lacks is not compared (every report records all four; hand-made ones may not)."""
+    now = entry_settings(entry)
+    then = timed_settings(*(record.get(key, getattr(entry, key)) for key in RECIPE))
+    return [(key, record[key], getattr(entry, key)) for key, old, new in zip(RECIPE, then, now) if old != new]
+
+
+def _current_runs(suite: Suite, records: dict[str, dict]) -> dict[str, list[dict]]:
+    """The run records by entry id, but none for an entry whose recipe changed since
+    (``recipe_changes``): its runs are not of the suite file's recipe, which is still to run."""
+    entries = {e.id: e for e in suite.entries}
+    return {entry_id: [] if entry_id in entries and recipe_changes(entries[entry_id], record) else record["runs"]
+            for entry_id, record in records.items()}
+
+
+def _report_runs(results: Path, suite: Suite) -> dict[str, list[dict]]:
+    """The run records of each entry id in ``<results>/<suite>.json`` ({} without a report), stale
+    ones left out (``_current_runs``)."""
+    return _current_runs(suite, _report_entries(results, suite))
 
 
 def _finished(runs: Sequence[dict]) -> list[dict]:
     return [run for run in runs if run.get("accuracy") is not None]
 
 
-def _missing(suite: Suite, by_entry: dict[str, list[dict]], only: Sequence[str] | None = None) -> list[tuple[str, int]]:
-    """The (entry id, seed) runs of ``suite`` without a finished record, seed-major (every
-    entry's next seed before any entry's later one), in the suite file's entry order."""
-    wanted = [e for e in suite.entries if not only or any(s in e.id for s in only)]
-    present = {e.id: {run["seed"] for run in _finished(by_entry.get(e.id, []))} for e in wanted}
-    runs = [(e.id, seed) for e in wanted for seed in e.seeds if seed not in present[e.id]]
+def _wanted(suite: Suite, only: Sequence[str] | None) -> list:
+    """The suite's entries whose id contains one of the strings in ``only`` (all without)."""
+    return [e for e in suite.entries if not only or any(s in e.id for s in only)]
+
+
+def _seed_major(runs: list[tuple[str, int]], wanted: list) -> list[tuple[str, int]]:
+    """(entry id, seed) runs seed-major (every entry's next seed before any entry's later one), in
+    the suite file's entry order."""
     order = {e.id: i for i, e in enumerate(wanted)}
     return sorted(runs, key=lambda run: (run[1], order[run[0]]))
+
+
+def _finished_seeds(wanted: list, by_entry: dict[str, list[dict]]) -> dict[str, set[int]]:
+    return {e.id: {run["seed"] for run in _finished(by_entry.get(e.id, []))} for e in wanted}
+
+
+def _missing(suite: Suite, by_entry: dict[str, list[dict]], only: Sequence[str] | None = None) -> list[tuple[str, int]]:
+    """The (entry id, seed) runs of ``suite`` without a finished record, seed-major, in the suite
+    file's entry order."""
+    wanted = _wanted(suite, only)
+    present = _finished_seeds(wanted, by_entry)
+    return _seed_major([(e.id, seed) for e in wanted for seed in e.seeds if seed not in present[e.id]], wanted)
+
+
+@dataclass(frozen=True)
+class StaleEntry:
+    """An entry whose finished runs in the report (``seeds``) were made with another recipe than the
+    suite file's: ``changes`` = (setting, the report's value, the suite file's), ``recipe_changes``."""
+
+    entry: str
+    seeds: tuple[int, ...]
+    changes: tuple[tuple[str, object, object], ...]
+
+
+@dataclass(frozen=True)
+class Queue:
+    """Where a suite stands against its report: the runs ``missing`` (the queue), those ``finished``
+    with the suite file's recipe (both seed-major, in the suite file's entry order), and the
+    entries whose runs in the report are ``stale`` (their seeds are among the missing)."""
+
+    missing: list[tuple[str, int]]
+    finished: list[tuple[str, int]]
+    stale: list[StaleEntry]
+
+
+def queue_state(suite: str | os.PathLike, results: Path, only: Sequence[str] | None = None) -> Queue:
+    """``Queue`` of a suite (a name or a file) against ``<results>/<suite>.json``; ``only`` keeps
+    the entries whose id contains one of the strings."""
+    loaded = load_suite(suite)
+    records = _report_entries(Path(results), loaded)
+    by_entry = _current_runs(loaded, records)
+    wanted = _wanted(loaded, only)
+    present = _finished_seeds(wanted, by_entry)
+    stale = []
+    for e in wanted:
+        changes = recipe_changes(e, records[e.id]) if e.id in records else []
+        made = sorted(run["seed"] for run in _finished(records[e.id]["runs"])) if changes else []
+        if made:
+            stale.append(StaleEntry(e.id, tuple(made), tuple(changes)))
+    return Queue(missing=_missing(loaded, by_entry, only),
+                 finished=_seed_major([(e.id, seed) for e in wanted for seed in sorted(present[e.id])], wanted),
+                 stale=stale)
 
 
 def missing_runs(suite: str | os.PathLike, results: Path, only: Sequence[str] | None = None) -> list[tuple[str, int]]:
     """The (entry id, seed) runs a suite (a name or a file) still lacks in ``<results>/<suite>.json``:
     seed-major, in the suite file's entry order; ``only`` keeps the entries whose id contains one
     of the strings."""
-    loaded = load_suite(suite)
-    return _missing(loaded, _report_runs(Path(results), loaded), only)
+    return queue_state(suite, results, only).missing
 
 
 def _run_seconds(run: dict) -> float:
@@ -241,7 +323,8 @@ def format_progress(progress: Sequence[SuiteProgress]) -> list[str]:
     lines = ["## How far each full suite has run", "",
              "Placed right after the summary, so that a verdict's n can be read against what its suite "
              "plans. A run is finished when its record in `benchmarks/results/<suite>.json` has an "
-             "accuracy; planned = every entry of `benchmarks/suites/<suite>.toml` x its seeds. The hours "
+             "accuracy and its entry there the suite file's dataset, model, overrides and slice; "
+             "planned = every entry of `benchmarks/suites/<suite>.toml` x its seeds. The hours "
              "left are a planning figure from our own finished runs, on whatever CPU they ran on: each "
              "missing run counts the mean wall time of its entry's finished CPU runs (a resumed run's "
              "earlier processes included; runs on a GPU, with cached features or that shared their cores "
