@@ -6,7 +6,7 @@
 # Starts WORKERS (default 12) copies of benchmarks/run_queue.sh on one queue and one output
 # root, each run with --device cuda (small models leave a GPU mostly idle, so processes share
 # it; on a lent H200 12 workers made 90 hcan_full runs in 4.2 min), stops them at DEADLINE_S
-# (default 470) seconds, then lists the queue's runs that have no report. With BUNDLE=<folder written by
+# (default 470) seconds, then lists the queue's runs not done. With BUNDLE=<folder written by
 # benchmarks/offline_bundle.py> it installs the bundle's wheels and unpacks what it packed into
 # ROOT.bundle, and reads the bundle's datasets, GloVe table and MiniLM vectors, for a machine
 # that has no network. Exit status: 2 for a folder that is not a bundle, 3 when its wheels do
@@ -52,6 +52,6 @@ for w in $(seq 1 "${WORKERS:-12}"); do
 done
 wait "${pids[@]}"
 rmdir "$root"/*.lock 2> /dev/null
-# The queue's runs without a report (never started, or stopped at the deadline); the exit status
+# The queue's runs not done (never started, stopped at the deadline, or failed); the exit status
 # says whether the whole queue is done.
 bash "$here/run_queue.sh" --pending "$suite" "$queue" "$root"

@@ -13,8 +13,13 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "run_queue.sh"
 
 # run_queue.sh first asks `python benchmarks/missing_runs.py SUITE --check-queue QUEUE` whether the
-# suite plans every queued run; the stand-ins pass that check (its own test runs the real one).
-PASS_QUEUE_CHECK = '[[ "$1" == */missing_runs.py ]] && exit 0\n'
+# suite plans every queued run; the stand-ins pass that check (its own test runs the real one). Its
+# check of a run's report (`python -c ...`: are its runs all OK?) is handed to the real interpreter.
+PASS_QUEUE_CHECK = ('[[ "$1" == */missing_runs.py ]] && exit 0\n'
+                    f'[[ "$1" == -c ]] && exec "{sys.executable}" "$@"\n')
+
+# What run_queue.sh reads of a run's report: its runs and their status.
+OK_REPORT = '{"entries": [{"runs": [{"seed": 0, "status": "ok"}]}]}'
 
 # Stands in for `python -m textcls.cli benchmark ... --output-dir DIR`: records the call, then
 # writes a report into DIR, as the real command does at its end.
@@ -24,7 +29,7 @@ while [[ $# -gt 0 ]]; do
 done
 echo "$only $seed" >> "$CALLS"
 sleep 0.2
-mkdir -p "$dir" && echo '{}' > "$dir/toy--only.json"
+mkdir -p "$dir" && echo '""" + OK_REPORT + """' > "$dir/toy--only.json"
 """
 
 
@@ -69,7 +74,7 @@ def test_run_args_and_an_existing_pythonpath_reach_every_run(tmp_path):
     a PYTHONPATH that must come after the checkout's src, not be replaced by it."""
     fake = _executable(tmp_path / "python", '#!/usr/bin/env bash\n' + PASS_QUEUE_CHECK + 'echo "$PYTHONPATH|$*" >> "$CALLS"\n'
                        'while [[ $# -gt 0 ]]; do [[ $1 == --output-dir ]] && dir=$2; shift; done\n'
-                       'mkdir -p "$dir" && echo "{}" > "$dir/toy.json"\n')
+                       f'mkdir -p "$dir" && echo \'{OK_REPORT}\' > "$dir/toy.json"\n')
     queue = tmp_path / "queue.txt"
     queue.write_text("sst2:fcsr 0\n")
     env = {**os.environ, "PYTHON": str(fake), "CALLS": str(tmp_path / "calls.txt"),
@@ -102,7 +107,7 @@ echo "${TEXTCLS_CACHE:-}|$TEXTCLS_DATA_DIR|$PYTHONPATH|$*" >> "$CALLS"
 while [[ $# -gt 0 ]]; do case "$1" in --output-dir) dir=$2 ;; --only) only=$2 ;; esac; shift; done
 mkdir -p "$dir"
 if [[ $only == slow:* ]]; then sleep 20; touch "$dir/still-ran-after-the-deadline"; fi
-echo "{}" > "$dir/toy.json"
+echo '""" + OK_REPORT + """' > "$dir/toy.json"
 """
 
 
@@ -163,11 +168,12 @@ def test_a_run_another_worker_finishes_during_the_check_is_neither_wiped_nor_mad
     """The race two workers hit: worker B finds no report, worker A then writes its report and
     removes its lock, and B takes the lock. B must check again under the lock, and leave A's
     report alone. A stand-in `mkdir` plays A: it writes the report just before B's lock is made."""
+    a_report = '{"by": "A", ' + OK_REPORT[1:]
     fake = _executable(tmp_path / "python", FAKE_PYTHON)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _executable(bin_dir / "mkdir", '#!/usr/bin/env bash\nfor a in "$@"; do case "$a" in *.lock) run=${a%.lock}; '
-                '/bin/mkdir -p "$run"; echo \'{"by": "A"}\' > "$run/toy--only.json";; esac; done\n'
+                f'/bin/mkdir -p "$run"; echo \'{a_report}\' > "$run/toy--only.json";; esac; done\n'
                 'exec /bin/mkdir "$@"\n')
     queue = tmp_path / "queue.txt"
     queue.write_text("mr:fcsr 0\n")
@@ -178,7 +184,7 @@ def test_a_run_another_worker_finishes_during_the_check_is_neither_wiped_nor_mad
                           text=True, check=True)
     assert "skip mr:fcsr seed 0 (done)" in done.stdout
     assert not (tmp_path / "calls.txt").exists()  # not made again
-    assert (root / "mr_fcsr_s0" / "toy--only.json").read_text().strip() == '{"by": "A"}'
+    assert (root / "mr_fcsr_s0" / "toy--only.json").read_text().strip() == a_report
     assert not (root / "mr_fcsr_s0.lock").exists()
 
 
@@ -197,16 +203,23 @@ def test_a_malformed_queue_line_or_a_missing_queue_stops_before_any_run(tmp_path
     assert not (tmp_path / "runs").exists()
 
 
+def _real_queue_check(tmp_path) -> dict:
+    """A stand-in interpreter that hands missing_runs.py to the real one and records the runs; a toy
+    suite "toy.toml" (mr:tfidf-lr, seeds 0 and 1); the environment to run run_queue.sh with."""
+    _executable(tmp_path / "python", '#!/usr/bin/env bash\n'
+                f'[[ "$1" == */missing_runs.py ]] && exec "{sys.executable}" "$@"\n'
+                'echo "$*" >> "$CALLS"\n')
+    (tmp_path / "toy.toml").write_text('[suite]\nname = "toy"\n[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\n'
+                                       'seeds = [0, 1]\n')
+    return {**os.environ, "PYTHON": str(tmp_path / "python"), "CALLS": str(tmp_path / "calls.txt")}
+
+
 def test_a_queue_naming_an_entry_or_seed_the_suite_lacks_stops_before_any_run(tmp_path):
     """The real check (missing_runs.py --check-queue) with the real interpreter; the runs stand in.
     Until stop 63 such a line started a run that failed hours into the queue (an unknown entry)
     or finished and was then refused by --merge-from (a seed the suite does not plan)."""
-    _executable(tmp_path / "python", '#!/usr/bin/env bash\n'
-                f'[[ "$1" == */missing_runs.py ]] && exec "{sys.executable}" "$@"\n'
-                'echo "$*" >> "$CALLS"\n')
+    env = _real_queue_check(tmp_path)
     suite = tmp_path / "toy.toml"
-    suite.write_text('[suite]\nname = "toy"\n[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\nseeds = [0, 1]\n')
-    env = {**os.environ, "PYTHON": str(tmp_path / "python"), "CALLS": str(tmp_path / "calls.txt")}
     queue = tmp_path / "queue.txt"
     for text, message in (("mr:tfidf-lr 1\nmr:tfidf-lr-typo 0\n", ":2: the suite has no entry 'mr:tfidf-lr-typo'"),
                           ("mr:tfidf-lr 0  # resumes after epoch 2\nmr:tfidf-lr 7\n",
@@ -220,3 +233,53 @@ def test_a_queue_naming_an_entry_or_seed_the_suite_lacks_stops_before_any_run(tm
     subprocess.run(["bash", str(SCRIPT), str(suite), str(queue), str(tmp_path / "runs")], env=env, check=True,
                    capture_output=True)
     assert "--only mr:tfidf-lr --seed 1" in (tmp_path / "calls.txt").read_text()
+
+
+def test_a_run_whose_report_holds_a_failed_run_is_moved_aside_and_made_again(tmp_path):
+    """A child killed by the OOM killer still leaves a report, its run "failed". Any report once
+    counted as done: the run was skipped for good and --pending said nothing was left."""
+    _executable(tmp_path / "python", FAKE_PYTHON)
+    queue = tmp_path / "queue.txt"
+    queue.write_text("sst2:fcsr 0\ntrec:fcsr 0\nmr:fcsr 0\n")
+    root = tmp_path / "runs"
+    failed = '{"entries": [{"runs": [{"seed": 0, "status": "failed", "error": "child died (out of memory?)"}]}]}'
+    for folder, report in (("sst2_fcsr_s0", failed), ("trec_fcsr_s0", '{"entries": [{"runs": [')):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "toy--only.json").write_text(report)
+        (root / f"{folder}.log").write_text(f"the log of {folder}")
+    (root / "mr_fcsr_s0").mkdir()
+    (root / "mr_fcsr_s0" / "toy--only.json").write_text(OK_REPORT)
+    env = {**os.environ, "PYTHON": str(tmp_path / "python"), "CALLS": str(tmp_path / "calls.txt")}
+    pending = subprocess.run(["bash", str(SCRIPT), "--pending", "toy", str(queue), str(root)], env=env,
+                             capture_output=True, text=True)
+    assert pending.returncode == 1 and "2 run(s)" in pending.stdout, pending.stdout
+    assert "unfinished: sst2:fcsr 0 (its report holds a failed run: child died (out of memory?))" in pending.stdout
+    assert "unfinished: trec:fcsr 0 (its report" in pending.stdout and "cannot be read" in pending.stdout
+    done = _worker(tmp_path, queue, root).stdout
+    assert (tmp_path / "calls.txt").read_text().splitlines() == ["sst2:fcsr 0", "trec:fcsr 0"]
+    assert "skip mr:fcsr seed 0 (done)" in done
+    assert f"redo sst2:fcsr seed 0: its report holds a failed run: child died (out of memory?); moved it to " \
+           f"{root}/sst2_fcsr_s0.failed-" in done
+    for folder, report in (("sst2_fcsr_s0", failed), ("trec_fcsr_s0", '{"entries": [{"runs": [')):
+        aside, = root.glob(f"{folder}.failed-*[0-9]Z")  # its report and log kept
+        assert (aside / "toy--only.json").read_text() == report
+        assert Path(f"{aside}.log").read_text() == f"the log of {folder}"
+        assert (root / folder / "toy--only.json").read_text().strip() == OK_REPORT
+    pending = subprocess.run(["bash", str(SCRIPT), "--pending", "toy", str(queue), str(root)], env=env,
+                             capture_output=True, text=True)
+    assert pending.returncode == 0 and "0 run(s)" in pending.stdout
+
+
+def test_a_crlf_queue_is_refused_alike_by_the_queue_check_and_the_queue(tmp_path):
+    """missing_runs.py --check-queue once passed a CRLF queue, which run_queue.sh then
+    refused as "'mr:tfidf-lr 1 ' is not 'ENTRY_ID SEED'": a line that looks right on screen."""
+    env = _real_queue_check(tmp_path)
+    queue = tmp_path / "queue.txt"
+    queue.write_bytes(b"mr:tfidf-lr 0\nmr:tfidf-lr 1\r\n")
+    message = f"error: {queue}: line 2 ends in a carriage return (CRLF); convert the file with dos2unix {queue}\n"
+    for command in (["bash", str(SCRIPT), str(tmp_path / "toy.toml"), str(queue), str(tmp_path / "runs")],
+                    [sys.executable, str(SCRIPT.parent / "missing_runs.py"), str(tmp_path / "toy.toml"),
+                     "--check-queue", str(queue)]):
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        assert done.returncode == 2 and done.stderr == message, done.stderr
+    assert not (tmp_path / "calls.txt").exists()
