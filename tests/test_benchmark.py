@@ -58,7 +58,8 @@ def tiny_run(tmp_path_factory):
 def test_tiny_suite_writes_json_with_every_field(tiny_run):
     result, out = tiny_run
     raw = json.loads((out / "tiny.json").read_text(encoding="utf-8"))
-    assert raw["suite"] == "tiny" and raw["complete"] is True
+    # Not complete: the "broken" entry's run failed, and every planned run needs a result.
+    assert raw["suite"] == "tiny" and raw["complete"] is False
     assert raw["git"]["commit"] is None or len(raw["git"]["commit"]) == 40
     assert isinstance(raw["git"]["dirty"], (bool, type(None)))
     for lib in ("torch", "numpy", "sklearn", "datasets", "tokenizers", "fasttext", "sentence-transformers", "textcls"):
@@ -661,6 +662,10 @@ model = "tfidf-lr"
     # A figure per dataset on an entry of several models is refused as the single figure is.
     ('[[entry]]\ndataset = "trec"\nmodels = ["tfidf-lr", "tfidf-nb"]\npaper = { trec = 90 }\npaper_source = "x"\n',
      "one model's number"),
+    # A queue line is "ENTRY_ID SEED", split on whitespace: an id with a space could never be queued.
+    ('[[entry]]\ndataset = "mr"\nmodel = "tfidf-lr"\nname = "fast bag"\n',
+     "entry 'mr:fast bag': an entry id holds no whitespace"),
+    ('[[entry]]\ndataset = "my data.csv"\nmodel = "tfidf-lr"\n', "entry 'my data.csv:tfidf-lr': an entry id holds"),
 ])
 def test_bad_suite_files_name_the_file_and_the_problem(tmp_path, body, message):
     path = _write(tmp_path, body)
@@ -1131,6 +1136,208 @@ def test_a_hand_damaged_part_is_refused_by_file_and_field(one_part, tmp_path, da
     text = str(err.value)
     assert f"--merge-from {part}: " in text and field in text and "\n" not in text
     assert not (tmp_path / "out").exists()
+
+
+# When the parts below finished: hand-set, so that which run is the newer is known.
+EARLY, LATER, LATEST = "2030-01-01T00:00:00+00:00", "2030-01-02T00:00:00+00:00", "2030-01-03T00:00:00+00:00"
+DIED = "the run's child process died with exit code -9 (killed by the system: out of memory?)"
+
+
+def _made_part(one_part, folder: Path, *, seed: int = 0, finished: str = EARLY, commit: str | None = None,
+               failed: str | None = None, suite_file=None, change=None) -> Path:
+    """``one_part`` made again in ``folder``, as a queue's run of ``seed`` that finished at
+    ``finished`` (at ``commit``; failed with ``failed``, its error; naming ``suite_file``);
+    ``change(part, entry)`` edits it further."""
+    part = json.loads(json.dumps(one_part))
+    entry = part["entries"][0]
+    entry["runs"][0].update(seed=seed, finished=finished)
+    entry["seeds"], part["date"] = [seed], finished
+    if failed:
+        entry["runs"] = [{"seed": seed, "status": "failed", "error": failed, "finished": finished}]
+        entry.update(status="failed", summary={}, errors=[failed])
+    if commit:
+        part["git"] = {"commit": commit, "dirty": False}
+    if suite_file is not None:
+        part["suite_file"] = str(suite_file)
+    if change:
+        change(part, entry)
+    folder.mkdir(parents=True)
+    (folder / "part.json").write_text(json.dumps(part), encoding="utf-8")
+    return folder
+
+
+def test_a_failed_run_never_replaces_an_ok_run_of_its_seed(one_part, tmp_path, capsys, monkeypatch):
+    """A retry killed by the OOM killer (its report: status failed) replaced the OK run of its seed,
+    merged into the report, beside it in one merge, or with --seed --merge: a lost result."""
+    from textcls.benchmark.runner import merge_run_files
+
+    ok0 = _made_part(one_part, tmp_path / "ok0", seed=0, finished=EARLY)
+    ok1 = _made_part(one_part, tmp_path / "ok1", seed=1, finished=EARLY)
+    failed0 = _made_part(one_part, tmp_path / "failed0", seed=0, finished=LATER, failed=DIED)
+    results = tmp_path / "results"
+    merge_run_files([ok0, ok1], results)
+    before = json.loads((results / "part.json").read_text(encoding="utf-8"))
+    capsys.readouterr()
+    merge_run_files([failed0], results)
+    assert json.loads((results / "part.json").read_text(encoding="utf-8")) == before
+    assert (f"note: trec:tfidf-nb seed 0: the run in {failed0 / 'part.json'} failed (the run's child process died "
+            f"with exit code -9 (killed ...); the report keeps its OK run of {EARLY}\n") in capsys.readouterr().err
+    fresh = merge_run_files([ok0, failed0], tmp_path / "fresh")  # the two in one merge
+    assert [(r["seed"], r["status"]) for r in fresh["entries"][0]["runs"]] == [(0, "ok")]
+    assert fresh["entries"][0]["status"] == "ok"
+    assert f"; the report keeps the OK run of {EARLY} in {ok0 / 'part.json'}\n" in capsys.readouterr().err
+    # A failed run goes in where the report has no OK run of its seed; a run with a result then
+    # replaces it, even one that finished before it.
+    failed1 = _made_part(one_part, tmp_path / "failed1", seed=1, finished=LATER, failed=DIED)
+    assert merge_run_files([failed1], tmp_path / "alone")["entries"][0]["status"] == "failed"
+    assert merge_run_files([ok1], tmp_path / "alone")["entries"][0]["runs"][0]["status"] == "ok"
+    # --seed 0 --merge, its run killed: the report keeps seed 0's OK run, and the command fails.
+    monkeypatch.setattr("textcls.benchmark.runner._run_in_child",
+                        lambda job: {"seed": job["seed"], "status": "failed", "error": DIED})
+    rerun = run_suite(one_part["suite_file"], output_dir=results, seeds=[0], progress=False, threads=1, merge=True)
+    assert json.loads((results / "part.json").read_text(encoding="utf-8"))["entries"] == before["entries"]
+    assert rerun["failed"] == 1 and rerun["failed_entries"] == ["trec:tfidf-nb"]
+    assert "seed 0: the run in this rerun failed (the run's child process died" in capsys.readouterr().err
+
+
+def test_a_refused_merge_writes_nothing_and_names_the_parts_that_clash(one_part, tmp_path, capsys, monkeypatch):
+    """Two parts of one entry made with different settings at two commits: the first commit's
+    runs were written, then the second's refused as "the report's runs"."""
+    from textcls.benchmark.runner import merge_run_files
+
+    monkeypatch.delenv(SUITES_DIR_ENV, raising=False)
+    gone = tmp_path / "moved" / "part.toml"  # no suite file to check the parts against: they are checked together
+    a = _made_part(one_part, tmp_path / "a", seed=0, finished=EARLY, commit="a" * 40, suite_file=gone)
+    b = _made_part(one_part, tmp_path / "b", seed=1, finished=LATER, commit="b" * 40, suite_file=gone,
+                   change=lambda part, entry: entry.update(max_per_split=50))
+    refused = (f"--merge-from {b / 'part.json'}: entry 'trec:tfidf-nb': the runs of seed(s) 0 in {a / 'part.json'} "
+               "were made with max_per_split = 100, these with max_per_split = 50; merged, one entry would average "
+               "two settings")
+    with pytest.raises(ConfigError) as err:
+        merge_run_files([a, b], tmp_path / "results")
+    assert not (tmp_path / "results").exists() and str(err.value).startswith(refused)
+    other = _made_part(one_part, tmp_path / "other", suite_file=gone, commit="c" * 40,
+                       change=lambda part, entry: entry.update(id="trec:other"))
+    merge_run_files([other], tmp_path / "held")
+    before = (tmp_path / "held" / "part.json").read_bytes()
+    with pytest.raises(ConfigError, match=re.escape(refused)):
+        merge_run_files([a, b], tmp_path / "held")
+    assert (tmp_path / "held" / "part.json").read_bytes() == before
+    assert f"the runs were not checked against a suite file: no file of suite 'part' at {gone}" in capsys.readouterr().err
+
+
+def test_every_seed_rerun_with_new_settings_at_two_commits_replaces_the_entry(one_part, tmp_path, monkeypatch):
+    """The groups are merged one by one: the first was refused as a mix with the old run of the
+    seed the second replaces."""
+    from textcls.benchmark.runner import merge_run_files
+
+    monkeypatch.delenv(SUITES_DIR_ENV, raising=False)
+    gone = tmp_path / "moved" / "part.toml"
+    old = [_made_part(one_part, tmp_path / f"old{seed}", seed=seed, commit="a" * 40, suite_file=gone) for seed in (0, 1)]
+    merge_run_files(old, tmp_path / "results")
+
+    def halved(part, entry):
+        entry.update(max_per_split=50)
+
+    new = [_made_part(one_part, tmp_path / f"new{seed}", seed=seed, finished=when, commit=commit, suite_file=gone,
+                      change=halved) for seed, when, commit in ((0, LATER, "b" * 40), (1, LATEST, "c" * 40))]
+    merged = merge_run_files(new, tmp_path / "results")
+    entry = merged["entries"][0]
+    assert entry["max_per_split"] == 50 and [r["finished"] for r in entry["runs"]] == [LATER, LATEST]
+    assert [r["git"]["commit"] for r in merged["reruns"]] == ["b" * 40, "c" * 40]
+
+
+def test_parts_are_checked_against_the_suite_file_wherever_the_merge_runs(one_part, tmp_path, monkeypatch, capsys):
+    """A part names its suite file as the run was started (a relative path): merged from another
+    folder, or with --suite naming the file, a run of an entry renamed since went in unchecked."""
+    from textcls.benchmark.runner import merge_run_files
+
+    monkeypatch.delenv(SUITES_DIR_ENV, raising=False)
+    suites = tmp_path / "made_here" / "suites"
+    suites.mkdir(parents=True)
+    current = suites / "part.toml"  # the entry renamed since the run
+    current.write_text(Path(one_part["suite_file"]).read_text(encoding="utf-8").replace(
+        'model = "tfidf-nb"', 'model = "tfidf-nb"\nname = "nb"'), encoding="utf-8")
+    part = _made_part(one_part, tmp_path / "p", suite_file="suites/part.toml")
+    monkeypatch.chdir(tmp_path / "made_here")
+    with pytest.raises(ConfigError, match="entry 'trec:tfidf-nb' is not in suites/part.toml; did you mean"):
+        merge_run_files([part], tmp_path / "r")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match=f"entry 'trec:tfidf-nb' is not in {re.escape(str(current))}"):
+        merge_run_files([part], tmp_path / "r", suite=str(current))
+    monkeypatch.setenv(SUITES_DIR_ENV, str(suites))  # found by the suite's name, as --suite part finds it
+    with pytest.raises(ConfigError, match=f"entry 'trec:tfidf-nb' is not in {re.escape(str(current))}"):
+        merge_run_files([part], tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+    monkeypatch.delenv(SUITES_DIR_ENV)
+    capsys.readouterr()
+    assert merge_run_files([part], tmp_path / "r")["merged_parts"] == 1  # no suite file anywhere: merged, said
+    err = capsys.readouterr().err
+    assert err.startswith("note: --merge-from: the runs were not checked against a suite file: no file of suite "
+                          "'part' at suites/part.toml") and err.endswith("pass --suite with the suite's file to check them\n")
+
+
+@pytest.mark.parametrize("edit, shown", [
+    (("max_per_split = 100", "max_per_split = 50"), "max_per_split = 100, but {suite} now gives it max_per_split = 50"),
+    (('model = "tfidf-nb"', 'model = "tfidf-nb"\noverrides = { alpha_grid = [0.5] }'),
+     "overrides = {{}}, but {suite} now gives it overrides = {{'alpha_grid': [0.5]}}"),
+])
+def test_a_part_run_with_settings_the_suite_file_no_longer_has_is_refused(one_part, tmp_path, capsys, edit, shown):
+    """Runs of an entry whose settings changed in the suite file since were merged and counted as
+    done: the first sign was the refusal of the next seed, sessions later."""
+    from textcls.cli import main
+
+    current = tmp_path / "part.toml"
+    current.write_text(Path(one_part["suite_file"]).read_text(encoding="utf-8").replace(*edit), encoding="utf-8")
+    part = _made_part(one_part, tmp_path / "p", suite_file=current)
+    with pytest.raises(SystemExit) as done:
+        main(["benchmark", "--merge-from", str(part), "--output-dir", str(tmp_path / "results")])
+    assert done.value.code == 2 and not (tmp_path / "results").exists()
+    assert capsys.readouterr().err == (
+        f"error: --merge-from {part / 'part.json'}: entry 'trec:tfidf-nb' was run with {shown.format(suite=current)}; "
+        "rerun it with the current suite file, or restore the suite file as it was when it ran to merge these runs\n")
+
+
+def test_complete_says_whether_every_planned_run_has_a_result(one_part, tmp_path):
+    """Every report made by --merge-from said "incomplete: the suite was interrupted", forever."""
+    from textcls.benchmark.runner import merge_run_files
+
+    ok0 = _made_part(one_part, tmp_path / "ok0", seed=0, finished=EARLY)
+    ok1 = _made_part(one_part, tmp_path / "ok1", seed=1, finished=LATER)
+    results = tmp_path / "results"
+    page = results / "part.md"
+    incomplete = "- **incomplete**: runs the suite file plans have no OK run here"
+    assert merge_run_files([ok0], results)["complete"] is False
+    shown = page.read_text(encoding="utf-8")
+    assert merge_run_files([ok1], results)["complete"] is True and "incomplete" not in page.read_text(encoding="utf-8")
+    assert incomplete in shown
+    # A report merged before (its flag false): --render sets it from the suite file.
+    stale = json.loads((results / "part.json").read_text(encoding="utf-8"))
+    (results / "part.json").write_text(json.dumps({**stale, "complete": False}), encoding="utf-8")
+    assert render_report(one_part["suite_file"], results)["complete"] is True
+    assert "incomplete" not in page.read_text(encoding="utf-8")
+    failed = _made_part(one_part, tmp_path / "failed1", seed=1, finished=LATEST, failed=DIED)
+    assert merge_run_files([ok0, failed], tmp_path / "with_failed")["complete"] is False
+
+
+def test_an_entry_counts_the_seeds_it_has_a_run_of(one_part, tmp_path):
+    """A part cut off after seed 0 of two planned seeds: its table said 2 seeds for one run."""
+    from textcls.benchmark.runner import merge_run_files
+
+    cut = _made_part(one_part, tmp_path / "cut", change=lambda part, entry: (entry.update(seeds=[0, 1]),
+                                                                            part.update(complete=False)))
+    merged = merge_run_files([cut], tmp_path / "results")
+    assert merged["entries"][0]["seeds"] == [0]
+
+    def seeds_cell(markdown: str) -> str:  # the last cell of the entry's row in its dataset's table (the widest)
+        rows = [line for line in markdown.splitlines() if line.startswith("| tfidf-nb")]
+        return max(rows, key=lambda line: line.count("|")).rsplit("|", 2)[1].strip()
+
+    assert seeds_cell((tmp_path / "results" / "part.md").read_text(encoding="utf-8")) == "1"
+    # A report that still lists seeds it has no run of (merged before) is shown as what ran.
+    planned = {**merged, "entries": [{**merged["entries"][0], "seeds": [0, 1, 2]}]}
+    assert seeds_cell(report_module.format_tables(planned)) == "1"
 
 
 def test_runs_at_one_commit_on_two_cpus_keep_a_record_each():

@@ -1244,7 +1244,7 @@ def benchmark(
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch/BLAS threads per run (default: every available CPU)."),
     progress: bool = typer.Option(True, help="Print one line per run on stderr."),
     merge: bool = typer.Option(False, help="With --only and --output-dir: put the rerun entries into the suite's full report there (recorded as a rerun)."),
-    render: bool = typer.Option(False, "--render", help="Run nothing: rewrite <suite>.md and .png from the <suite>.json in --output-dir."),
+    render: bool = typer.Option(False, "--render", help="Run nothing: rewrite <suite>.md and .png from the <suite>.json in --output-dir (its complete flag from the suite file)."),
     seeds: List[int] = typer.Option([], "--seed", help="Run only this seed of each chosen entry (repeatable); with --merge it fills in that seed's run."),
     device: str = typer.Option("cpu", "--device", help="Where the neural models train and predict: cpu or cuda (every run records it)."),
     checkpoint_dir: Optional[Path] = typer.Option(

@@ -439,7 +439,8 @@ def format_tables(result: dict) -> str:
         rows = []
         for entry in entries:
             s = entry.get("summary", {})
-            seeds = len(entry["seeds"])
+            # The seeds that have a run: a part cut off after some of its seeds plans more.
+            seeds = len({run["seed"] for run in entry.get("runs", [])})
             failed = sum(1 for r in entry.get("runs", []) if r.get("status") != "ok")
             accuracy = "FAILED" if entry["status"] == "failed" else _pct(s, "accuracy")
             seed_cell = f"{seeds}" + (f" ({failed} failed)" if failed else "")
@@ -639,7 +640,8 @@ def format_markdown(result: dict) -> str:
         lines.append(f"- rerun on {rerun.get('date')} at commit `{rerun_commit}`{where} with `{rerun.get('command')}`: "
                      f"{', '.join(rerun['entries'])}")
     if not result.get("complete", True):
-        lines.append("- **incomplete**: the suite was interrupted; the tables hold the entries that ran")
+        lines.append("- **incomplete**: runs the suite file plans have no OK run here (the suite was interrupted, "
+                     "a run failed, or runs made apart are not all merged yet); the tables hold the runs made")
     failed = result.get("failed_entries") or []
     if failed:
         lines.append(f"- **failed entries**: {', '.join(failed)}")

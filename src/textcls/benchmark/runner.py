@@ -240,6 +240,11 @@ def load_suite(name_or_path: str | os.PathLike) -> Suite:
     for entry in entries:
         if entry.id in seen:
             raise ConfigError(f"{path}: entry '{entry.id}' appears twice; give one of them name = \"...\"")
+        if any(c.isspace() for c in entry.id):
+            # A queue line is "ENTRY_ID SEED", split on whitespace (benchmarks/run_queue.sh, missing_runs.py).
+            raise ConfigError(f"{path}: entry '{entry.id}': an entry id holds no whitespace (a queue line, "
+                              "ENTRY_ID SEED, is split on it); give the entry a name = \"...\" without spaces, or "
+                              "its dataset a path without them")
         seen.add(entry.id)
     return Suite(name=name, description=str(header.get("description", "")), path=path, entries=entries,
                  dataset_notes=dict(dataset_notes), **infer)
@@ -834,10 +839,16 @@ def run_suite(
     result["failed_entries"] = [e["id"] for e in result["entries"] if e["status"] != "ok"]
     result["wall_seconds"] = time.perf_counter() - wall
     result["complete"] = True
+    if not (only or seeds):  # the suite's report: done when every planned run has a result
+        _set_complete(result, suite)
     if write:
         report.write_report(result, output_dir)
         if merge:
-            return merge_rerun(result, output_dir)
+            merged = merge_rerun(result, output_dir, suite)
+            # A failed run fails the command (exit 1) even where the report kept an OK run of its seed.
+            passed_over = [e for e in result["failed_entries"] if e not in merged["failed_entries"]]
+            return {**merged, "failed": merged["failed"] + len(passed_over),
+                    "failed_entries": merged["failed_entries"] + passed_over}
     return result
 
 
@@ -1046,8 +1057,8 @@ def _run_entry(entry: Entry, job: dict, result: dict, counter: dict, *, progress
 
 def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike) -> dict:
     """Rewrite a suite's Markdown and plot from its JSON in ``output_dir`` (e.g.
-    ``benchmarks/results``), running nothing (after a change to how reports are formatted).
-    Returns the result with its ``files``."""
+    ``benchmarks/results``), running nothing (after a change to how reports are formatted); its
+    ``complete`` is set from the suite file (_set_complete). Returns the result with its ``files``."""
     from . import report
 
     suite = load_suite(name_or_path)
@@ -1059,6 +1070,7 @@ def render_report(name_or_path: str | os.PathLike, output_dir: str | os.PathLike
         raise ConfigError(f"{path}: not a result of suite '{suite.name}'; rerun the suite")
     result.pop("files", None)
     _check_report_numbers(result, path)
+    _set_complete(result, suite)  # the suite file may plan runs the report lacks, or have them all
     try:
         report.format_markdown(result)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -1110,24 +1122,55 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
 
     ``paths``: report JSON files, or folders searched for them. The runs are joined by entry
     and seed, the newest run of each (entry, seed) winning (a run's ``finished`` time, or its
-    report's date for runs made before runs recorded one). A run the suite's report already
-    holds, or holds a newer run of, is left out, so a queue's folder can be merged again as it
-    fills; a part with nothing left adds no record. The rest is merged as one rerun
-    (``merge_rerun``) per commit (and dirty flag) the runs were made at and CPU model they ran
-    on, so each record names the commit and machine of its own runs (a dirty group keeps its
-    first part's count of changed files). Without a report yet, the earliest group's runs become
-    the report, its entries in the suite
-    file's order (entries first made at a later commit follow, as reruns). ``command``
-    (default: each part's own) is what the report says produced them. The result carries
+    report's date for runs made before runs recorded one), except that a failed run never
+    replaces an OK one (_runs_to_merge; said on stderr). A run the suite's report already holds,
+    or holds a newer run of, is left out, so a queue's folder can be merged again as it fills; a
+    part with nothing left adds no record. The rest is merged as one rerun (_rerun_merged) per
+    commit (and dirty flag) the runs were made at and CPU model they ran on, so each record names
+    the commit and machine of its own runs (a dirty group keeps its first part's count of changed
+    files). Without a report yet, the earliest group's runs become the report, its entries in the
+    suite file's order (entries first made at a later commit follow, as reruns). ``command``
+    (default: each part's own) is what the report says produced them. The report's ``complete``
+    says whether every run the suite file plans is in it with a result. The result carries
     ``merged_parts`` and ``skipped_parts`` (the parts with no run newer than the report's or
     another part's; counts, not written to the report).
 
-    Checked first, so that a merge never writes a run it should not: the parts are of ``suite``
-    when given; each run is of an entry and a seed of the suite file (when the file is at hand);
-    and two different runs of one (entry, seed) that finished at the same time are refused, since
-    neither can be said to be the newer."""
+    Checked first, so that a refused merge writes nothing: the parts are of ``suite`` when given;
+    each run is of an entry and a seed of the suite file (``suite``, else the parts' own, found
+    as _merge_suite says), made with that entry's current settings; two different runs of one
+    (entry, seed) that finished at the same time are refused, since neither can be said to be the
+    newer; and the runs one entry would hold after the merge (the report's and every part's) were
+    all made with one setting. Every group is then merged in memory and the report written once."""
     from . import report
 
+    files, parts = _read_parts(paths)
+    planned = _merge_suite(parts, files, suite)
+    _check_run_records(parts, files)
+    full_path = Path(output_dir) / f"{parts[0]['suite']}.json"
+    full = _read_report(full_path, suite_report=True) if full_path.is_file() else None
+    if full is not None and full.get("suite") != parts[0]["suite"]:
+        raise ConfigError(f"{full_path}: is the report of suite '{full.get('suite')}', not of '{parts[0]['suite']}'; "
+                          "restore it or merge into another --output-dir")
+    _refuse_ties(parts, files, full)
+    new = _runs_to_merge(parts, files, full)
+    _refuse_mixed_parts(full, new)
+    counts = {"merged_parts": len(new), "skipped_parts": len(parts) - len(new)}
+    if not new:
+        return {**full, "files": {"json": str(full_path)}, **counts}
+    groups = combine_by_commit([part for part, _ in new], command)
+    if full is None:
+        full = _first_report(groups.pop(0), planned)
+    else:
+        _drop_replaced_runs(full, new)
+    for group in groups:
+        full = _rerun_merged(full, group)
+    _set_complete(full, planned)
+    report.write_report(full, output_dir)
+    return {**full, **counts}
+
+
+def _read_parts(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], list[dict]]:
+    """The report files under ``paths`` and their reports, checked, all of one suite."""
     files = sorted({f for p in map(Path, paths) for f in ([p] if p.is_file() else p.rglob("*.json"))})
     if not files:
         raise ConfigError(f"--merge-from {', '.join(map(str, paths))}: no report JSON found there")
@@ -1137,56 +1180,102 @@ def merge_run_files(paths: Sequence[str | os.PathLike], output_dir: str | os.Pat
     suites = {part.get("suite") for part in parts}
     if len(suites) != 1 or None in suites:
         raise ConfigError(f"--merge-from: the reports must be of one suite; found {sorted(map(str, suites))}")
-    if suite is not None and load_suite(suite).name not in suites:
-        raise ConfigError(f"--merge-from: the reports are of suite '{parts[0]['suite']}', not of --suite {suite}; "
-                          "give the suite they were run from, or leave --suite out")
-    _check_runs_in_suite(parts, files)
-    _check_run_records(parts, files)
-    full_path = Path(output_dir) / f"{parts[0]['suite']}.json"
-    full = _read_report(full_path, suite_report=True) if full_path.is_file() else None
-    if full is not None and full.get("suite") != parts[0]["suite"]:
-        raise ConfigError(f"{full_path}: is the report of suite '{full.get('suite')}', not of '{parts[0]['suite']}'; "
-                          "restore it or merge into another --output-dir")
-    _refuse_ties(parts, files, full)
-    new_parts = _runs_to_merge(parts, full)
-    for part, path in zip(parts, files):
-        if part in new_parts and full is not None:
-            _refuse_mixed_settings(full, part["entries"], f"--merge-from {path}: ")
-    counts = {"merged_parts": len(new_parts), "skipped_parts": len(parts) - len(new_parts)}
-    if not new_parts:
-        return {**full, "files": {"json": str(full_path)}, **counts}
-    groups = combine_by_commit(new_parts, command)
-    if full is None:
-        first = groups.pop(0)
-        order = {e.id: i for i, e in enumerate(load_suite(first["suite_file"]).entries)} \
-            if Path(first["suite_file"]).is_file() else {}
-        first["entries"].sort(key=lambda e: order.get(e["id"], len(order)))
-        first.update(report_name=first["suite"], only=None, seeds=None, complete=False,
-                     failed_entries=[e["id"] for e in first["entries"] if e["status"] != "ok"])
-        first["failed"] = len(first["failed_entries"])
-        report.write_report(first, output_dir)
-        full = first
-    for group in groups:
-        full = merge_rerun(group, output_dir)
-    return {**full, **counts}
+    return files, parts
 
 
-def _check_runs_in_suite(parts: list[dict], files: list[Path]) -> None:
-    """Every run of the parts is of an entry and a seed of the suite file they name (when it is
-    at hand: a part from another checkout may name a path this one lacks)."""
-    suite_file = Path(parts[0].get("suite_file") or "")
-    if not suite_file.is_file():
+def _first_report(group: dict, planned: Suite | None) -> dict:
+    """The suite's report made of the earliest group of parts, when there is none yet: its
+    entries in the suite file's order (unknown to it: after them)."""
+    order = {e.id: i for i, e in enumerate(planned.entries)} if planned is not None else {}
+    group["entries"].sort(key=lambda e: order.get(e["id"], len(order)))
+    group.update(report_name=group["suite"], only=None, seeds=None, complete=False,
+                 failed_entries=[e["id"] for e in group["entries"] if e["status"] != "ok"])
+    group["failed"] = len(group["failed_entries"])
+    return group
+
+
+def _drop_replaced_runs(full: dict, new: list[tuple[dict, Path]]) -> None:
+    """The report's runs of every (entry, seed) the parts bring, dropped before the groups are
+    merged in one by one: the seeds of an entry all rerun with new settings, at two commits, would
+    otherwise be refused by the first group's merge (_merged_entry) as a mix with the old runs the
+    second replaces. _refuse_mixed_parts has checked what the entry finally holds."""
+    brought = {(entry["id"], run["seed"]) for part, _ in new for entry in part["entries"] for run in entry["runs"]}
+    for entry in full["entries"]:
+        entry["runs"] = [run for run in entry["runs"] if (entry["id"], run["seed"]) not in brought]
+
+
+def _set_complete(report: dict, planned: Suite | None) -> None:
+    """``complete``: every (entry, seed) the suite file plans has an OK run in the report (a
+    failed run or one not made or not merged yet leaves it false). Without the suite file it
+    stays as it was."""
+    if planned is None:
         return
-    seeds = {entry.id: set(entry.seeds) for entry in load_suite(suite_file).entries}
+    ok = {(entry["id"], run["seed"]) for entry in report["entries"] for run in entry["runs"]
+          if run.get("status") == "ok"}
+    report["complete"] = all((entry.id, seed) in ok for entry in planned.entries for seed in entry.seeds)
+
+
+def _merge_suite(parts: list[dict], files: list[Path], suite: str | os.PathLike | None) -> Suite | None:
+    """Check every part against its suite file (_check_part_in_suite): ``suite`` (--suite, a path
+    or a name) when given; else the part's ``suite_file`` (a path relative to the folder the run
+    was made in, so read from the working directory) when it is that suite's, else the suite's
+    name looked up as ``--suite NAME`` looks it up. Where none is found the runs are merged
+    unchecked, said in one line on stderr. Returns the first suite file found (or None)."""
+    name = parts[0]["suite"]
+    if suite is not None:
+        given = load_suite(suite)
+        if given.name != name:
+            raise ConfigError(f"--merge-from: the reports are of suite '{name}', not of --suite {suite}; "
+                              "give the suite they were run from, or leave --suite out")
+        found = {part["suite_file"]: given for part in parts}
+    else:
+        # Read once per path: a queue's root holds a part per (entry, seed), all naming one file.
+        lookup = functools.lru_cache(maxsize=None)(lambda suite_file: _part_suite(suite_file, name))
+        found = {part["suite_file"]: lookup(part["suite_file"]) for part in parts}
     for part, path in zip(parts, files):
-        for entry in part["entries"]:
-            if entry["id"] not in seeds:
-                raise ConfigError(f"--merge-from {path}: entry '{entry['id']}' is not in {suite_file}; "
-                                  f"{close_names(entry['id'], seeds)}")
-            extra = sorted(run["seed"] for run in entry["runs"] if run["seed"] not in seeds[entry["id"]])
-            if extra:
-                raise ConfigError(f"--merge-from {path}: entry '{entry['id']}' has a run of seed {extra[0]}, which "
-                                  f"{suite_file} does not list ({sorted(seeds[entry['id']])}); add the seed there first")
+        if found[part["suite_file"]] is not None:
+            _check_part_in_suite(part, path, found[part["suite_file"]])
+    unchecked = [suite_file for suite_file, planned in found.items() if planned is None]
+    if unchecked:
+        print(f"note: --merge-from: the runs were not checked against a suite file: no file of suite '{name}' at "
+              f"{unchecked[0]} (from {Path.cwd()}) nor as {name}.toml in {', '.join(map(str, _suite_dirs()))}; "
+              "pass --suite with the suite's file to check them", file=sys.stderr)
+    return next((planned for planned in found.values() if planned is not None), None)
+
+
+def _part_suite(suite_file: str, name: str) -> Suite | None:
+    """Suite ``name`` as a part names it: its ``suite_file`` read from the working directory, else
+    the name looked up in the suite folders (find_suite); None when neither is that suite."""
+    if Path(suite_file).is_file():
+        loaded = load_suite(suite_file)
+        if loaded.name == name:
+            return loaded
+    try:
+        loaded = load_suite(find_suite(name))
+    except ConfigError:
+        return None
+    return loaded if loaded.name == name else None
+
+
+def _check_part_in_suite(part: dict, path: Path, planned: Suite) -> None:
+    """Every run of the part is of an entry and a seed of the suite file, made with the entry's
+    settings there now: runs of an entry changed since would be merged and counted as done."""
+    entries = {entry.id: entry for entry in planned.entries}
+    for entry in part["entries"]:
+        if entry["id"] not in entries:
+            raise ConfigError(f"--merge-from {path}: entry '{entry['id']}' is not in {planned.path}; "
+                              f"{close_names(entry['id'], entries)}")
+        current = entries[entry["id"]]
+        extra = sorted(run["seed"] for run in entry["runs"] if run["seed"] not in current.seeds)
+        if extra:
+            raise ConfigError(f"--merge-from {path}: entry '{entry['id']}' has a run of seed {extra[0]}, which "
+                              f"{planned.path} does not list ({sorted(current.seeds)}); add the seed there first")
+        changed = _changed_setting(entry, asdict(current))
+        if changed:
+            raise ConfigError(f"--merge-from {path}: entry '{entry['id']}' was run with {changed} = "
+                              f"{entry.get(changed)!r}, but {planned.path} now gives it {changed} = "
+                              f"{getattr(current, changed)!r}; rerun it with the current suite file, or restore "
+                              "the suite file as it was when it ran to merge these runs")
 
 
 def _check_run_records(parts: list[dict], files: list[Path]) -> None:
@@ -1229,44 +1318,101 @@ def _finished(run: dict, part: dict) -> str:
     return run.get("finished") or part["date"]
 
 
-def _runs_to_merge(parts: list[dict], full: dict | None) -> list[dict]:
-    """``parts`` cut to the runs a merge should write: per (entry, seed) the newest of the
-    parts, unless ``full`` holds that run already or a newer one (or an undated one, and this
-    one is undated too). Parts left without a run are dropped."""
-    newest: dict[tuple[str, int], tuple[str, int]] = {}
-    for index, part in enumerate(parts):
-        for entry in part["entries"]:
-            for run in entry["runs"]:
-                key, when = (entry["id"], run["seed"]), _finished(run, part)
-                if key not in newest or when >= newest[key][0]:
-                    newest[key] = (when, index)
+def _runs_to_merge(parts: list[dict], files: list[Path], full: dict | None) -> list[tuple[dict, Path]]:
+    """``parts`` (with their files) cut to the runs a merge should write: per (entry, seed) the
+    one _chosen_runs picks, unless ``full`` holds it or a run it should not replace
+    (_replaces_held). Parts left without a run are dropped; an entry keeps as ``seeds`` the seeds
+    it brings a run of (a part cut off after some of its seeds planned more)."""
+    chosen = _chosen_runs(parts, files)
     held = {(entry["id"], run["seed"]): run for entry in (full or {}).get("entries", []) for run in entry["runs"]}
-
-    def wanted(index: int, entry_id: str, run: dict) -> bool:
-        key = (entry_id, run["seed"])
-        if newest[key][1] != index:
-            return False
-        old = held.get(key)
-        if old is None:
-            return True
-        if old == run:
-            return False
-        # A held run made before runs recorded when they finished cannot be dated: only a run
-        # that records it (made since) replaces it, never another undated one.
-        return old["finished"] <= newest[key][0] if old.get("finished") else bool(run.get("finished"))
-
     kept = []
-    for index, part in enumerate(parts):
+    for index, (part, path) in enumerate(zip(parts, files)):
         entries = []
         for entry in part["entries"]:
-            runs = [run for run in entry["runs"] if wanted(index, entry["id"], run)]
-            if runs == entry["runs"]:
+            runs = [run for run in entry["runs"] if chosen[entry["id"], run["seed"]][0] == index
+                    and _replaces_held(entry["id"], run, chosen[entry["id"], run["seed"]][1],
+                                       held.get((entry["id"], run["seed"])), full, path)]
+            seeds = sorted(run["seed"] for run in runs)
+            if runs == entry["runs"] and entry["seeds"] == seeds:
                 entries.append(entry)
             elif runs:  # its summary is recomputed from the runs it keeps
-                entries.append(_with_runs(entry, runs, sorted(run["seed"] for run in runs)))
+                entries.append(_with_runs(entry, runs, seeds))
         if entries:
-            kept.append({**part, "entries": entries})
+            kept.append(({**part, "entries": entries}, path))
     return kept
+
+
+def _chosen_runs(parts: list[dict], files: list[Path]) -> dict[tuple[str, int], tuple[int, str]]:
+    """Per (entry, seed) of the parts: (the index of the part, when it finished) of the run to
+    merge: the newest OK run, else the newest failed one (a tie goes to the later part). A failed
+    run newer than the OK run chosen over it is said on stderr, as it is not the newest."""
+    runs = [((entry["id"], run["seed"]), _finished(run, part), index, run)
+            for index, part in enumerate(parts) for entry in part["entries"] for run in entry["runs"]]
+    best: dict[tuple[str, int], tuple[tuple[bool, str], int]] = {}
+    for key, when, index, run in runs:
+        rank = (run.get("status") == "ok", when)
+        if key not in best or rank >= best[key][0]:
+            best[key] = (rank, index)
+    for key, when, index, run in runs:
+        (ok, ok_when), ok_index = best[key]
+        if ok and run.get("status") != "ok" and when >= ok_when:
+            _say_failed_run_passed_over(key, run, files[index], f"the report keeps the OK run of {ok_when} "
+                                                                 f"in {files[ok_index]}")
+    return {key: (index, when) for key, ((_, when), index) in best.items()}
+
+
+def _replaces_held(entry_id: str, run: dict, when: str, held: dict | None, full: dict | None, path: Path) -> bool:
+    """Whether ``run`` (finished ``when``, from the part in ``path``) goes into the report, which
+    holds ``held`` of its (entry, seed): when it holds none, or an older run; a run with a result
+    always replaces a failed one, and a failed run never replaces one with a result (said on
+    stderr when it is the newer)."""
+    if held is None:
+        return True
+    if held == run:
+        return False
+    if run.get("status") == "ok" and held.get("status") != "ok":
+        return True
+    # A held run made before runs recorded when they finished cannot be dated: only a run
+    # that records it (made since) replaces it, never another undated one.
+    newer = held["finished"] <= when if held.get("finished") else bool(run.get("finished"))
+    if newer and run.get("status") != "ok" and held.get("status") == "ok":
+        _say_failed_run_passed_over((entry_id, run["seed"]), run, path,
+                                    f"the report keeps its OK run of {_finished(held, full)}")
+        return False
+    return newer
+
+
+def _say_failed_run_passed_over(key: tuple[str, int], run: dict, where, kept: str) -> None:
+    """One line on stderr for a failed run left out because a run of its seed has a result: an
+    out-of-memory kill or a retry cut off would otherwise have replaced that result."""
+    words = str(run.get("error") or "").split()
+    error = " ".join(words[:10]) + (" ..." if len(words) > 10 else "")
+    print(f"note: {key[0]} seed {key[1]}: the run in {where} failed ({error}); {kept}", file=sys.stderr)
+
+
+def _refuse_mixed_parts(full: dict | None, new: list[tuple[dict, Path]]) -> None:
+    """A ConfigError, before anything is written, where the runs one entry would hold after the
+    merge were made with different settings: the report's runs of the seeds no part brings, and
+    each part's (two parts' runs as well, whatever commit they were made at)."""
+    brought: dict[str, set[int]] = {}
+    for part, _ in new:
+        for entry in part["entries"]:
+            brought.setdefault(entry["id"], set()).update(run["seed"] for run in entry["runs"])
+    first: dict[str, tuple[dict, str]] = {}
+    for entry in (full or {}).get("entries", []):
+        kept = sorted(run["seed"] for run in entry["runs"] if run["seed"] not in brought.get(entry["id"], ()))
+        if kept:
+            first[entry["id"]] = (entry, f"the report's runs of seed(s) {', '.join(map(str, kept))}")
+    for part, path in new:
+        for entry in part["entries"]:
+            seeds = ", ".join(str(run["seed"]) for run in entry["runs"])
+            if entry["id"] not in first:
+                first[entry["id"]] = (entry, f"the runs of seed(s) {seeds} in {path}")
+                continue
+            old, described = first[entry["id"]]
+            changed = _changed_setting(old, entry)
+            if changed:
+                raise _mixed_settings_error(f"--merge-from {path}: ", entry["id"], described, changed, old, entry)
 
 
 def combine_by_commit(parts: Sequence[dict], command: str | None = None) -> list[dict]:
@@ -1403,32 +1549,48 @@ _ENTRY_FIELDS = (
 )
 
 
-def merge_rerun(rerun: dict, output_dir: str | os.PathLike) -> dict:
-    """Put the entries of an ``--only`` rerun into the suite's full report, in place.
-
-    Each rerun entry replaces the entry with the same id; the full report records which
-    entries were rerun, at which commit, when and with which command, so every number in it
-    still says where it came from."""
+def merge_rerun(rerun: dict, output_dir: str | os.PathLike, suite: Suite | None = None) -> dict:
+    """Put the entries of an ``--only`` rerun into the suite's full report, in place
+    (_rerun_merged), its ``complete`` recomputed from ``suite`` (the suite file) when given."""
     from . import report
 
     full_path = Path(output_dir) / f"{rerun['suite']}.json"
     if not full_path.is_file():
         raise ConfigError(f"{full_path}: no full report of suite '{rerun['suite']}' to merge into; "
                           "run the whole suite first or drop --merge")
-    full = _read_report(full_path, suite_report=True)
+    full = _rerun_merged(_read_report(full_path, suite_report=True), rerun)
+    _set_complete(full, suite)
+    report.write_report(full, output_dir)
+    return full
+
+
+def _rerun_merged(full: dict, rerun: dict) -> dict:
+    """``full`` (a suite's report, changed in place) with the entries of ``rerun`` merged in.
+
+    Each rerun entry replaces the entry with the same id, but for a failed run of a seed the
+    report holds an OK run of (kept, and said on stderr); the full report records which entries
+    were rerun, at which commit, when and with which command, so every number in it still says
+    where it came from."""
     positions = {entry["id"]: i for i, entry in enumerate(full["entries"])}
     for entry in rerun["entries"]:
-        if entry["id"] in positions:
-            at = positions[entry["id"]]
-            full["entries"][at] = _merged_entry(full["entries"][at], entry)
-        else:
+        if entry["id"] not in positions:
             full["entries"].append(entry)
+            continue
+        old = full["entries"][positions[entry["id"]]]
+        held = {run["seed"]: run for run in old["runs"] if run.get("status") == "ok"}
+        runs = [run for run in entry["runs"] if run.get("status") == "ok" or run["seed"] not in held]
+        for run in entry["runs"]:
+            if run not in runs:
+                _say_failed_run_passed_over((entry["id"], run["seed"]), run, "this rerun",
+                                            f"the report keeps its OK run of {_finished(held[run['seed']], full)}")
+        if runs:
+            new = entry if runs == entry["runs"] else _with_runs(entry, runs, sorted(run["seed"] for run in runs))
+            full["entries"][positions[entry["id"]]] = _merged_entry(old, new)
     full.setdefault("reruns", []).append(rerun_record(rerun))
     full["notes"] = rerun.get("notes", full.get("notes"))
     full["failed_entries"] = [e["id"] for e in full["entries"] if e["status"] != "ok"]
     full["failed"] = len(full["failed_entries"])
     full.pop("files", None)
-    report.write_report(full, output_dir)
     return full
 
 
@@ -1444,15 +1606,31 @@ def rerun_record(rerun: dict) -> dict:
 def _merged_entry(old: dict, new: dict) -> dict:
     """``new``'s runs replace ``old``'s runs of the same seeds; ``old``'s other seeds stay. A
     rerun of every seed therefore replaces the entry, and a rerun of one seed (``--seed``)
-    fills in that seed alone, made with the same settings (else refused: _refuse_mixed_setting)."""
+    fills in that seed alone, made with the same settings (else refused: _refuse_mixed_setting).
+    Its ``seeds`` are the seeds it has a run of (what the tables count), not those planned."""
     _refuse_mixed_setting(old, new, "")
     new_seeds = {run["seed"] for run in new["runs"]}
     runs = sorted([r for r in old["runs"] if r["seed"] not in new_seeds] + new["runs"], key=lambda r: r["seed"])
-    return _with_runs(new, runs, sorted(set(old.get("seeds", [])) | set(new["seeds"])))
+    return _with_runs(new, runs, [run["seed"] for run in runs])
 
 
 # What an entry's runs were made with: a seed's run made with other values is another experiment.
 _RUN_SETTINGS = ("dataset", "model", "overrides", "max_per_split")
+
+
+def _changed_setting(old: dict, new: dict) -> str | None:
+    """The first of _RUN_SETTINGS in which two entries (reports, or suite Entries as dicts) differ."""
+    return next((key for key in _RUN_SETTINGS if (old.get(key) or None) != (new.get(key) or None)), None)
+
+
+def _mixed_settings_error(where: str, entry_id: str, described: str, changed: str, old: dict,
+                          new: dict) -> ConfigError:
+    """The refusal of runs of one entry made with two settings: ``described`` (which runs, where)
+    were made with ``old``'s value, the runs merged now with ``new``'s."""
+    return ConfigError(
+        f"{where}entry '{entry_id}': {described} were made with {changed} = {old.get(changed)!r}, these with "
+        f"{changed} = {new.get(changed)!r}; merged, one entry would average two settings: rerun every seed of "
+        "the entry (which replaces it), or give the new setting an entry of its own in the suite file")
 
 
 def _refuse_mixed_settings(full: dict, entries: list[dict], where: str) -> None:
@@ -1471,13 +1649,10 @@ def _refuse_mixed_setting(old: dict, new: dict, where: str) -> None:
     """_refuse_mixed_settings for one entry: ``old`` in the report, ``new`` merged into it."""
     seeds = {run["seed"] for run in new["runs"]} if "runs" in new else set(new["seeds"])
     kept = sorted(run["seed"] for run in old["runs"] if run["seed"] not in seeds)
-    changed = next((key for key in _RUN_SETTINGS if (old.get(key) or None) != (new.get(key) or None)), None)
+    changed = _changed_setting(old, new)
     if kept and changed:
-        raise ConfigError(
-            f"{where}entry '{new['id']}': the report's runs of seed(s) {', '.join(map(str, kept))} were made with "
-            f"{changed} = {old.get(changed)!r}, these with {changed} = {new.get(changed)!r}; merged, one entry "
-            "would average two settings: rerun every seed of the entry (which replaces it), or give the new "
-            "setting an entry of its own in the suite file")
+        raise _mixed_settings_error(where, new["id"], f"the report's runs of seed(s) {', '.join(map(str, kept))}",
+                                    changed, old, new)
 
 
 def _with_runs(entry: dict, runs: list[dict], seeds: list[int]) -> dict:
