@@ -200,7 +200,7 @@ def test_summary_averages_each_row_over_the_datasets_it_ran_on_with_their_count(
 def test_seconds_of_runs_made_on_a_gpu_are_marked_so_they_are_not_read_as_cpu_seconds(tmp_path):
     def entry(model, devices, cached=(), crowded=()):
         row = _summary_entry("d1", model, 0.8)
-        runs = [{"device": d, "status": "ok", **({"features_cached": True} if i in cached else {}),
+        runs = [{"seed": i, "device": d, "status": "ok", **({"features_cached": True} if i in cached else {}),
                  # 0.4 of a core: the run shared it with other jobs
                  **({"train_cpu_seconds": 4.0, "train_seconds": 10.0, "threads": 1} if i in crowded else {})}
                 for i, d in enumerate(devices)]
