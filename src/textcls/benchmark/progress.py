@@ -21,22 +21,19 @@ the training a run can do. An entry with neither leaves its missing runs untimed
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
 from ..errors import DataError
 from .report import MIN_CPU_SHARE, read_committed, timed_alone_on_cpu, timed_settings
-from .runner import Suite, load_suite
+from .runner import RUN_SETTINGS, Suite, changed_settings, load_suite
 
 __all__ = ["missing_runs", "Queue", "StaleEntry", "queue_state", "recipe_changes", "cpu_seconds_per_run", "cpu_seconds_by_settings", "epoch_cap_seconds", "timed_settings",
            "entry_settings", "Remaining", "SuiteProgress", "suite_progress", "full_suite_progress", "format_progress"]
 
 FULL_SUITES = "*_full.toml"
 EPOCH_TIMES = "epoch_times"  # benchmarks/time_epochs.py's folder under the results
-
-
-RECIPE = ("dataset", "model", "overrides", "max_per_split")  # what makes two runs of an entry the same experiment
 
 
 def _report_entries(results: Path, suite: Suite) -> dict[str, dict]:
@@ -57,9 +54,9 @@ def recipe_changes(entry, record: dict) -> list[tuple[str, object, object]]:
     max_per_split on which the record of ``entry`` in a report differs from the suite file's
     ``entry``: its runs were made with a recipe the suite file no longer has. A setting the record
     lacks is not compared (every report records all four; hand-made ones may not)."""
-    now = entry_settings(entry)
-    then = timed_settings(*(record.get(key, getattr(entry, key)) for key in RECIPE))
-    return [(key, record[key], getattr(entry, key)) for key, old, new in zip(RECIPE, then, now) if old != new]
+    current = asdict(entry)
+    compared = [key for key in RUN_SETTINGS if key in record]
+    return [(key, record[key], current[key]) for key in changed_settings(record, current, compared)]
 
 
 def _current_runs(suite: Suite, records: dict[str, dict]) -> dict[str, list[dict]]:

@@ -1615,12 +1615,17 @@ def _merged_entry(old: dict, new: dict) -> dict:
 
 
 # What an entry's runs were made with: a seed's run made with other values is another experiment.
-_RUN_SETTINGS = ("dataset", "model", "overrides", "max_per_split")
+RUN_SETTINGS = ("dataset", "model", "overrides", "max_per_split")  # what makes two runs of an entry one experiment
+
+
+def changed_settings(old: dict, new: dict, keys: Sequence[str] = RUN_SETTINGS) -> list[str]:
+    """The ``keys`` (of RUN_SETTINGS) in which two entries (reports, or suite Entries as dicts) differ."""
+    return [key for key in keys if (old.get(key) or None) != (new.get(key) or None)]
 
 
 def _changed_setting(old: dict, new: dict) -> str | None:
-    """The first of _RUN_SETTINGS in which two entries (reports, or suite Entries as dicts) differ."""
-    return next((key for key in _RUN_SETTINGS if (old.get(key) or None) != (new.get(key) or None)), None)
+    """The first of RUN_SETTINGS in which two entries differ (``changed_settings``)."""
+    return next(iter(changed_settings(old, new)), None)
 
 
 def _mixed_settings_error(where: str, entry_id: str, described: str, changed: str, old: dict,
