@@ -47,7 +47,9 @@ fi
 if [[ -e "$root" && ! -d "$root" ]]; then echo "error: $root: is a file; name a folder for the runs" >&2; exit 2; fi
 # Every line is checked before the first run: a bad one found later would stop a queue mid-way.
 lineno=0
-while IFS= read -r line; do
+# `|| [[ -n ... ]]`: a last line without a newline makes read fail yet fills the variable; without
+# it that line would be skipped, unchecked here and never run below.
+while IFS= read -r line || [[ -n "$line" ]]; do
   lineno=$((lineno + 1))
   # A CRLF line would otherwise be refused as "'E 0 ' is not 'ENTRY_ID SEED'": its \r does not show.
   if [[ "$line" == *$'\r' ]]; then
@@ -94,7 +96,7 @@ done_run() {
 }
 mkdir -p "$root"
 left=0
-while read -r entry seed _; do
+while read -r entry seed _ || [[ -n "${entry:-}" ]]; do
   [[ -z "${entry:-}" || "$entry" == \#* ]] && continue
   out="$root/$(echo "$entry" | tr '/:' '__')_s$seed"
   if done_run "$out"; then

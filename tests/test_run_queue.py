@@ -283,3 +283,20 @@ def test_a_crlf_queue_is_refused_alike_by_the_queue_check_and_the_queue(tmp_path
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         assert done.returncode == 2 and done.stderr == message, done.stderr
     assert not (tmp_path / "calls.txt").exists()
+
+
+def test_a_last_line_without_a_newline_is_checked_made_and_listed_as_pending(tmp_path):
+    """An editor or `printf` can leave the last queue line without its newline; `read` then fails on
+    it, and the queue used to skip that run silently (made by no worker, listed by no --pending)."""
+    _executable(tmp_path / "python", FAKE_PYTHON)
+    env = {**os.environ, "PYTHON": str(tmp_path / "python"), "CALLS": str(tmp_path / "calls.txt")}
+    queue, root = tmp_path / "queue.txt", tmp_path / "runs"
+    queue.write_text("sst2:fcsr 0\nmr:fcsr 1")
+    pending = subprocess.run(["bash", str(SCRIPT), "--pending", "toy", str(queue), str(root)], env=env,
+                             capture_output=True, text=True)
+    assert pending.returncode == 1 and "unfinished: mr:fcsr 1" in pending.stdout
+    _worker(tmp_path, queue, root)
+    assert sorted((tmp_path / "calls.txt").read_text().splitlines()) == ["mr:fcsr 1", "sst2:fcsr 0"]
+    queue.write_text("sst2:fcsr 0\nmr:fcsr x")
+    bad = subprocess.run(["bash", str(SCRIPT), "toy", str(queue), str(root)], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and f"{queue}:2: 'mr:fcsr x" in bad.stderr
