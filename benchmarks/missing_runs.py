@@ -12,7 +12,8 @@ does not exist is refused; one without that report yet lists every run). An entr
 the report were made with other settings is stale: its runs are listed, and a comment after the
 queue says which setting changed. With --checkpoints (the folder a queue's
 RUN_ARGS="--checkpoint-dir ..." named; refused if it does not exist), the runs cut off with a
-checkpoint there come first, each with a comment saying after which epoch it resumes, and a
+checkpoint there come first, each with a comment saying after which epoch it resumes (and at
+which commit, on which machine, those epochs were made, where the checkpoint records it), and a
 comment after the queue names each checkpoint of a run the report already has (a rerun of it
 would resume from that checkpoint). The comments start with "#", which run_queue.sh and
 --check-queue skip.
@@ -35,7 +36,7 @@ import sys
 from pathlib import Path
 
 from textcls.benchmark.progress import Queue, queue_state
-from textcls.benchmark.runner import checkpointed_run, load_suite, run_checkpoint_dir
+from textcls.benchmark.runner import checkpointed_run, load_suite, origin_text, run_checkpoint_dir
 from textcls.errors import TextclsError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,6 +46,16 @@ def resumable_epochs(checkpoints: Path, entry: str, seed: int) -> int | None:
     """The epochs a cut-off run has checkpointed under ``checkpoints``, or None without one."""
     behind = checkpointed_run(checkpoints, entry, seed)
     return None if behind is None else behind["from_epoch"]
+
+
+def resume_comment(behind: dict | None) -> str:
+    """The queue line's comment for a run with a checkpoint (``checkpointed_run``): after which
+    epoch it resumes and, where its folder records it, the commit and machine that made those
+    epochs, which the resuming process may not share."""
+    if behind is None:
+        return ""
+    made_at = behind.get("made_at")
+    return f"  # resumes after epoch {behind['from_epoch']}" + (f" (made at {origin_text(made_at)})" if made_at else "")
 
 
 def _shown(value) -> str:
@@ -126,15 +137,14 @@ def main(argv=None) -> None:
                      f"(default {REPO / 'benchmarks' / 'results'})")
         queue = queue_state(args.suite, args.results, args.only)
         runs = queue.missing
-        epochs = {run: resumable_epochs(args.checkpoints, *run) for run in runs} if args.checkpoints else {}
+        behind = {run: checkpointed_run(args.checkpoints, *run) for run in runs} if args.checkpoints else {}
         notes = notes_after_queue(queue, args.checkpoints)
     except TextclsError as exc:  # one line and exit status 2, as the textcls commands
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     lines = []
-    for entry, seed in sorted(runs, key=lambda run: epochs.get(run) is None):  # stable: the order above otherwise
-        done = epochs.get((entry, seed))
-        lines.append(f"{entry} {seed}" + (f"  # resumes after epoch {done}" if done is not None else ""))
+    for entry, seed in sorted(runs, key=lambda run: behind.get(run) is None):  # stable: the order above otherwise
+        lines.append(f"{entry} {seed}" + resume_comment(behind.get((entry, seed))))
     lines += notes
     try:
         sys.stdout.write("".join(f"{line}\n" for line in lines))

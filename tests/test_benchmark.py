@@ -1565,6 +1565,79 @@ def test_a_run_cut_off_resumes_from_its_checkpoint_as_if_never_stopped(tmp_path)
     assert list(checkpoints.iterdir()) == []  # the finished run's folder is removed; TF-IDF made none
     raw = json.loads((tmp_path / "resumed" / "resume.json").read_text(encoding="utf-8"))
     assert raw["entries"][0]["runs"][0]["resumed"]["from_epoch"] == 1
+    assert raw["entries"][0]["runs"][0]["resumed"]["made_at"] is None  # the folder was made without its origin
+
+
+def _kim_cnn_job(checkpoints: Path, epochs: int) -> dict:
+    """The job of trec:kim-cnn-rand seed 0 (200 documents a split) with a checkpoint folder, as
+    the runner hands it to a run's child; run in this process, so its stderr is capsys's."""
+    from textcls.benchmark.runner import Entry
+
+    entry = Entry(id="trec:kim-cnn-rand", dataset="trec", model="kim-cnn-rand", seeds=[0], max_per_split=200,
+                  overrides={"epochs": epochs, "embedding_dim": 20})
+    return {"entry": entry.to_dict(), "seed": 0, "data_dir": None, "threads": 1, "infer_b1": 5,
+            "checkpoint_dir": str(checkpoints)}
+
+
+def _notes(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("note:")]
+
+
+def test_a_run_resumed_from_epochs_made_at_another_commit_and_cpu_records_where_they_were_made(tmp_path, capsys):
+    """--checkpoint-dir across sessions: a worktree moved to a newer commit (or machine) resumes a
+    run whose first epochs the old one made. The fresh run writes its origin beside checkpoint/;
+    the resumed record's ``resumed.made_at`` carries it and a note says the two differ, and the
+    resume goes on."""
+    from datetime import datetime, timedelta
+
+    from textcls.benchmark import system
+    from textcls.benchmark.runner import RUN_ORIGIN, run_checkpoint_dir
+
+    checkpoints = tmp_path / "checkpoints"
+    first = _run_job(_kim_cnn_job(checkpoints, epochs=1))
+    folder = run_checkpoint_dir(checkpoints, "trec:kim-cnn-rand", 0)
+    assert first["status"] == "ok" and "resumed" not in first
+    # Beside the engine's checkpoint/, whose format (state.json) stays the engine's.
+    assert sorted(p.name for p in folder.iterdir()) == ["checkpoint", "epochs.csv", RUN_ORIGIN]
+    origin = json.loads((folder / RUN_ORIGIN).read_text(encoding="utf-8"))
+    git = system.git_info()
+    assert (origin["commit"], origin["dirty"]) == (git["commit"], git["dirty"])
+    assert origin["cpu_model"] == system.cpu_model() and origin["device"] == "cpu"
+    assert datetime.fromisoformat(origin["date"]).utcoffset() == timedelta(0)
+    assert _notes(capsys.readouterr().err) == []  # a fresh run has nothing to say
+
+    made_at = {"commit": "b557176" + "0" * 33, "dirty": False, "cpu_model": "AMD EPYC 7B13", "device": "cpu",
+               "date": "2025-01-02T03:04:05+00:00"}
+    (folder / RUN_ORIGIN).write_text(json.dumps(made_at), encoding="utf-8")
+    resumed = _run_job(_kim_cnn_job(checkpoints, epochs=2))
+    assert resumed["status"] == "ok" and resumed["epochs_run"] == 2
+    assert resumed["resumed"]["from_epoch"] == 1 and resumed["resumed"]["made_at"] == made_at
+    (note,) = _notes(capsys.readouterr().err)
+    assert "trec:kim-cnn-rand seed 0: resumes after epoch 1" in note
+    assert "made at b557176 on AMD EPYC 7B13 (2025-01-02T03:04:05+00:00)" in note
+    if git["commit"] is not None:
+        assert f"runs {git['commit'][:7]}" in note
+
+
+def test_a_checkpoint_folder_made_before_origins_were_recorded_still_resumes(tmp_path, capsys):
+    """A folder without the origin file (older code made it) resumes as before: ``made_at`` is
+    null, and a note says the origin of its epochs is unknown."""
+    from textcls.benchmark.runner import create_estimator, run_checkpoint_dir
+    from textcls.data.splits import ensure_dev
+
+    checkpoints = tmp_path / "checkpoints"
+    cut_off = run_checkpoint_dir(checkpoints, "trec:kim-cnn-rand", 0)
+    first_epoch = create_estimator("kim-cnn-rand", seed=0, overrides={"epochs": 1, "embedding_dim": 20})
+    data = load_dataset("trec", max_per_split=200)
+    first_epoch.fit(ensure_dev(data, fraction=first_epoch.dev_fraction, seed=0), run_dir=cut_off)
+    assert sorted(p.name for p in cut_off.iterdir()) == ["checkpoint", "epochs.csv"]
+    capsys.readouterr()
+
+    resumed = _run_job(_kim_cnn_job(checkpoints, epochs=2))
+    assert resumed["status"] == "ok" and resumed["epochs_run"] == 2
+    assert resumed["resumed"]["from_epoch"] == 1 and resumed["resumed"]["made_at"] is None
+    (note,) = _notes(capsys.readouterr().err)
+    assert "trec:kim-cnn-rand seed 0: resumes after epoch 1 from a checkpoint of unknown origin" in note
 
 
 def test_a_checkpoint_folder_that_is_a_file_is_refused_before_any_run(tmp_path):

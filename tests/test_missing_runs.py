@@ -57,6 +57,43 @@ def test_runs_cut_off_with_a_checkpoint_come_first_and_say_where_they_resume(tmp
     assert done.value.code == 2 and re.match(r"error: .*state.json is corrupt or not a textcls checkpoint", err), err
 
 
+def test_a_resumable_run_names_the_commit_and_machine_that_made_its_epochs(tmp_path, capsys):
+    """The queue comment of a run cut off says where its checkpoint was made (the origin file
+    the runner writes beside checkpoint/), so a session at another commit or on another machine
+    sees that resuming mixes epochs; the queue stays valid for --check-queue."""
+    suite = tmp_path / "toy.toml"
+    suite.write_text('[suite]\nname = "toy"\n[defaults]\nseeds = [0, 1]\n'
+                     '[[entry]]\ndataset = "fdu_mtl/books"\nmodel = "bilstm"\n', encoding="utf-8")
+    checkpoints = tmp_path / "runs-checkpoints"
+    for seed, origin in ((0, {"commit": "b557176" + "0" * 33, "dirty": False, "cpu_model": "AMD EPYC 7B13",
+                              "device": "cpu", "date": "2025-01-02T03:04:05+00:00"}),
+                         (1, {"commit": "e387f1c" + "0" * 33, "dirty": True, "cpu_model": "Intel Xeon",
+                              "device": "cuda: NVIDIA H100 80GB HBM3", "date": "2025-01-03T03:04:05+00:00"})):
+        folder = checkpoints / f"fdu_mtl_books_bilstm_s{seed}"
+        (folder / "checkpoint").mkdir(parents=True)
+        (folder / "checkpoint" / "state.json").write_text(
+            json.dumps({"progress": {"history": [{"seconds": 2.0}] * (16 + seed)}}), encoding="utf-8")
+        (folder / "origin.json").write_text(json.dumps(origin), encoding="utf-8")
+    (tmp_path / "results").mkdir()
+    script = load_benchmark_script("missing_runs")
+    script.main([str(suite), "--results", str(tmp_path / "results"), "--checkpoints", str(checkpoints)])
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        "fdu_mtl/books:bilstm 0  # resumes after epoch 16 (made at b557176 on AMD EPYC 7B13)",
+        "fdu_mtl/books:bilstm 1  # resumes after epoch 17 (made at e387f1c with uncommitted changes on "
+        "cuda: NVIDIA H100 80GB HBM3)"]
+    queue = tmp_path / "queue.txt"
+    queue.write_text(out, encoding="utf-8")
+    script.main([str(suite), "--check-queue", str(queue)])
+    # run_queue.sh reads the comment as one too (--pending parses every line and runs nothing).
+    pending = subprocess.run(["bash", str(Path(__file__).resolve().parents[1] / "benchmarks" / "run_queue.sh"),
+                              "--pending", str(suite), str(queue), str(tmp_path / "runs")],
+                             capture_output=True, text=True)
+    assert pending.returncode == 1, pending.stderr
+    assert [line for line in pending.stdout.splitlines() if line.startswith("unfinished:")] == [
+        "unfinished: fdu_mtl/books:bilstm 0", "unfinished: fdu_mtl/books:bilstm 1"]
+
+
 TOY = ('[suite]\nname = "toy"\ndescription = "t"\n[defaults]\nseeds = [0, 1]\n'
        '[[entry]]\ndataset = "trec"\nmodel = "tfidf-lr"\n')
 

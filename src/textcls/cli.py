@@ -1250,7 +1250,8 @@ def benchmark(
     checkpoint_dir: Optional[Path] = typer.Option(
         None, "--checkpoint-dir",
         help="Checkpoint every epoch of each neural run into a folder per entry and seed here, and resume a run "
-             "cut off from its last epoch (the run records it); a run's folder is removed when it succeeds."),
+             "cut off from its last epoch (the run records it, with the commit and machine that made the "
+             "checkpointed epochs); a run's folder is removed when it succeeds."),
     merge_from: List[Path] = typer.Option([], "--merge-from", help="Run nothing: merge these reports (JSON files or folders of them, e.g. one per --only/--seed run) into the suite's report in --output-dir."),
     verdicts: bool = typer.Option(False, "--verdicts", help="Run nothing: test every claim of benchmarks/claims.toml against "
                                   "the JSON in --output-dir (default benchmarks/results) and write REPRODUCTION.md beside that folder."),

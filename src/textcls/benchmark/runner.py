@@ -46,6 +46,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import hashlib
+import json
 import math
 import multiprocessing
 import os
@@ -494,9 +495,9 @@ def _run_job(job: dict) -> dict:
     dataset = ensure_dev(dataset, fraction=estimator.dev_fraction, seed=seed)
     record["dataset"] = dataset.summary()
     record["train_documents"] = len(dataset["train"])
-    fit_args, resumed = _resume_args(estimator, job.get("checkpoint_dir"), entry.id, seed)
-    start, cpu_start = time.perf_counter(), time.process_time()
     device = job.get("device", "cpu")
+    fit_args, resumed = _resume_args(estimator, job.get("checkpoint_dir"), entry.id, seed, device)
+    start, cpu_start = time.perf_counter(), time.process_time()
     record["device"] = system.device_name(device)
     if entry.test_curve:
         fit_args["watch_splits"] = ("test",)
@@ -550,26 +551,96 @@ def run_checkpoint_dir(checkpoint_dir: str | os.PathLike, entry_id: str, seed: i
     return Path(checkpoint_dir) / f"{entry_id.replace('/', '_').replace(':', '_')}_s{seed}"
 
 
+# Where a run's checkpointed epochs were made, written when the run starts afresh: a worktree moves
+# to a newer commit between sessions (and may move machines), so a resumed run's record could mix
+# epochs of two commits or CPUs while the report names only the resuming commit. The file lies beside
+# checkpoint/ in the run folder, not inside it: the runner owns the run folder (removed when the run
+# is recorded), while checkpoint/ is the engine's, rewritten at every checkpoint in a format
+# (textcls-checkpoint/2) that `textcls train --resume` reads too and that knows no benchmark. Written
+# once, so it names the process that made the first epochs; a run resumed twice keeps that one.
+RUN_ORIGIN = "origin.json"
+ORIGIN_KEYS = ("commit", "dirty", "cpu_model", "device", "date")
+
+
+def run_origin(device: str = "cpu") -> dict:
+    """Where this process makes a run's epochs: its commit (``dirty``: tracked files changed), its
+    CPU model, the device it trains on (``system.device_name``) and the UTC time."""
+    git = system.git_info()
+    return {"commit": git["commit"], "dirty": git["dirty"], "cpu_model": system.cpu_model(),
+            "device": system.device_name(device),
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+def read_run_origin(run_dir: Path) -> dict | None:
+    """The origin (``ORIGIN_KEYS``) recorded in a run folder, or None where it has none that reads:
+    folders made before the origin was recorded. Unreadable counts as unknown rather than refused, as
+    the origin only describes the epochs, and refusing would throw them away."""
+    try:
+        origin = json.loads((Path(run_dir) / RUN_ORIGIN).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return {key: origin.get(key) for key in ORIGIN_KEYS} if isinstance(origin, dict) else None
+
+
+def origin_text(origin: dict) -> str:
+    """``"b557176 on AMD EPYC 7B13"``: an origin's short commit and machine (the accelerator for a
+    run on one, else the CPU model), as a note or a queue comment names them."""
+    commit = origin.get("commit")
+    where = commit[:7] if isinstance(commit, str) else "an unknown commit"
+    if origin.get("dirty"):
+        where += " with uncommitted changes"
+    return f"{where} on {_origin_machine(origin) or 'an unknown CPU'}"
+
+
+def _origin_machine(origin: dict) -> str | None:
+    # A GPU run's epochs are the accelerator's: the CPU beside it does not change them.
+    device = origin.get("device")
+    return device if device and device != "cpu" else origin.get("cpu_model")
+
+
 def checkpointed_run(checkpoint_dir: str | os.PathLike, entry_id: str, seed: int) -> dict | None:
     """What a cut-off run has behind it under ``checkpoint_dir`` (``from_epoch``: the epochs
-    checkpointed, ``seconds_before``: their seconds), or None when it left no checkpoint."""
+    checkpointed, ``seconds_before``: their seconds, ``made_at``: where they were made, None when
+    unknown), or None when it left no checkpoint."""
     run_dir = run_checkpoint_dir(checkpoint_dir, entry_id, seed)
     if not artifacts.is_resumable(run_dir):
         return None
     from ..train.checkpoint import checkpointed_epochs
 
     epochs, seconds = checkpointed_epochs(run_dir / artifacts.CHECKPOINT_DIR)
-    return {"from_epoch": epochs, "seconds_before": seconds}
+    return {"from_epoch": epochs, "seconds_before": seconds, "made_at": read_run_origin(run_dir)}
 
 
-def _resume_args(estimator, checkpoint_dir, entry_id: str, seed: int) -> tuple[dict, dict | None]:
+def _resume_args(estimator, checkpoint_dir, entry_id: str, seed: int, device: str = "cpu") -> tuple[dict, dict | None]:
     """The fit's ``run_dir`` and ``resume`` under a checkpoint folder (none for a model that
-    trains without epochs), and, when the run resumes, the epochs it has behind it."""
+    trains without epochs), and, when the run resumes, the epochs it has behind it. A fresh run
+    records its origin; a resumed one says when its epochs were made elsewhere."""
     if checkpoint_dir is None or not estimator.resumable:
         return {}, None
     run_dir = run_checkpoint_dir(checkpoint_dir, entry_id, seed)
     resumed = checkpointed_run(checkpoint_dir, entry_id, seed)
-    return ({"run_dir": run_dir, "resume": True} if resumed else {"run_dir": run_dir}), resumed
+    here = run_origin(device)
+    if resumed is None:
+        artifacts.write_json(run_dir / RUN_ORIGIN, here)
+        return {"run_dir": run_dir}, None
+    note = _origin_note(resumed["made_at"], here)
+    if note:
+        print(f"note: {entry_id} seed {seed}: resumes after epoch {resumed['from_epoch']} {note}", file=sys.stderr)
+    return {"run_dir": run_dir, "resume": True}, resumed
+
+
+def _origin_note(made_at: dict | None, here: dict) -> str | None:
+    """Why a resumed run's epochs may not all be this process's (None where they match): made at
+    another commit or on another machine, or somewhere unknown. Resuming goes on: moving between
+    commits is the workflow, and the record keeps both (``resumed.made_at``, the report's git)."""
+    if made_at is None:
+        return (f"from a checkpoint of unknown origin (no readable {RUN_ORIGIN}: made by older code), so its "
+                f"earlier epochs may come from another commit or machine than {origin_text(here)}")
+    if (made_at.get("commit"), made_at.get("dirty"), _origin_machine(made_at)) == \
+            (here["commit"], here["dirty"], _origin_machine(here)):
+        return None
+    return (f"from a checkpoint made at {origin_text(made_at)} ({made_at.get('date')}), while this process "
+            f"runs {origin_text(here)}: its record mixes their epochs and keeps both (resumed.made_at, the report's git)")
 
 
 def _load_job_dataset(entry: Entry, job: dict, record: dict):
@@ -804,7 +875,8 @@ def run_suite(
     ``checkpoint_dir``: each neural run checkpoints every epoch into
     ``run_checkpoint_dir(checkpoint_dir, entry id, seed)`` and, when that holds a checkpoint
     (a run cut off), resumes from its last epoch (the run records ``resumed``); the folder is
-    removed when the run succeeds. Runs longer than a sitting need it.
+    removed when the run succeeds. Runs longer than a sitting need it. A resumed run's
+    ``resumed.made_at`` names the commit and machine of its checkpointed epochs (``_resume_args``).
     Returns the result dict (what the JSON holds); ``result["failed"]`` counts entries with
     a failed run, and the caller should exit non-zero when it is not 0.
     """
