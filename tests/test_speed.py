@@ -176,3 +176,151 @@ def test_every_committed_speed_table_is_its_json_rendered():
             f"{table} is not its JSON rendered: rewrite it with textcls.benchmark.speed.format_speed_markdown("
             f"json.load(open('{table.with_suffix('.json').name}')), its 'command')")
     assert len(tables) >= 7
+
+
+# --------------------------------------------------------------------------- rounds (--repeats)
+
+
+def _fake_row(job: dict, ms: float) -> dict:
+    """What a child returns, without a child: the fields merge_rounds and the report read."""
+    return {"model": job["model"], "length": job["length"], "batch_size": job["batch_size"], "status": "ok",
+            "train_ms_per_batch": ms, "train_ms_per_batch_all": [ms - 1.0, ms, ms + 1.0],
+            "train_docs_per_second": 1000 * job["batch_size"] / ms, "infer_ms_per_batch": ms / 2,
+            "infer_ms_per_batch_all": [ms / 2] * 3, "peak_rss_mb": 100.0 + ms, "rss_before_first_step_mb": 90.0,
+            "training_peak_added_mb": 10.0 + ms, "parameters": 10, "trainable_parameters": 10}
+
+
+def test_repeats_time_every_cell_in_a_fresh_child_each_round(tmp_path, capsys, monkeypatch):
+    # The steps of one child were the only replicates: a verdict over them tested one process's
+    # jitter. Each round now spawns every cell again, and each row keeps one median per round.
+    import statistics
+
+    import textcls.benchmark.speed as speed
+
+    children = []
+    real = speed._run_child
+
+    def counted(job, timeout):
+        children.append((job["model"], job["length"]))
+        return real(job, timeout)
+
+    monkeypatch.setattr(speed, "_run_child", counted)
+    main(["speed", "-m", "fasttext-bag", "-l", "8", "-l", "16", "-b", "2", "--steps", "2", "--warmup", "0",
+          "--threads", "1", "--vocab-size", "100", "--repeats", "2", "-o", str(tmp_path / "sp")])
+    assert sorted(children) == sorted([("fasttext-bag", 8), ("fasttext-bag", 16)] * 2)  # 2 children per cell
+    result = json.loads((tmp_path / "sp.json").read_text())
+    assert result["settings"]["repeats"] == 2
+    assert [r["length"] for r in result["rows"]] == [8, 16]  # one row per cell
+    for row in result["rows"]:
+        assert row["status"] == "ok" and len(row["train_ms_per_batch_rounds"]) == 2
+        steps = row["train_ms_per_batch_all"]  # both rounds' steps, round after round
+        assert len(steps) == 4 and row["train_ms_per_batch"] == statistics.median(steps)
+        assert row["train_ms_per_batch_rounds"] == [statistics.median(steps[:2]), statistics.median(steps[2:])]
+    err = capsys.readouterr().err
+    assert [line.split(":")[0] for line in err.splitlines() if line.startswith("[speed]")] == [
+        "[speed] round 1/2 fasttext-bag L=8", "[speed] round 1/2 fasttext-bag L=16",
+        "[speed] round 2/2 fasttext-bag L=16", "[speed] round 2/2 fasttext-bag L=8"]  # progress as it goes
+    table = (tmp_path / "sp.md").read_text()
+    assert "2 rounds, each timing every (model, length) in a fresh process" in table
+    assert "| rounds: ms min-max |" in table and "| rounds: x first min-max |" in table
+
+
+def test_rounds_rotate_the_models_and_alternate_the_lengths(monkeypatch):
+    # A drift over a long timing would fall on the same model in every round in one fixed order.
+    import textcls.benchmark.speed as speed
+
+    order = []
+
+    def fake(job, timeout):
+        order.append((job["length"], job["model"]))
+        return _fake_row(job, 10.0 * (len(order)))
+
+    monkeypatch.setattr(speed, "_run_child", fake)
+    models = ["fasttext-bag", "kim-cnn-static", "spe-cnn"]
+    result = speed.run_speed(models, [8, 16], repeats=3, steps=3, progress=False)
+    a, b, c = models
+    assert order == [(8, a), (8, b), (8, c), (16, a), (16, b), (16, c),       # round 1
+                     (16, b), (16, c), (16, a), (8, b), (8, c), (8, a),       # round 2: rotated, lengths reversed
+                     (8, c), (8, a), (8, b), (16, c), (16, a), (16, b)]       # round 3
+    for length in (8, 16):  # each model took every place at each length once
+        places = [[m for (ln, m) in order[r * 6:(r + 1) * 6] if ln == length] for r in range(3)]
+        assert all(sorted(p.index(m) for p in places) == [0, 1, 2] for m in models)
+    # The rows come in the report's order whatever the timing order, each round's median in round order.
+    assert [(r["length"], r["model"]) for r in result["rows"]] == [(8, a), (8, b), (8, c), (16, a), (16, b), (16, c)]
+    row = next(r for r in result["rows"] if (r["length"], r["model"]) == (16, a))
+    times = [10.0 * (i + 1) for i, cell in enumerate(order) if cell == (16, a)]
+    assert row["train_ms_per_batch_rounds"] == times
+    assert row["train_ms_per_batch_all"] == [x for t in times for x in (t - 1.0, t, t + 1.0)]
+    # memory: the round with the highest peak, peak and added of one process
+    assert row["peak_rss_mb"] == 100.0 + max(times) and row["training_peak_added_mb"] == 10.0 + max(times)
+    assert speed.round_order(2, 1, 0) == [(0, 0), (0, 1)] and speed.round_order(2, 1, 1) == [(0, 1), (0, 0)]
+
+
+def test_a_cell_that_fails_in_a_round_fails_its_row_and_is_not_timed_again(monkeypatch):
+    import textcls.benchmark.speed as speed
+
+    calls = []
+
+    def fake(job, timeout):
+        calls.append(job["model"])
+        if job["model"] == "spe-cnn" and calls.count("spe-cnn") == 2:
+            return {"model": job["model"], "length": job["length"], "status": "failed", "error": "out of memory"}
+        return _fake_row(job, 10.0)
+
+    monkeypatch.setattr(speed, "_run_child", fake)
+    result = speed.run_speed(["fasttext-bag", "spe-cnn"], [8], repeats=4, progress=False)
+    assert calls.count("spe-cnn") == 2 and calls.count("fasttext-bag") == 4
+    failed = result["rows"][1]
+    assert failed["status"] == "failed" and failed["error"] == "round 2: out of memory"
+    assert len(result["rows"][0]["train_ms_per_batch_rounds"]) == 4
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("0", "error: parameter 'repeats' (--repeats) = 0 is outside its allowed range [1, "),
+    ("-1", "error: parameter 'repeats' (--repeats) = -1 is outside its allowed range [1, "),
+    ("1.5", "error: Invalid value for '--repeats': "),  # click's type check, with its own wording
+    ("two", "error: Invalid value for '--repeats': "),
+])
+def test_repeats_that_are_not_a_whole_number_of_rounds_are_refused(tmp_path, capsys, monkeypatch, value, shown):
+    def never(*args, **kwargs):
+        raise AssertionError("a child was started")
+
+    monkeypatch.setattr("textcls.benchmark.speed._run_child", never)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["speed", "-m", "fasttext-bag", "-l", "8", "-b", "2", "--repeats", value, "-o", str(tmp_path / "sp")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(shown) and len(err.splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(SystemExit) as exit_info:  # it times training batches: --predict does not read it
+        main(["speed", "--predict", "--repeats", "2", "-o", str(tmp_path / "sp")])
+    assert exit_info.value.code == 2 and capsys.readouterr().err.startswith("error: --repeats applies only without")
+
+
+def test_run_speed_refuses_repeats_below_one_or_fractional():
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ConfigError, match=r"^parameter 'repeats' = "):
+            run_speed(["fasttext-bag"], [8], repeats=bad, progress=False)
+
+
+def test_a_table_of_rounds_shows_their_spread_and_of_one_round_is_as_before():
+    from textcls.benchmark.speed import format_speed_markdown
+
+    def row(model, ms, rounds):
+        return {"model": model, "length": 16, "status": "ok", "train_ms_per_batch": ms, "train_docs_per_second": 1.0,
+                "infer_ms_per_batch": 1.0, "peak_rss_mb": 100.0, "training_peak_added_mb": 20.0,
+                "trainable_parameters": 10, "parameters": 10, "train_ms_per_batch_rounds": rounds}
+
+    settings = {"models": ["a", "b"], "batch_size": 4, "steps": 5, "warmup": 1, "threads": 1, "vocab_size": 100,
+                "num_classes": 2, "lengths": [16], "repeats": 3}
+    result = {"settings": settings, "machine": {}, "git": {},
+              "rows": [row("a", 10.0, [9.0, 10.0, 12.0]), row("b", 30.0, [27.0, 30.0, 36.0])]}
+    lines = format_speed_markdown(result).splitlines()
+    assert "median of all 15 timed steps" in "\n".join(lines)
+    cells = [c.strip() for c in next(line for line in lines if line.startswith("| model |")).strip("|").split("|")]
+    b = [c.strip() for c in next(line for line in lines if line.startswith("| b |")).strip("|").split("|")]
+    assert b[cells.index("train ms/batch")] == "30.0" and b[cells.index("rounds: ms min-max")] == "27.0-36.0"
+    assert b[cells.index("train x first")] == "3.00" and b[cells.index("rounds: x first min-max")] == "3.00-3.00"
+    one = {**result, "settings": {**settings, "repeats": 1}}
+    old = {**result, "settings": {k: v for k, v in settings.items() if k != "repeats"}}
+    assert format_speed_markdown(one) == format_speed_markdown(old) and "rounds" not in format_speed_markdown(one)

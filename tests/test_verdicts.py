@@ -437,6 +437,127 @@ def test_speed_claims_test_log_step_times(tmp_path):
     assert ten_times.verdict == CONTRADICTED
 
 
+def _speed_json(out, rows, name="speed_toy"):
+    (out / f"{name}.json").write_text(json.dumps({"kind": "speed", "rows": rows, "command": "textcls speed -m fast"}))
+
+
+def _cell(model, length, rounds, steps=4, jitter=0.002):
+    """A row timed in ``len(rounds)`` rounds: each round's steps tight around its median, as in one process."""
+    all_steps = [m * (1 + jitter * (i - (steps - 1) / 2)) for m in rounds for i in range(steps)]
+    return {"model": model, "length": length, "status": "ok", "train_ms_per_batch": float(np.median(all_steps)),
+            "train_ms_per_batch_all": all_steps, "train_ms_per_batch_rounds": list(rounds)}
+
+
+def _speed_claim(**kw):
+    base = dict(kind="speed", speed="speed_toy", pairs=[["fast", "slow"]], lengths=[64], min_ratio=2.0, suites=[],
+                datasets=[])
+    base.update(kw)
+    return _claim(**base)
+
+
+def test_speed_claims_with_rounds_test_the_round_log_ratios_paired_by_round(tmp_path):
+    out = tmp_path / "results"
+    out.mkdir()
+    fast, slow = [10.0, 11.5, 9.6, 10.8, 12.0], [30.0, 33.0, 30.5, 31.0, 37.0]
+    _speed_json(out, [_cell("fast", 64, fast), _cell("slow", 64, slow)])
+    v = _one(out, _speed_claim())
+    log_ratios = np.log(np.array(slow) / np.array(fast))
+    expected = stats.ttest_1samp(log_ratios, popmean=np.log(2.0), alternative="greater")
+    assert expected.df == 4  # R - 1
+    # float64 on both sides: the module's t (mean, s.e., df) against scipy's
+    assert v.verdict == SUPPORTED and v.p == pytest.approx(expected.pvalue, rel=1e-9)
+    assert v.p_against == pytest.approx(  # float64, as above
+        stats.ttest_1samp(log_ratios, popmean=np.log(2.0), alternative="less").pvalue, rel=1e-9)
+    assert v.test.startswith("one-sided paired t over rounds on log round medians (ratio > 2x)")
+    assert "n=5 rounds (a fresh process each; df 4)" in v.test and v.n == 5 and "steps of one process" not in v.test
+    assert f"{np.exp(log_ratios.mean()):.2f}x (fast vs slow, 64 tokens)" == v.ours
+    assert any("| fast | slow | 64 | 10.8 ms (median of 5 rounds, 9.6-12.0) |" in line for line in v.details)
+    # A round of one cell pairs with the same round of the other: shuffled, the test changes.
+    _speed_json(out, [_cell("fast", 64, fast), _cell("slow", 64, slow[::-1])])
+    shuffled = _one(out, _speed_claim())
+    assert shuffled.p != pytest.approx(v.p, rel=1e-3)
+
+
+def test_steps_of_one_process_can_be_significant_where_the_rounds_disagree(tmp_path):
+    # The review's finding: a round's steps are tight, so Welch over them gives a tiny p; three
+    # processes give 2.6x, 1.7x and 2.9x, and the claim "above 2x" is not settled by them.
+    out = tmp_path / "results"
+    out.mkdir()
+    fast, slow = [10.0, 10.0, 10.0], [26.0, 17.0, 29.0]
+    one_round = [_cell("fast", 64, fast[:1], steps=10), _cell("slow", 64, slow[:1], steps=10)]
+    for row in one_round:  # as JSON from before --repeats: no rounds at all
+        del row["train_ms_per_batch_rounds"]
+    _speed_json(out, one_round)
+    steps_verdict = _one(out, _speed_claim())
+    log_f, log_s = (np.log(r["train_ms_per_batch_all"]) for r in one_round)
+    welch = stats.ttest_ind(log_s - np.log(2.0), log_f, equal_var=False, alternative="greater").pvalue
+    # float64: Welch's t and df in double precision on both sides
+    assert steps_verdict.verdict == SUPPORTED and steps_verdict.p == pytest.approx(welch, rel=1e-9) and welch < 0.001
+    assert "Welch t on log step times" in steps_verdict.test
+    assert "n=10 steps of one process (p measures step jitter, not reruns)" in steps_verdict.test
+    rounds = [_cell("fast", 64, fast, steps=10), _cell("slow", 64, slow, steps=10)]
+    _speed_json(out, rounds)
+    v = _one(out, _speed_claim())
+    per_round = stats.ttest_1samp(np.log(np.array(slow) / np.array(fast)), popmean=np.log(2.0), alternative="greater")
+    # float64: scipy's one-sample t against the module's, both in double precision
+    assert v.verdict == INCONCLUSIVE and v.p == pytest.approx(per_round.pvalue, rel=1e-9) and v.p > 0.05
+    # Welch over all 30 steps of each cell, rounds pooled, still calls it supported.
+    log_f, log_s = (np.log(r["train_ms_per_batch_all"]) for r in rounds)
+    pooled = stats.ttest_ind(log_s - np.log(2.0), log_f, equal_var=False, alternative="greater").pvalue
+    assert pooled < 0.05
+
+
+def test_a_report_of_one_round_is_tested_over_its_steps_and_says_so(tmp_path):
+    out = tmp_path / "results"
+    out.mkdir()
+    # --repeats 1 writes one round median per row: still the steps of one process.
+    _speed_json(out, [_cell("fast", 64, [10.0], steps=6, jitter=0.02), _cell("slow", 64, [40.0], steps=6, jitter=0.02)])
+    v = _one(out, _speed_claim(min_ratio=3.5))
+    assert v.verdict == SUPPORTED and v.n == 6
+    assert v.test == ("one-sided Welch t on log step times (ratio > 3.5x), n=6 steps of one process "
+                      "(p measures step jitter, not reruns)")
+    scaling = _claim(kind="scaling", speed="speed_toy", model="fast", lengths=[64, 256], max_exponent=1.5, suites=[],
+                     datasets=[])
+    _speed_json(out, [_cell("fast", 64, [10.0], steps=6, jitter=0.02),
+                      _cell("fast", 256, [40.0], steps=6, jitter=0.02)])
+    s = _one(out, scaling)
+    assert s.verdict == SUPPORTED and s.test == ("one-sided Welch t on log step times at 64 and 256 tokens "
+                                                 "(exponent < 1.5); steps of one process (p measures step jitter, "
+                                                 "not reruns)")
+
+
+def test_the_exponent_is_tested_per_round(tmp_path):
+    out = tmp_path / "results"
+    out.mkdir()
+    short, long = [100.0, 120.0, 95.0, 110.0], [410.0, 560.0, 380.0, 470.0]
+    quad_short, quad_long = [100.0, 105.0, 98.0, 101.0], [1600.0, 1700.0, 1500.0, 1650.0]
+    _speed_json(out, [_cell("fcsr", 1024, short), _cell("fcsr", 4096, long),
+                      _cell("attn", 1024, quad_short), _cell("attn", 4096, quad_long)])
+    claim = _claim(kind="scaling", speed="speed_toy", model="fcsr", contrast="attn", lengths=[1024, 4096],
+                   max_exponent=1.5, suites=[], datasets=[])
+    v = _one(out, claim)
+    exponents = np.log(np.array(long) / np.array(short)) / np.log(4096 / 1024)
+    expected = stats.ttest_1samp(exponents, popmean=1.5, alternative="less")
+    assert expected.df == 3
+    # float64: scipy's one-sample t against the module's, both in double precision
+    assert v.verdict == SUPPORTED and v.p == pytest.approx(expected.pvalue, rel=1e-9) and v.n == 4
+    other_way = stats.ttest_1samp(exponents, popmean=1.5, alternative="greater").pvalue
+    assert v.p_against == pytest.approx(other_way, rel=1e-9)  # float64
+    assert v.test.startswith("one-sided t over rounds on the per-round exponent log(t4096 / t1024) / log(4096 / 1024)")
+    assert "df = rounds - 1" in v.test and "steps of one process" not in v.test
+    assert v.ours.startswith(f"exponent {exponents.mean():.2f} ± {stats.sem(exponents):.2f} s.e. (fcsr)")
+    contrast = np.log(np.array(quad_long) / np.array(quad_short)).mean() / np.log(4)
+    assert v.ours.endswith(f"; attn: {contrast:.2f}")
+
+
+def test_cells_not_timed_in_the_same_rounds_are_not_paired(tmp_path):
+    out = tmp_path / "results"
+    out.mkdir()
+    _speed_json(out, [_cell("fast", 64, [10.0, 11.0, 10.5]), _cell("slow", 64, [40.0, 41.0])])
+    v = _one(out, _speed_claim())
+    assert v.verdict == INCONCLUSIVE and v.p is None and "not timed in the same 2+ rounds" in v.reason
+
+
 def test_the_markdown_has_the_rule_a_row_per_claim_and_is_deterministic(results, tmp_path):
     claims = [
         _claim(id="toy.supported", pairs=[["model-a", "model-b"]]),

@@ -1384,6 +1384,9 @@ def speed(
     batch_size: int = typer.Option(32, "--batch-size", "-b"),
     steps: int = typer.Option(5, help="Timed training steps per (model, length); the median is reported."),
     warmup: int = typer.Option(2, help="Untimed steps first."),
+    repeats: int = typer.Option(1, "--repeats", help="Rounds: each times every (model, length) again in a fresh "
+                                "process, the models' order rotated; the speed verdicts test over rounds (2+), "
+                                "since the steps of one process are not reruns."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Torch threads (default: every available CPU; 1 with --predict)."),
     sentence_length: Optional[int] = typer.Option(None, help="Words per sentence for hierarchical presets (default 25; "
                                                   "refused where none is timed)."),
@@ -1423,8 +1426,8 @@ def speed(
     from .benchmark.speed import format_speed_markdown, parse_overrides, run_speed, write_speed_report
 
     result = run_speed(list(models), list(lengths), batch_size=batch_size, steps=steps, warmup=warmup,
-                       threads=threads, sentence_length=sentence_length, overrides=parse_overrides(list(sets)),
-                       vocab_size=vocab_size, num_classes=num_classes,
+                       repeats=repeats, threads=threads, sentence_length=sentence_length,
+                       overrides=parse_overrides(list(sets)), vocab_size=vocab_size, num_classes=num_classes,
                        timeout=timeout)
     files = write_speed_report(result, output, command)
     typer.echo(format_speed_markdown(result, command))
@@ -1437,8 +1440,8 @@ def speed(
 
 # `textcls speed`'s options that only one of its two modes reads: the other would ignore them without a word.
 _PREDICT_SPEED_ONLY = ("data", "docs", "calls", "rounds", "epochs")
-_TRAIN_SPEED_ONLY = ("lengths", "batch_size", "steps", "warmup", "sentence_length", "vocab_size", "num_classes", "sets",
-                     "timeout")
+_TRAIN_SPEED_ONLY = ("lengths", "batch_size", "steps", "warmup", "repeats", "sentence_length", "vocab_size",
+                     "num_classes", "sets", "timeout")
 
 
 def _refuse_options_of_the_other_mode(ctx: typer.Context, predict_mode: bool) -> None:

@@ -12,7 +12,11 @@ and the peak minus the memory held before the first step (imports, model and opt
 state), which is what the forward/backward pass adds.
 
 Timings on shared machines are noisy: compare ratios measured in one run, never absolute
-numbers across runs.
+numbers across runs. The timed steps of one child are repeated measurements of one process: how
+much they vary says little about how much a rerun would, which starts a new process on a machine
+in another state. ``repeats`` (``textcls speed --repeats R``) times every cell in R rounds, a fresh
+child each, so the process is the unit replicated: each row keeps each round's median
+(``train_ms_per_batch_rounds``), and the speed verdicts test over those rounds.
 """
 
 from __future__ import annotations
@@ -115,7 +119,7 @@ def _measure(job: dict) -> dict:
         "model": job["model"], "length": job["length"], "batch_size": job["batch_size"], "status": "ok",
         "train_ms_per_batch": ms, "train_ms_per_batch_all": train_ms,
         "train_docs_per_second": 1000 * job["batch_size"] / ms,
-        "infer_ms_per_batch": statistics.median(infer_ms),
+        "infer_ms_per_batch": statistics.median(infer_ms), "infer_ms_per_batch_all": infer_ms,
         "peak_rss_mb": rss_train, "rss_before_first_step_mb": rss_before,
         "training_peak_added_mb": rss_train - rss_before,
         "parameters": model.num_parameters(), "trainable_parameters": model.num_parameters(trainable_only=True),
@@ -162,13 +166,17 @@ def _run_child(job: dict, timeout: float) -> dict:
 MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
-def _check_settings(lengths: list[int], *, batch_size, steps, warmup, threads, vocab_size, num_classes,
+# The most rounds ``repeats`` may ask for: each round times every cell again, in minutes.
+MAX_REPEATS = 1_000
+
+
+def _check_settings(lengths: list[int], *, batch_size, steps, warmup, repeats, threads, vocab_size, num_classes,
                     sentence_length, timeout) -> None:
     """Every numeric setting of ``run_speed``, before any child starts: a bad one would otherwise
     be timed (a negative warmup times fewer steps than the report says; no timed step fails
     every measurement) or fail deep in a child (a NaN or infinite timeout)."""
     for what, value, lo, hi in (("batch_size", batch_size, 1, 1 << 16), ("steps", steps, 1, 10_000),
-                                ("warmup", warmup, 0, 10_000),
+                                ("warmup", warmup, 0, 10_000), ("repeats", repeats, 1, MAX_REPEATS),
                                 ("sentence_length", sentence_length, 1, 1 << 16), ("vocab_size", vocab_size, 1, 1 << 24),
                                 ("num_classes", num_classes, 1, 1 << 16)):
         check_int(what, value, lo, hi)
@@ -181,14 +189,15 @@ def _check_settings(lengths: list[int], *, batch_size, steps, warmup, threads, v
 
 
 def run_speed(models: list[str], lengths: list[int], *, batch_size: int = 32, steps: int = 5, warmup: int = 2,
-              threads: int | None = None, vocab_size: int = DEFAULT_VOCAB, num_classes: int = DEFAULT_CLASSES,
-              sentence_length: int | None = None, overrides: dict[str, dict] | None = None, timeout: float = 900.0,
-              progress: bool = True) -> dict:
+              repeats: int = 1, threads: int | None = None, vocab_size: int = DEFAULT_VOCAB,
+              num_classes: int = DEFAULT_CLASSES, sentence_length: int | None = None,
+              overrides: dict[str, dict] | None = None, timeout: float = 900.0, progress: bool = True) -> dict:
     """Time every model at every length (see the module docstring); returns the report dict.
 
-    ``overrides`` maps a model name to preset overrides for it (e.g. a CPU-sized ``d``).
-    ``sentence_length`` (default 25) shapes the hierarchical presets' batches only, so it is refused
-    where none is timed.
+    ``repeats`` rounds each time every (model, length) cell once, in a fresh child (``round_order``);
+    a row pools its cell's rounds (``merge_rounds``). ``overrides`` maps a model name to preset
+    overrides for it (e.g. a CPU-sized ``d``). ``sentence_length`` (default 25) shapes the
+    hierarchical presets' batches only, so it is refused where none is timed.
     """
     from ..models.registry import get_preset
 
@@ -205,29 +214,75 @@ def run_speed(models: list[str], lengths: list[int], *, batch_size: int = 32, st
     for name in overrides:
         if name not in models:
             raise ConfigError(f"overrides given for '{name}', which is not among the models {', '.join(models)}")
-    _check_settings(lengths, batch_size=batch_size, steps=steps, warmup=warmup, threads=threads,
+    _check_settings(lengths, batch_size=batch_size, steps=steps, warmup=warmup, repeats=repeats, threads=threads,
                     vocab_size=vocab_size, num_classes=num_classes, sentence_length=sentence_length, timeout=timeout)
     threads = threads or system.available_cpus()
-    rows = []
-    for length in lengths:
-        for name in models:
-            job = {"model": name, "length": length, "batch_size": batch_size, "steps": steps, "warmup": warmup,
-                   "threads": threads, "vocab_size": vocab_size, "num_classes": num_classes,
-                   "sentence_length": sentence_length, "overrides": overrides.get(name, {})}
-            row = _run_child(job, timeout)
-            rows.append(row)
+    timed: dict[tuple[int, int], list[dict]] = {}
+    for round_index in range(repeats):
+        for li, mi in round_order(len(models), len(lengths), round_index):
+            done = timed.setdefault((li, mi), [])
+            if done and done[-1]["status"] != "ok":
+                continue  # a failure (out of memory, a timeout) would recur, and costs as long as it took
+            job = {"model": models[mi], "length": lengths[li], "batch_size": batch_size, "steps": steps,
+                   "warmup": warmup, "threads": threads, "vocab_size": vocab_size, "num_classes": num_classes,
+                   "sentence_length": sentence_length, "overrides": overrides.get(models[mi], {})}
+            done.append(_run_child(job, timeout))
             if progress:
-                shown = (f"{row['train_ms_per_batch']:.1f} ms/batch, peak {row['peak_rss_mb']:.0f} MB"
-                         if row["status"] == "ok" else f"FAILED: {row['error']}")
-                print(f"[speed] {name} L={length}: {shown}", file=sys.stderr, flush=True)
+                _show_progress(done[-1], round_index, repeats)
+    rows = [merge_rounds(timed[(li, mi)]) for li in range(len(lengths)) for mi in range(len(models))]
     return {
         "kind": "speed", "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "settings": {"models": models, "lengths": lengths, "batch_size": batch_size, "steps": steps,
-                     "warmup": warmup, "threads": threads, "vocab_size": vocab_size, "num_classes": num_classes,
-                     "sentence_length": sentence_length, "overrides": overrides},
+                     "warmup": warmup, "repeats": repeats, "threads": threads, "vocab_size": vocab_size,
+                     "num_classes": num_classes, "sentence_length": sentence_length, "overrides": overrides},
         "machine": system.machine_info(), "git": system.git_info(), "libraries": system.library_versions(),
         "rows": rows,
     }
+
+
+def round_order(n_models: int, n_lengths: int, round_index: int) -> list[tuple[int, int]]:
+    """The (length index, model index) cells of one round, in the order they are timed: the lengths
+    one after another, reversed in every other round, and at each length the models rotated by one
+    place a round.
+
+    A long timing drifts (the CPU heats and throttles, other jobs start and stop on a shared
+    machine). With one fixed order the same model would always run first at a length and the
+    longest length always last, so a drift would fall on the same cells in every round, and the
+    test over rounds would read it as the models' (or the lengths') difference. Rotated, each model
+    takes every place in turn (evenly when the rounds are a multiple of the models), and the two
+    lengths of an exponent alternate which comes first."""
+    shift = round_index % n_models
+    models = list(range(shift, n_models)) + list(range(shift))
+    lengths = range(n_lengths) if round_index % 2 == 0 else reversed(range(n_lengths))
+    return [(li, mi) for li in lengths for mi in models]
+
+
+def merge_rounds(rounds: list[dict]) -> dict:
+    """One report row from a cell's rounds (one child each, in round order).
+
+    ``train_ms_per_batch_all`` (and ``infer_ms_per_batch_all``) hold every timed step of every
+    round, round after round, and ``train_ms_per_batch`` (``infer_ms_per_batch``) their median, so
+    a one-round row has the values it had before rounds existed; ``train_ms_per_batch_rounds`` holds each
+    round's median, one per process, the unit a rerun repeats. The memory figures are those of the
+    round with the highest peak (the most a user must provide), so that peak and added are of one process.
+    A round that failed makes the row failed: the rounds no longer time the same cells."""
+    last = rounds[-1]
+    if last["status"] != "ok":
+        return last if len(rounds) == 1 else {**last, "error": f"round {len(rounds)}: {last['error']}"}
+    train = [ms for r in rounds for ms in r["train_ms_per_batch_all"]]
+    infer = [ms for r in rounds for ms in r["infer_ms_per_batch_all"]]
+    worst = max(rounds, key=lambda r: r["peak_rss_mb"])
+    ms = statistics.median(train)
+    return {**worst, "train_ms_per_batch": ms, "train_ms_per_batch_all": train,
+            "train_docs_per_second": 1000 * worst["batch_size"] / ms, "infer_ms_per_batch": statistics.median(infer),
+            "infer_ms_per_batch_all": infer, "train_ms_per_batch_rounds": [r["train_ms_per_batch"] for r in rounds]}
+
+
+def _show_progress(row: dict, round_index: int, repeats: int) -> None:
+    shown = (f"{row['train_ms_per_batch']:.1f} ms/batch, peak {row['peak_rss_mb']:.0f} MB"
+             if row["status"] == "ok" else f"FAILED: {row['error']}")
+    where = f" round {round_index + 1}/{repeats}" if repeats > 1 else ""
+    print(f"[speed]{where} {row['model']} L={row['length']}: {shown}", file=sys.stderr, flush=True)
 
 
 def interleaved_best(repeats: int, predictors: dict, texts: list) -> tuple[dict, dict]:
@@ -246,41 +301,70 @@ def interleaved_best(repeats: int, predictors: dict, texts: list) -> tuple[dict,
 
 def format_speed_markdown(result: dict, command: str | None = None) -> str:
     """A table per length: ms per training batch and its ratio to the first model's (train x first),
-    docs/s, memory and the ratio of the memory added to the first model's (added MB x first)."""
+    docs/s, memory and the ratio of the memory added to the first model's (added MB x first); with
+    2+ rounds (``repeats``), beside them the range of the rounds' medians and of their ratios."""
     settings = result["settings"]
+    repeats = int(settings.get("repeats") or 1)
     lines = [f"# Speed: {', '.join(settings['models'])}", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
     machine = result["machine"]
-    lines += [f"Batch {settings['batch_size']}, median of {settings['steps']} training steps after "
-              f"{settings['warmup']} warm-up steps, {settings['threads']} threads, synthetic batches (every "
-              f"position real), vocabulary {settings['vocab_size']}, {settings['num_classes']} classes. "
+    lines += [f"Batch {settings['batch_size']}, {_timing_text(settings, repeats)}, {settings['threads']} threads, "
+              f"synthetic batches (every position real), vocabulary {settings['vocab_size']}, "
+              f"{settings['num_classes']} classes. "
               f"Machine: {machine.get('cpu_model')} ({', '.join(machine.get('cpu_simd') or []) or 'SIMD flags not recorded'}), "
               f"{machine.get('cpus_available')} CPUs. "
               f"Commit {(result['git'].get('commit') or 'unknown')[:10]}. Ratios ('x first') are to the first model at "
               "the same length: 'train x first' of training time, 'added MB x first' of added memory; peak memory "
               "is the child process's ru_maxrss, 'added' is the peak minus the memory held before the first step.",
               ""]
+    columns = ["model", "train ms/batch", "train x first", "train docs/s", "infer ms/batch", "peak MB", "added MB",
+               "added MB x first", "params trainable / total"]
+    if repeats > 1:
+        columns[2:2], columns[4:4] = ["rounds: ms min-max"], ["rounds: x first min-max"]
     by_length: dict[int, list[dict]] = {}
     for row in result["rows"]:
         by_length.setdefault(row["length"], []).append(row)
     for length, rows in by_length.items():
-        lines += [f"## Length {length}", "",
-                  "| model | train ms/batch | train x first | train docs/s | infer ms/batch | peak MB | added MB "
-                  "| added MB x first | params trainable / total |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"## Length {length}", "", "| " + " | ".join(columns) + " |", "|---|" + "---:|" * (len(columns) - 1)]
         base = next((r for r in rows if r["status"] == "ok"), None)
         for r in rows:
             if r["status"] != "ok":
-                lines.append(f"| {r['model']} | failed: {r['error']} |  |  |  |  |  |  |  |")
+                lines.append(f"| {r['model']} | failed: {r['error']} |" + "  |" * (len(columns) - 2))
                 continue
             ratio = r["train_ms_per_batch"] / base["train_ms_per_batch"]
             mem_ratio = r["training_peak_added_mb"] / max(base["training_peak_added_mb"], 1e-9)
-            lines.append(f"| {r['model']} | {r['train_ms_per_batch']:.1f} | {ratio:.2f} | {r['train_docs_per_second']:.1f} "
-                         f"| {r['infer_ms_per_batch']:.1f} | {r['peak_rss_mb']:.0f} | {r['training_peak_added_mb']:.0f} "
-                         f"| {mem_ratio:.2f} | {r['trainable_parameters']:,} / {r['parameters']:,} |")
+            cells = [r["model"], f"{r['train_ms_per_batch']:.1f}", f"{ratio:.2f}", f"{r['train_docs_per_second']:.1f}",
+                     f"{r['infer_ms_per_batch']:.1f}", f"{r['peak_rss_mb']:.0f}", f"{r['training_peak_added_mb']:.0f}",
+                     f"{mem_ratio:.2f}", f"{r['trainable_parameters']:,} / {r['parameters']:,}"]
+            if repeats > 1:
+                cells[2:2], cells[4:4] = [_rounds_range(r)], [_ratios_range(r, base)]
+            lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _timing_text(settings: dict, repeats: int) -> str:
+    steps, warmup = settings["steps"], settings["warmup"]
+    if repeats == 1:
+        return f"median of {steps} training steps after {warmup} warm-up steps"
+    return (f"{repeats} rounds, each timing every (model, length) in a fresh process ({steps} training steps after "
+            f"{warmup} warm-up steps), the models' order rotated each round: 'train ms/batch' is the median of all "
+            f"{repeats * steps} timed steps, 'rounds: ms' the range of the {repeats} rounds' medians and 'rounds: x "
+            "first' of their ratios to the first model's, round by round (the spread a rerun shows)")
+
+
+def _rounds_range(row: dict) -> str:
+    mine = row.get("train_ms_per_batch_rounds") or []
+    return f"{min(mine):.1f}-{max(mine):.1f}" if mine else "–"
+
+
+def _ratios_range(row: dict, base: dict) -> str:
+    """The range of the row's round medians over ``base``'s, round by round: both cells were timed
+    in each round, close in time, so a round's ratio is what one rerun would report."""
+    mine, theirs = row.get("train_ms_per_batch_rounds") or [], base.get("train_ms_per_batch_rounds") or []
+    ratios = [a / b for a, b in zip(mine, theirs)] if mine and len(mine) == len(theirs) else []
+    return f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "–"
 
 
 def plot_speed(result: dict, path: str | Path) -> Path | None:

@@ -32,7 +32,10 @@ Tests, all from ``scipy.stats``' t distribution:
 - several pairs: ``combine = "all"`` is an intersection-union test (p = the largest of the
   pairs'; contradicted when one pair is reversed at ALPHA / number of pairs, Bonferroni);
   ``combine = "mean"`` tests the mean of the pairs' differences per unit (a main effect);
-- speed: Welch's t-test on the logarithms of the timed steps of ``textcls speed``.
+- speed: the rounds of ``textcls speed --repeats R`` (each a fresh process per cell) paired
+  by round, a one-sample t on the log ratio of the two cells' round medians (df = R - 1); a
+  JSON of one round falls back to Welch's t on the log step times of one process, a p of step
+  jitter, not of reruns, and its test says so.
 
 Holm's step-down method within each paper adjusts ``Verdict.p_either``, 2 min(p_for, p_against): a
 claim can reach either verdict (``_p_either``). Beside a "within" verdict, shown and not deciding
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field, fields
@@ -1390,6 +1394,59 @@ def _speed_rows(result: dict, model: str, length: int) -> list[float] | None:
     return None
 
 
+def _speed_rounds(result: dict, model: str, length: int) -> list[float] | None:
+    """The cell's round medians (``textcls speed --repeats``), one per process, when it has 2+ and
+    all are times; a round left out would pair the others with the wrong rounds."""
+    for row in result.get("rows", []):
+        if row.get("model") == model and row.get("length") == length and row.get("status") == "ok":
+            rounds = row.get("train_ms_per_batch_rounds") or []
+            ok = len(rounds) >= 2 and all(_finite(x) and x > 0 for x in rounds)
+            return [float(x) for x in rounds] if ok else None
+    return None
+
+
+def _by_rounds(result: dict) -> bool:
+    """Whether the JSON times its cells in 2+ rounds: then only a test over rounds is a rerun test."""
+    return any(len(row.get("train_ms_per_batch_rounds") or []) >= 2 for row in result.get("rows", [])
+               if row.get("status") == "ok")
+
+
+OVER_ROUNDS = "paired t over rounds on log round medians"
+OVER_STEPS = "Welch t on log step times"
+# Said wherever the steps decide: they are repeated measurements of one process, so their spread
+# is the step-to-step jitter, not what a fresh process (its memory layout, the machine's state)
+# would change, and a p from them must not be read as a rerun test.
+ONE_PROCESS = "steps of one process (p measures step jitter, not reruns)"
+
+
+def _log_ratio(result: dict, a: tuple[str, int], b: tuple[str, int], by_rounds: bool) -> tuple[_T | None, str]:
+    """log(cell b's step time / cell a's), a cell being (model, length), as a t statistic and, where
+    none, why. With rounds: every round timed each cell once, so round r of one cell pairs with
+    round r of the other, and a one-sample t on the per-round log ratios (df = rounds - 1) has the
+    process, the unit a rerun repeats, as its replicate. Without (one round): Welch's t on the log
+    step times of the two processes."""
+    ta, tb = _speed_rows(result, *a), _speed_rows(result, *b)
+    if ta is None or tb is None:
+        return None, "not timed"
+    if by_rounds:
+        ra, rb = _speed_rounds(result, *a), _speed_rounds(result, *b)
+        if ra is None or rb is None or len(ra) != len(rb):
+            return None, "not timed in the same 2+ rounds"
+        return _one_sample([math.log(y / x) for x, y in zip(ra, rb)], OVER_ROUNDS), ""
+    if len(ta) < 2 or len(tb) < 2:
+        return None, "one timed step"
+    return _welch([math.log(x) for x in tb], [math.log(x) for x in ta], OVER_STEPS), ""
+
+
+def _fmt_cell(result: dict, model: str, length: int, by_rounds: bool) -> str:
+    rounds = _speed_rounds(result, model, length) if by_rounds else None
+    if rounds:
+        spread = f"{min(rounds):.1f}-{max(rounds):.1f}"
+        return f"{statistics.median(rounds):.1f} ms (median of {len(rounds)} rounds, {spread})"
+    times = _speed_rows(result, model, length)
+    return _fmt_ms(times) if times else DASH
+
+
 def _speed_row(result: dict, model: str) -> dict | None:
     for row in result.get("rows", []):
         if row.get("model") == model and row.get("status") == "ok":
@@ -1406,8 +1463,10 @@ def _evaluate_speed(ctx: _Context, claim: Claim) -> Verdict:
     v.suite = f"{claim.speed} (textcls speed)"
     v.command = result.get("command") or f"textcls speed ... -o {ctx.results_dir.as_posix()}/{claim.speed}"
     settings = result.get("settings") or {}
+    rounds = (f" in each of {settings.get('repeats')} rounds (a fresh process each)"
+              if (settings.get("repeats") or 1) > 1 else "")
     v.evidence.insert(0, _evidence(claim.speed, result) + (
-        f"; batch {settings.get('batch_size')}, {settings.get('steps')} timed steps per cell, "
+        f"; batch {settings.get('batch_size')}, {settings.get('steps')} timed steps per cell{rounds}, "
         f"{settings.get('threads')} thread(s)" if settings else ""))
     if claim.reason:
         _set_untestable(v, claim.reason)
@@ -1417,23 +1476,19 @@ def _evaluate_speed(ctx: _Context, claim: Claim) -> Verdict:
 def _speed_pairs(claim: Claim, result: dict, pairs, rows_out: list) -> tuple[list, list]:
     tests, problems = [], []
     delta = math.log(claim.min_ratio)
+    by_rounds = _by_rounds(result)
     for fast, slow in pairs:
         for length in claim.lengths:
-            tf, ts = _speed_rows(result, fast, length), _speed_rows(result, slow, length)
-            if tf is None or ts is None:
-                problems.append((f"{fast} vs {slow} at {length}", "not timed"))
+            t, problem = _log_ratio(result, (fast, length), (slow, length), by_rounds)
+            shown = (_fmt_cell(result, fast, length, by_rounds), _fmt_cell(result, slow, length, by_rounds))
+            if t is None:
+                problems.append((f"{fast} vs {slow} at {length}", problem))
                 tests.append(None)
-                rows_out.append((fast, slow, length, DASH, DASH, DASH, None, None))
+                rows_out.append((fast, slow, length, *shown, DASH, None, None))
                 continue
-            if len(tf) < 2 or len(ts) < 2:
-                problems.append((f"{fast} vs {slow} at {length}", "one timed step"))
-                tests.append(None)
-                rows_out.append((fast, slow, length, _fmt_ms(tf), _fmt_ms(ts), DASH, None, None))
-                continue
-            t = _welch([math.log(x) for x in ts], [math.log(x) for x in tf], "Welch t on log step times")
             p_for, p_against = t.p_greater(delta), t.p_less(delta)
             tests.append((t, p_for, p_against))
-            rows_out.append((fast, slow, length, _fmt_ms(tf), _fmt_ms(ts), f"{math.exp(t.est):.2f}x", p_for, p_against))
+            rows_out.append((fast, slow, length, *shown, f"{math.exp(t.est):.2f}x", p_for, p_against))
     return tests, problems
 
 
@@ -1452,8 +1507,10 @@ def _speed(claim: Claim, result: dict) -> Verdict:
     p_against = min(1.0, k * min(x[2] for x in tested)) if tested else None
     _settle(v, p_for, p_against)
     v.n = min((x[0].n for x in tested), default=None)
-    v.test = (f"one-sided Welch t on log step times (ratio > {claim.min_ratio:g}x)"
-              + (f"; all {k} pair-lengths (intersection-union)" if k > 1 else "") + (f", n={v.n} steps" if v.n else "")
+    by_rounds = _by_rounds(result)
+    unit = f"rounds (a fresh process each; df {v.n - 1})" if by_rounds and v.n else ONE_PROCESS
+    v.test = (f"one-sided {OVER_ROUNDS if by_rounds else OVER_STEPS} (ratio > {claim.min_ratio:g}x)"
+              + (f"; all {k} pair-lengths (intersection-union)" if k > 1 else "") + (f", n={v.n} {unit}" if v.n else "")
               + (f"; p of the most reversed pair-length, Bonferroni ×{k}"
                  if v.verdict == CONTRADICTED and k > 1 else ""))
     v.ours = "; ".join(f"{r[5]} ({r[0]} vs {r[1]}, {r[2]} tokens)" for r in rows if r[5] != DASH) or DASH
@@ -1473,31 +1530,33 @@ def _speed(claim: Claim, result: dict) -> Verdict:
         v.reason = "not significant either way"
     if claim.also_pairs:
         also_rows: list = []
-        also_tests, _ = _speed_pairs(claim, result, claim.also_pairs, also_rows)
+        _speed_pairs(claim, result, claim.also_pairs, also_rows)
         for fast, slow, length, tf, ts, ratio, pf, pa in also_rows:
             v.secondary.append({"dataset": f"{fast} vs {slow}, {length} tokens", "ours": ratio, "p": pf,
-                                "test": "one-sided Welch t on log step times",
+                                "test": f"one-sided {OVER_ROUNDS if by_rounds else OVER_STEPS}",
                                 "verdict": _decide(pf, pa), "reason": f"{tf} vs {ts}"})
     return v
 
 
-def _exponent(result: dict, model: str, lengths: Sequence[int]) -> tuple[_T | None, str]:
+def _exponent(result: dict, model: str, lengths: Sequence[int], by_rounds: bool) -> tuple[_T | None, str]:
     l1, l2 = lengths[0], lengths[-1]
-    t1, t2 = _speed_rows(result, model, l1), _speed_rows(result, model, l2)
-    if t1 is None or t2 is None:
-        return None, f"{model} not timed at {l1} and {l2} tokens"
-    if len(t1) < 2 or len(t2) < 2:
-        return None, f"{model}: one timed step"
+    t, problem = _log_ratio(result, (model, l1), (model, l2), by_rounds)
+    if t is None:
+        return None, f"{model} at {l1} and {l2} tokens: {problem}"
+    # An exponent is the log ratio over log(l2 / l1), a constant: the t of the per-round exponents
+    # is the t of the log ratios, estimate and s.e. divided by it.
     scale = math.log(l2 / l1)
-    t = _welch([math.log(x) for x in t2], [math.log(x) for x in t1], "Welch t on log step times")
     return _T(t.est / scale, t.se / scale, t.df, t.n, "exponent"), ""
 
 
 def _scaling(claim: Claim, result: dict) -> Verdict:
     v = Verdict(claim, INCONCLUSIVE, paper="O(m): exponent 1")
-    t, problem = _exponent(result, claim.model, claim.lengths)
-    v.test = (f"one-sided Welch t on log step times at {claim.lengths[0]} and {claim.lengths[-1]} tokens "
-              f"(exponent < {claim.max_exponent:g})")
+    by_rounds = _by_rounds(result)
+    t, problem = _exponent(result, claim.model, claim.lengths, by_rounds)
+    l1, l2 = claim.lengths[0], claim.lengths[-1]
+    v.test = (f"one-sided t over rounds on the per-round exponent log(t{l2} / t{l1}) / log({l2} / {l1}), "
+              f"df = rounds - 1 (exponent < {claim.max_exponent:g})" if by_rounds else
+              f"one-sided {OVER_STEPS} at {l1} and {l2} tokens (exponent < {claim.max_exponent:g}); {ONE_PROCESS}")
     if t is None:
         v.reason = problem
         return v
@@ -1505,15 +1564,14 @@ def _scaling(claim: Claim, result: dict) -> Verdict:
     p_for, p_against = t.p_less(claim.max_exponent), t.p_greater(claim.max_exponent)
     _settle(v, p_for, p_against)
     v.ours = f"exponent {t.est:.2f} ± {t.se:.2f} s.e. ({claim.model})"
-    v.stats = f"time grows as length^{t.est:.2f} between {claim.lengths[0]} and {claim.lengths[-1]} tokens"
+    v.stats = f"time grows as length^{t.est:.2f} between {l1} and {l2} tokens"
     v.details.append("| model | tokens | step |")
     v.details.append("|---|---|---|")
     for model in [claim.model] + ([claim.contrast] if claim.contrast else []):
         for length in claim.lengths:
-            times = _speed_rows(result, model, length)
-            v.details.append(f"| {model} | {length} | {_fmt_ms(times) if times else DASH} |")
+            v.details.append(f"| {model} | {length} | {_fmt_cell(result, model, length, by_rounds)} |")
     if claim.contrast:
-        tc, _ = _exponent(result, claim.contrast, claim.lengths)
+        tc, _ = _exponent(result, claim.contrast, claim.lengths, by_rounds)
         if tc is not None:
             v.ours += f"; {claim.contrast}: {tc.est:.2f}"
     return v
@@ -1578,9 +1636,15 @@ Tests (scipy.stats' t distribution):
   (Bonferroni): the p shown is then that pair's p times the number of pairs, and the test says
   "Bonferroni ×k". An ablation factor over matched variants (HCAN): the mean of the pairs'
   differences per seed.
-- speed: Welch's t-test on the logarithms of the timed training steps of `textcls speed`
-  (ratio above the claimed factor); O(m): the exponent of step time between two lengths,
-  below 1.5. Parameter counts are exact: no test. A claim on a suite's seconds (per epoch or
+- speed: `textcls speed --repeats R` times every (model, length) in a fresh process in each of
+  R rounds, and a rerun repeats the process, not the step. With R ≥ 2 the test is over rounds,
+  paired by round: a one-sample t on the log of the two models' ratio of round medians
+  (df = R − 1), ratio above the claimed factor; O(m): the exponent of step time between two
+  lengths, log(t₂ / t₁) / log(L₂ / L₁) per round, below 1.5, the same way. A JSON of one round
+  (R = 1, the older ones) gets Welch's t-test on the logarithms of its timed training steps,
+  which are steps of one process: that p measures step-to-step jitter, not the spread a rerun
+  shows, and its test says so.
+  Parameter counts are exact: no test. A claim on a suite's seconds (per epoch or
   per document) reads only the runs made on the CPU: a run on a lent GPU counts as missing.
   And only runs timed on one CPU model, since a merged suite holds runs of several machines:
   the model on which every entry it needs has a run (the most runs if several), an entry's
