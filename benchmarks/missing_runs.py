@@ -42,12 +42,6 @@ from textcls.errors import TextclsError
 REPO = Path(__file__).resolve().parents[1]
 
 
-def resumable_epochs(checkpoints: Path, entry: str, seed: int) -> int | None:
-    """The epochs a cut-off run has checkpointed under ``checkpoints``, or None without one."""
-    behind = checkpointed_run(checkpoints, entry, seed)
-    return None if behind is None else behind["from_epoch"]
-
-
 def resume_comment(behind: dict | None) -> str:
     """The queue line's comment for a run with a checkpoint (``checkpointed_run``): after which
     epoch it resumes and, where its folder records it, the commit and machine that made those
@@ -73,7 +67,7 @@ def notes_after_queue(queue: Queue, checkpoints: Path | None) -> list[str]:
         notes.append(f"# {stale.entry} seed(s) {', '.join(map(str, stale.seeds))} in the report: stale: made with "
                      f"{changed} (queued above)")
     for entry, seed in queue.finished if checkpoints is not None else []:
-        if resumable_epochs(checkpoints, entry, seed) is not None:
+        if checkpointed_run(checkpoints, entry, seed) is not None:
             folder = run_checkpoint_dir(checkpoints, entry, seed)
             notes.append(f"# {entry} {seed} is in the report, yet its checkpoint is stale: remove {folder} before "
                          "rerunning it: a rerun would resume from it")

@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import artifacts
-from ..errors import ConfigError, DataError, TextclsError, close_names
+from ..errors import CheckpointError, ConfigError, DataError, TextclsError, close_names
 from ..validate import MAX_SEED, check_folder_path, check_int
 from . import system
 
@@ -576,8 +576,8 @@ def read_run_origin(run_dir: Path) -> dict | None:
     folders made before the origin was recorded. Unreadable counts as unknown rather than refused, as
     the origin only describes the epochs, and refusing would throw them away."""
     try:
-        origin = json.loads((Path(run_dir) / RUN_ORIGIN).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        origin = artifacts.read_json(Path(run_dir) / RUN_ORIGIN)
+    except (OSError, CheckpointError):
         return None
     return {key: origin.get(key) for key in ORIGIN_KEYS} if isinstance(origin, dict) else None
 
